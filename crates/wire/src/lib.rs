@@ -1,1 +1,197 @@
-//! placeholder
+//! # pisadb-wire: every byte that crosses a link
+//!
+//! Each datagram starts with a 6-byte [`Frame`] header (version, kind, source node, destination
+//! node). The switch reads only the frame to decide whether a datagram is plain node-to-node
+//! traffic to forward, or a request for one of its programs. Behind the frame comes the kind's
+//! own fixed layout:
+//!
+//! - [`p4db`]: a P4DB switch transaction — a header (transaction id, GID, recirculation count,
+//!   multi-pass flag, the lock pair, the accumulator) and up to [`p4db::MAX_INSTRUCTIONS`]
+//!   8-byte instructions `{register, opcode, index, data}`, as §5.4 and Fig. 6 of the P4DB paper
+//!   describe. The switch writes each instruction's result over its `data` and sends the same
+//!   packet back.
+//! - [`lock`]: a lock-manager request/reply for the LM-Switch baseline (NetLock-style grants for
+//!   hot tuples whose data stays on the nodes).
+//!
+//! Layouts are `#[repr(C)]` structs of byte-order-explicit integers read in place with
+//! `zerocopy`, so decoding costs a bounds check, not a parse. Decoding never panics and never
+//! allocates more than the fixed maximum: malformed input returns a [`DecodeError`] whose
+//! [`DecodeError::reason`] is a stable label the receiver counts.
+
+pub mod lock;
+pub mod p4db;
+
+use thiserror::Error;
+use zerocopy::network_endian::U16;
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
+
+/// The wire-format version this build speaks; anything else is rejected.
+pub const VERSION: u8 = 1;
+
+/// The node id that addresses the switch itself (its programs), not a node behind it.
+pub const SWITCH_ID: u16 = 0xFFFF;
+
+/// What a datagram carries, from the frame's `kind` byte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(u8)]
+pub enum Kind {
+    /// Node-to-node traffic the switch only forwards (2PC, remote reads, …).
+    Forward = 1,
+    /// A P4DB switch transaction (request, and the reply with results).
+    P4dbTxn = 2,
+    /// A lock-manager request or reply (LM-Switch baseline).
+    Lock = 3,
+}
+
+impl Kind {
+    fn from_u8(byte: u8) -> Result<Self, DecodeError> {
+        match byte {
+            1 => Ok(Kind::Forward),
+            2 => Ok(Kind::P4dbTxn),
+            3 => Ok(Kind::Lock),
+            other => Err(DecodeError::UnknownKind(other)),
+        }
+    }
+}
+
+/// The fixed header in front of every datagram.
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub struct FrameHeader {
+    /// Must equal [`VERSION`].
+    pub version: u8,
+    /// A [`Kind`] as a byte.
+    pub kind: u8,
+    /// The sending node.
+    pub src: U16,
+    /// The receiving node, or [`SWITCH_ID`].
+    pub dst: U16,
+}
+
+/// A decoded frame header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Frame {
+    /// What the datagram carries.
+    pub kind: Kind,
+    /// The sending node.
+    pub src: u16,
+    /// The receiving node, or [`SWITCH_ID`].
+    pub dst: u16,
+}
+
+/// Size of the frame header in bytes.
+pub const FRAME_BYTES: usize = std::mem::size_of::<FrameHeader>();
+
+impl Frame {
+    /// Reads the frame header; returns it and the rest of the datagram.
+    pub fn decode(bytes: &[u8]) -> Result<(Frame, &[u8]), DecodeError> {
+        let (header, rest) = FrameHeader::ref_from_prefix(bytes)
+            .map_err(|_| DecodeError::TooShort { need: FRAME_BYTES, got: bytes.len() })?;
+        if header.version != VERSION {
+            return Err(DecodeError::BadVersion(header.version));
+        }
+        let kind = Kind::from_u8(header.kind)?;
+        Ok((Frame { kind, src: header.src.get(), dst: header.dst.get() }, rest))
+    }
+
+    /// Appends the frame header to `out`.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        let header = FrameHeader {
+            version: VERSION,
+            kind: self.kind as u8,
+            src: U16::new(self.src),
+            dst: U16::new(self.dst),
+        };
+        out.extend_from_slice(header.as_bytes());
+    }
+}
+
+/// Why a datagram was rejected. [`DecodeError::reason`] gives the label it is counted under.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum DecodeError {
+    /// Fewer bytes than the fixed layout needs.
+    #[error("datagram too short: need {need} bytes, got {got}")]
+    TooShort {
+        /// Bytes the layout needs.
+        need: usize,
+        /// Bytes received.
+        got: usize,
+    },
+    /// More bytes than the header announces.
+    #[error("datagram has {extra} trailing bytes after the announced content")]
+    TrailingBytes {
+        /// Bytes left over.
+        extra: usize,
+    },
+    /// A version this build does not speak.
+    #[error("unsupported wire version {0} (this build speaks {VERSION})")]
+    BadVersion(u8),
+    /// An unknown frame kind.
+    #[error("unknown datagram kind {0}")]
+    UnknownKind(u8),
+    /// A frame kind that is valid but not what the receiver expected.
+    #[error("unexpected datagram kind {0:?}")]
+    WrongKind(Kind),
+    /// Zero, or more instructions or entries than the format allows.
+    #[error("bad item count {count} (allowed 1..={max})")]
+    BadCount {
+        /// The announced count.
+        count: usize,
+        /// The maximum the format allows.
+        max: usize,
+    },
+    /// A field holds a value the format does not define.
+    #[error("field `{field}` holds invalid value {value}")]
+    BadField {
+        /// The field's name.
+        field: &'static str,
+        /// The value found.
+        value: u64,
+    },
+}
+
+impl DecodeError {
+    /// A stable label for counting rejected datagrams by reason.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            DecodeError::TooShort { .. } => "too_short",
+            DecodeError::TrailingBytes { .. } => "trailing_bytes",
+            DecodeError::BadVersion(_) => "bad_version",
+            DecodeError::UnknownKind(_) => "unknown_kind",
+            DecodeError::WrongKind(_) => "wrong_kind",
+            DecodeError::BadCount { .. } => "bad_count",
+            DecodeError::BadField { field, .. } => field,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn frame_round_trips() {
+        let frame = Frame { kind: Kind::P4dbTxn, src: 3, dst: SWITCH_ID };
+        let mut bytes = Vec::new();
+        frame.encode(&mut bytes);
+        bytes.push(42);
+        let (decoded, rest) = Frame::decode(&bytes).unwrap();
+        assert_eq!(decoded, frame);
+        assert_eq!(rest, &[42]);
+    }
+
+    #[test]
+    fn frame_rejects_bad_version_and_kind() {
+        assert_eq!(Frame::decode(&[9, 1, 0, 0, 0, 0]).unwrap_err(), DecodeError::BadVersion(9));
+        assert_eq!(Frame::decode(&[VERSION, 77, 0, 0, 0, 0]).unwrap_err(), DecodeError::UnknownKind(77));
+        assert_eq!(Frame::decode(&[VERSION]).unwrap_err().reason(), "too_short");
+    }
+
+    proptest! {
+        #[test]
+        fn frame_decoding_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..16)) {
+            let _ = Frame::decode(&bytes);
+        }
+    }
+}
