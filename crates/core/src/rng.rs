@@ -16,9 +16,8 @@ pub type SeededRng = rand_chacha::ChaCha8Rng;
 /// The derivation is a fixed function (SplitMix64 over the seed and the FNV-1a hash of the
 /// name), so it never changes between builds.
 pub fn derive(seed: u64, stream: &str) -> SeededRng {
-    let name_hash = stream.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    });
+    let name_hash =
+        stream.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3));
     SeededRng::seed_from_u64(splitmix64(seed ^ splitmix64(name_hash)))
 }
 

@@ -32,18 +32,14 @@ impl Txn {
         debug_assert!(i < j);
         let (a, b) = (&self.ops[i], &self.ops[j]);
         let same_tuple = a.key == b.key;
-        let acc_conflict = (a.writes_acc() && (b.reads_acc() || b.writes_acc()))
-            || (a.reads_acc() && b.writes_acc());
+        let acc_conflict = (a.writes_acc() && (b.reads_acc() || b.writes_acc())) || (a.reads_acc() && b.writes_acc());
         same_tuple || acc_conflict
     }
 
     /// All ordering dependencies `(i, j)` with `i < j`, in lexicographic order.
     pub fn dependencies(&self) -> Vec<(usize, usize)> {
         let n = self.ops.len();
-        (0..n)
-            .flat_map(|j| (0..j).map(move |i| (i, j)))
-            .filter(|&(i, j)| self.must_precede(i, j))
-            .collect()
+        (0..n).flat_map(|j| (0..j).map(move |i| (i, j))).filter(|&(i, j)| self.must_precede(i, j)).collect()
     }
 
     /// Whether any operation changes a tuple.

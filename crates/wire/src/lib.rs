@@ -96,12 +96,8 @@ impl Frame {
 
     /// Appends the frame header to `out`.
     pub fn encode(&self, out: &mut Vec<u8>) {
-        let header = FrameHeader {
-            version: VERSION,
-            kind: self.kind as u8,
-            src: U16::new(self.src),
-            dst: U16::new(self.dst),
-        };
+        let header =
+            FrameHeader { version: VERSION, kind: self.kind as u8, src: U16::new(self.src), dst: U16::new(self.dst) };
         out.extend_from_slice(header.as_bytes());
     }
 }

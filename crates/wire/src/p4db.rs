@@ -273,8 +273,15 @@ mod tests {
     }
 
     fn packet() -> impl Strategy<Value = TxnPacket> {
-        (any::<u64>(), any::<u64>(), any::<u32>(), any::<i32>(), any::<bool>(), any::<(bool, bool)>(),
-         proptest::collection::vec(instruction(), 1..=MAX_INSTRUCTIONS))
+        (
+            any::<u64>(),
+            any::<u64>(),
+            any::<u32>(),
+            any::<i32>(),
+            any::<bool>(),
+            any::<(bool, bool)>(),
+            proptest::collection::vec(instruction(), 1..=MAX_INSTRUCTIONS),
+        )
             .prop_map(|(txn_id, gid, recircs, acc, is_multipass, (left, right), mut instrs)| {
                 instrs.last_mut().unwrap().end_of_pass = true;
                 TxnPacket { txn_id, gid, recircs, acc, is_multipass, locks: LockPair { left, right }, instrs }
@@ -308,7 +315,15 @@ mod tests {
 
     #[test]
     fn last_bit_must_mark_the_final_instruction_only() {
-        let instr = Instruction { register: 1, action: 0, acc_in: false, acc_out: AccOut::None, index: 0, data: 0, end_of_pass: true };
+        let instr = Instruction {
+            register: 1,
+            action: 0,
+            acc_in: false,
+            acc_out: AccOut::None,
+            index: 0,
+            data: 0,
+            end_of_pass: true,
+        };
         let pkt = TxnPacket { instrs: vec![instr, instr], ..Default::default() };
         let mut bytes = Vec::new();
         pkt.encode(&mut bytes);

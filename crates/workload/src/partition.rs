@@ -1,0 +1,224 @@
+//! Where rows live and where a transaction takes its keys from.
+//!
+//! Rows are spread round robin: row `r` lives on node `r % nodes`, as the paper partitions
+//! YCSB. Node `n` therefore owns rows `n, n + nodes, n + 2·nodes, …`, and its `i`-th own row is
+//! `n + nodes·i`. The hot set is the first `hot_per_node` rows each node owns, which makes it
+//! exactly the rows `0 .. nodes·hot_per_node`: membership is one comparison, and the hot tuples
+//! listed in key order are a plain range.
+//!
+//! A transaction's keys are chosen in two steps. First, one node per key slot: all the home
+//! node for a local transaction; for a distributed one, the home node, a second node chosen
+//! among the others (so at least two nodes take part), and the rest anywhere in the rack.
+//! Second, a row per slot on that slot's node, among the node's hot rows for a hot transaction
+//! and among its other rows for a cold one. Validation (`KeySpace::validate`) makes sure each
+//! node has enough of both for any transaction, so drawing distinct rows always succeeds.
+
+use crate::{ConfigError, TxnClass};
+use pisadb_core::rng::SeededRng;
+use pisadb_core::TupleKey;
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+
+/// A database node's index in the rack, `0..nodes`.
+pub type NodeId = u16;
+
+/// How rows map to nodes: round-robin by row id (row % nodes), as the paper partitions YCSB.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Partitioning {
+    /// The number of database nodes; at least 1.
+    pub nodes: u16,
+}
+
+impl Partitioning {
+    /// The node that stores `key`. Every table is partitioned by row, so the tuples of one
+    /// row (e.g. an account's savings and checking balances) share a node.
+    pub fn node_of(&self, key: TupleKey) -> NodeId {
+        let node = key.row % u64::from(self.nodes);
+        // A remainder modulo a u16 always fits in a u16.
+        node as NodeId
+    }
+}
+
+/// The rows of a workload's tables, their hot set, and the odds that shape its transactions.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct KeySpace {
+    /// How rows map to nodes.
+    pub(crate) partitioning: Partitioning,
+    /// The number of rows (per table), spread over all nodes.
+    pub(crate) rows: u64,
+    /// How many of its rows each node contributes to the hot set.
+    pub(crate) hot_per_node: u64,
+    /// The probability that a transaction is hot.
+    pub(crate) hot_prob: f64,
+    /// The probability that a transaction is distributed (when there is more than one node).
+    pub(crate) remote_prob: f64,
+}
+
+impl KeySpace {
+    /// Checks the fields and that every node can supply `keys_per_txn` distinct rows of the
+    /// kind (hot or cold) a transaction may ask for. `rows_field` is the config's name for
+    /// `rows`, so the error names the field the user wrote.
+    pub(crate) fn validate(&self, rows_field: &'static str, keys_per_txn: u64) -> Result<(), ConfigError> {
+        let nodes = u64::from(self.partitioning.nodes);
+        if nodes == 0 {
+            return Err(ConfigError::new("nodes", 0, "at least 1"));
+        }
+        check_probability("hot_prob", self.hot_prob)?;
+        check_probability("remote_prob", self.remote_prob)?;
+        // The node with the fewest rows is the last one: it owns rows / nodes of them.
+        let rows_per_node_min = self.rows / nodes;
+        if self.hot_per_node > rows_per_node_min {
+            let expected = format!("at most {rows_per_node_min} (the rows of the smallest node)");
+            return Err(ConfigError::new("hot_per_node", self.hot_per_node, expected));
+        }
+        if self.hot_prob > 0.0 && self.hot_per_node < keys_per_txn {
+            let expected = format!("at least {keys_per_txn} when hot_prob > 0 (a local hot transaction's keys)");
+            return Err(ConfigError::new("hot_per_node", self.hot_per_node, expected));
+        }
+        if self.hot_prob < 1.0 && rows_per_node_min - self.hot_per_node < keys_per_txn {
+            let rows_min = nodes * (self.hot_per_node + keys_per_txn);
+            let expected = format!("at least {rows_min} when hot_prob < 1, so every node has {keys_per_txn} cold rows");
+            return Err(ConfigError::new(rows_field, self.rows, expected));
+        }
+        Ok(())
+    }
+
+    /// Whether `row` is in the hot set (see the module doc for why this is one comparison).
+    pub(crate) fn is_hot_row(&self, row: u64) -> bool {
+        row < self.hot_rows_end()
+    }
+
+    /// Every hot row, in increasing order.
+    pub(crate) fn hot_rows(&self) -> std::ops::Range<u64> {
+        0..self.hot_rows_end()
+    }
+
+    fn hot_rows_end(&self) -> u64 {
+        u64::from(self.partitioning.nodes) * self.hot_per_node
+    }
+
+    /// Draws whether the next transaction is hot.
+    pub(crate) fn draw_class(&self, rng: &mut SeededRng) -> TxnClass {
+        if rng.random_bool(self.hot_prob) {
+            TxnClass::Hot
+        } else {
+            TxnClass::Cold
+        }
+    }
+
+    /// Draws whether the next transaction is distributed; never with a single node, where it
+    /// could not be.
+    pub(crate) fn draw_distributed(&self, rng: &mut SeededRng) -> bool {
+        self.partitioning.nodes > 1 && rng.random_bool(self.remote_prob)
+    }
+
+    /// One node per key slot, as the module doc describes: the home node first, and when
+    /// `distributed`, a different node second and any nodes after that.
+    pub(crate) fn pick_nodes(&self, rng: &mut SeededRng, home: NodeId, slots: usize, distributed: bool) -> Vec<NodeId> {
+        let mut nodes = vec![home; slots];
+        if distributed {
+            assert!(slots >= 2, "a distributed transaction needs two keys");
+            nodes[1] = self.other_node(rng, home);
+            for node in &mut nodes[2..] {
+                *node = rng.random_range(0..self.partitioning.nodes);
+            }
+        }
+        nodes
+    }
+
+    /// A node other than `home`, uniformly.
+    fn other_node(&self, rng: &mut SeededRng, home: NodeId) -> NodeId {
+        let node = rng.random_range(0..self.partitioning.nodes - 1);
+        if node >= home {
+            node + 1
+        } else {
+            node
+        }
+    }
+
+    /// One distinct row per slot, each on its slot's node and of the given class.
+    ///
+    /// Rejection sampling ends because `validate` guarantees every node has at least as many
+    /// rows of each class as a transaction has slots.
+    pub(crate) fn pick_distinct_rows(&self, rng: &mut SeededRng, nodes: &[NodeId], class: TxnClass) -> Vec<u64> {
+        let mut rows = Vec::with_capacity(nodes.len());
+        for &node in nodes {
+            let row = loop {
+                let row = self.pick_row(rng, node, class);
+                if !rows.contains(&row) {
+                    break row;
+                }
+            };
+            rows.push(row);
+        }
+        rows
+    }
+
+    /// A uniform row of `node` from its hot rows or from its other rows.
+    fn pick_row(&self, rng: &mut SeededRng, node: NodeId, class: TxnClass) -> u64 {
+        let index = match class {
+            TxnClass::Hot => rng.random_range(0..self.hot_per_node),
+            TxnClass::Cold => rng.random_range(self.hot_per_node..self.rows_on(node)),
+        };
+        u64::from(node) + u64::from(self.partitioning.nodes) * index
+    }
+
+    /// How many rows `node` owns: the rows below `rows` congruent to `node` modulo `nodes`.
+    fn rows_on(&self, node: NodeId) -> u64 {
+        let nodes = u64::from(self.partitioning.nodes);
+        (self.rows + nodes - 1 - u64::from(node)) / nodes
+    }
+}
+
+/// Rejects a probability outside `0..=1` (including NaN).
+fn check_probability(field: &'static str, value: f64) -> Result<(), ConfigError> {
+    if (0.0..=1.0).contains(&value) {
+        Ok(())
+    } else {
+        Err(ConfigError::new(field, value, "a probability in 0..=1"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pisadb_core::rng;
+    use std::collections::BTreeSet;
+
+    fn space(nodes: u16, rows: u64, hot_per_node: u64) -> KeySpace {
+        KeySpace { partitioning: Partitioning { nodes }, rows, hot_per_node, hot_prob: 0.5, remote_prob: 0.5 }
+    }
+
+    #[test]
+    fn hot_set_is_the_first_rows_of_every_node() {
+        let s = space(3, 100, 4);
+        let first_four_of_each: BTreeSet<u64> = (0..3).flat_map(|n| (0..4).map(move |i| n + 3 * i)).collect();
+        assert_eq!(s.hot_rows().collect::<BTreeSet<_>>(), first_four_of_each);
+        assert!((0..100).all(|r| s.is_hot_row(r) == first_four_of_each.contains(&r)));
+    }
+
+    #[test]
+    fn rows_on_counts_each_nodes_share_of_an_uneven_split() {
+        let s = space(3, 10, 0);
+        // Rows 0..10: node 0 has 0,3,6,9; node 1 has 1,4,7; node 2 has 2,5,8.
+        assert_eq!([s.rows_on(0), s.rows_on(1), s.rows_on(2)], [4, 3, 3]);
+    }
+
+    #[test]
+    fn picked_rows_live_on_their_node_and_match_the_class() {
+        let s = space(4, 1000, 10);
+        let mut r = rng::derive(1, "test");
+        let p = s.partitioning;
+        for home in 0..4 {
+            let nodes = s.pick_nodes(&mut r, home, 6, true);
+            for class in [TxnClass::Hot, TxnClass::Cold] {
+                let rows = s.pick_distinct_rows(&mut r, &nodes, class);
+                for (&row, &node) in rows.iter().zip(&nodes) {
+                    assert_eq!(p.node_of(TupleKey::new(0, row)), node);
+                    assert_eq!(s.is_hot_row(row), class == TxnClass::Hot);
+                    assert!(row < 1000);
+                }
+            }
+        }
+    }
+}
