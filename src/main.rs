@@ -1,1 +1,41 @@
-fn main() {}
+//! # pisadb: the command line
+//!
+//! One binary for everything a user runs. Each subcommand lives in [`commands`] and does three
+//! things only: turn flags into configurations (with errors that name the flag and the
+//! accepted values), call the library crates, and print a readable table or, with `--json`,
+//! one JSON object with stable field names.
+
+mod commands;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// PisaDB: a distributed in-memory database whose hottest transactions run inside a
+/// (simulated) programmable switch.
+#[derive(Parser, Debug)]
+#[command(name = "pisadb", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Lay hot tuples out on the switch (P4DB's declustered layout vs a random one) and report
+    /// how many hot transactions then run in a single pipeline pass.
+    Layout(commands::layout::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Layout(args) => commands::layout::run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::from(2)
+        }
+    }
+}

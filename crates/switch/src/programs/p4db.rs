@@ -1,0 +1,483 @@
+//! The P4DB transaction engine (paper §5), as a program on the pipeline model.
+//!
+//! ## Memory
+//!
+//! Stage 0 holds the *pipeline lock*: one pair register whose halves are the two locks of the
+//! 2-bit lock of Listing 1 (`left` guards the first half of the data stages, `right` the
+//! second). The data stages that follow hold the hot tuples, `arrays_per_stage` register arrays
+//! of `entries_per_array` 32-bit cells each (the paper's prototype: ~20 arrays of 32768
+//! entries). Data arrays never share stage 0 with the lock, because a stage cannot gate one of
+//! its stateful ALUs on another's output: the lock verdict must exist before the first data
+//! access. Every tuple operation of [`pisadb_core::OpKind`] is a register action on the data
+//! arrays, built from the generic stateful ALU; a test checks each against the reference
+//! semantics [`pisadb_core::Op::apply`].
+//!
+//! ## A transaction's journey
+//!
+//! A node builds one packet per hot transaction ([`P4dbEngine::packet_for`]): it plans the
+//! passes from the data layout and marks their ends; the switch checks the plan when the packet
+//! arrives ([`P4dbEngine::check_plan`]) and rejects one that breaks a rule.
+//!
+//! - *Single-pass* (§5.1): lock-free. In stage 0 the packet checks that the locks it needs (the
+//!   halves its stages fall in) are free; if so it executes all its instructions in this pass
+//!   and is stamped the next global transaction id (GID), which is its place in the serial
+//!   order. If a multi-pass transaction holds one of its locks, it recirculates on a waiting
+//!   port and tries again.
+//! - *Multi-pass* (§5.2): in its first pass the packet tries to take its locks; failing that it
+//!   waits like a single-pass one. Holding them, it is stamped its GID, executes the first
+//!   pass's instructions, and recirculates on the fast port (§5.3) for the next pass. At the
+//!   start of its last pass it releases the locks: nothing behind it can overtake it, so a
+//!   transaction admitted right after sees all of its writes.
+//!
+//! Why this is serializable in GID order: a single-pass transaction executes entirely at its
+//! entry slot, so passes are atomic (see [`crate::pipeline`]). A multi-pass transaction `T`
+//! holds the locks of every stage it touches from its first pass to the entry of its last, so
+//! any transaction admitted in between touches none of `T`'s arrays, commutes with `T`, and
+//! can be ordered after it; one that needs `T`'s arrays waits until `T`'s last pass has
+//! entered and then follows it stage by stage. GIDs are stamped at admission (lock
+//! acquisition for multi-pass), which is such an order. The property tests check exactly this
+//! against a serial execution in GID order.
+//!
+//! ## Constrained writes
+//!
+//! A write that must keep a value non-negative (SmallBank) is the `AddIfNonNegative` action:
+//! its condition is one comparison in the stateful ALU, so the constraint costs no extra pass
+//! and needs no rollback (§5.1).
+
+use crate::alu::{Branch, CmpOp, Combine, Comparison, Expr, RegisterAction};
+use crate::profile::SwitchProfile;
+use crate::program::{PassDecision, Program, ProgramSpec, Recirc, RegisterArraySpec, Reject};
+use crate::registers::PassContext;
+use pisadb_core::{AccOut, OpKind, TupleKey, Txn};
+use pisadb_layout::{plan_passes, ArraySlot, Layout, LayoutTarget};
+use pisadb_wire::p4db::{Instruction, LockPair, TxnPacket, INSTRUCTION_BYTES, MAX_INSTRUCTIONS};
+use pisadb_wire::{Frame, Kind, FRAME_BYTES, SWITCH_ID};
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// Register id of the pipeline lock in stage 0.
+pub const LOCK_REGISTER: u8 = 63;
+const TRY_LOCK: u8 = 0;
+const UNLOCK: u8 = 1;
+const CHECK_FREE: u8 = 2;
+
+/// How the engine uses the switch; every figure is a knob of the ablations (paper Fig. 15c).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct P4dbConfig {
+    /// First stage holding data arrays (stage 0 holds the lock).
+    pub first_data_stage: u8,
+    /// Number of consecutive stages holding data arrays.
+    pub data_stages: u8,
+    /// Data arrays per data stage.
+    pub arrays_per_stage: u8,
+    /// Cells per data array.
+    pub entries_per_array: u32,
+    /// Two locks over the two halves of the data stages (§5.3); otherwise every multi-pass
+    /// transaction locks the whole pipeline.
+    pub fine_grained_locks: bool,
+    /// Lock holders recirculate on a port of their own (§5.3).
+    pub fast_recirculation: bool,
+}
+
+impl P4dbConfig {
+    /// The prototype's shape on `profile`: 32768-entry 32-bit arrays, two per stage, in every
+    /// stage but the lock's and the last (kept for forwarding), with both optimizations on.
+    /// On Tofino 1: 10 data stages, 20 arrays, 655,360 hot tuples.
+    pub fn for_profile(profile: &SwitchProfile) -> Self {
+        P4dbConfig {
+            first_data_stage: 1,
+            data_stages: profile.stages_per_pipe.saturating_sub(2).max(1),
+            arrays_per_stage: 2,
+            entries_per_array: 32_768,
+            fine_grained_locks: true,
+            fast_recirculation: true,
+        }
+    }
+
+    /// The data arrays as the layout algorithm sees them, in (stage, register) order.
+    pub fn layout_target(&self, profile: &SwitchProfile) -> LayoutTarget {
+        let arrays = self
+            .data_arrays()
+            .map(|(register, stage)| ArraySlot { stage, register, capacity: self.entries_per_array, width_bits: 32 })
+            .collect();
+        LayoutTarget { arrays, sram_block_bits: profile.sram_block_bits }
+    }
+
+    /// `(register id, stage)` of every data array; ids count from 1 in stage order.
+    fn data_arrays(&self) -> impl Iterator<Item = (u8, u8)> + '_ {
+        crate::program::array_grid(self.first_data_stage, self.data_stages, self.arrays_per_stage)
+    }
+
+    /// The locks a transaction touching `stage` needs.
+    fn lock_for_stage(&self, stage: u8) -> LockPair {
+        if !self.fine_grained_locks {
+            return LockPair::BOTH;
+        }
+        let left = stage < self.first_data_stage + self.data_stages.div_ceil(2);
+        LockPair { left, right: !left }
+    }
+}
+
+/// The register action number of each operation kind on the data arrays.
+pub fn action_for(kind: OpKind) -> u8 {
+    match kind {
+        OpKind::Read => 0,
+        OpKind::Write => 1,
+        OpKind::Add => 2,
+        OpKind::AddIfNonNegative => 3,
+        OpKind::WriteCheck => 4,
+    }
+}
+
+/// The data arrays' register actions, in [`action_for`] order. Inputs: `in1` is the
+/// instruction's data, `in2` the accumulator when the instruction reads it (else 0).
+pub fn data_actions() -> Vec<RegisterAction> {
+    let operand = Expr::IN1.plus(Expr::IN2);
+    let sum = Expr::LO.plus(operand);
+    vec![
+        RegisterAction::always("read", Branch::keep(Expr::LO)),
+        RegisterAction::always("write", Branch::set(operand, Expr::LO)),
+        RegisterAction::always("add", Branch::set(sum, Expr::LO)),
+        RegisterAction::when(
+            "add_if_non_negative",
+            vec![Comparison::new(sum, CmpOp::Ge)],
+            Combine::All,
+            Branch::set(sum, operand),
+            Branch::keep(Expr::constant(0)),
+        ),
+        RegisterAction::when(
+            "write_check",
+            vec![Comparison::new(Expr::LO.plus(Expr::IN2).minus(Expr::IN1), CmpOp::Lt)],
+            Combine::All,
+            Branch::set(Expr::LO.minus(Expr::IN1).plus(Expr::constant(-1)), Expr::LO),
+            Branch::set(Expr::LO.minus(Expr::IN1), Expr::LO),
+        ),
+    ]
+}
+
+/// The 2-bit lock of Listing 1, on a pair register: `lo` is the left lock, `hi` the right;
+/// `in1`/`in2` say which of them the packet wants.
+fn lock_actions() -> Vec<RegisterAction> {
+    let taken = |half: Expr, want: Expr| Comparison::new(half.plus(want).plus(Expr::constant(-2)), CmpOp::Eq);
+    let conflicts = vec![taken(Expr::LO, Expr::IN1), taken(Expr::HI, Expr::IN2)];
+    let acquire =
+        Branch { lo: Some(Expr::LO.plus(Expr::IN1)), hi: Some(Expr::HI.plus(Expr::IN2)), out: Expr::constant(1) };
+    let release =
+        Branch { lo: Some(Expr::LO.minus(Expr::IN1)), hi: Some(Expr::HI.minus(Expr::IN2)), out: Expr::constant(0) };
+    let busy = Branch::keep(Expr::constant(0));
+    vec![
+        RegisterAction::when("try_lock", conflicts.clone(), Combine::Any, busy, acquire),
+        RegisterAction::always("unlock", release),
+        RegisterAction::when("check_free", conflicts, Combine::Any, busy, Branch::keep(Expr::constant(1))),
+    ]
+}
+
+/// A switch transaction inside the switch.
+#[derive(Clone, Debug)]
+pub struct P4dbPacket {
+    /// The packet as received; results overwrite instruction data as they are produced.
+    pub txn: TxnPacket,
+    /// Index of the first instruction of the next pass.
+    cursor: usize,
+    /// Passes left to run, including the next.
+    passes_left: usize,
+    /// Whether the packet holds its locks (multi-pass, between first and last pass).
+    holds_locks: bool,
+}
+
+/// The P4DB engine program.
+#[derive(Clone, Debug)]
+pub struct P4dbEngine {
+    config: P4dbConfig,
+    /// Stage of each data register id; `u8::MAX` where the id is not a data array.
+    stage_of: [u8; 256],
+}
+
+/// Why a transaction cannot be sent to the switch as one packet.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum BuildError {
+    /// A tuple is not on the switch.
+    #[error("tuple {0:?} is not on the switch")]
+    NotOnSwitch(TupleKey),
+    /// A value does not fit the 32-bit registers.
+    #[error("operand {0} does not fit a 32-bit register")]
+    ValueOutOfRange(i64),
+    /// Too many operations for one packet.
+    #[error("{0} operations, but a packet carries at most {MAX_INSTRUCTIONS}")]
+    TooManyOps(usize),
+}
+
+impl P4dbEngine {
+    /// The engine with `config`.
+    pub fn new(config: P4dbConfig) -> Self {
+        let stage_of = crate::program::stage_map(config.data_arrays());
+        P4dbEngine { config, stage_of }
+    }
+
+    /// The engine's configuration.
+    pub fn config(&self) -> &P4dbConfig {
+        &self.config
+    }
+
+    /// The locks a transaction touching `stages` needs.
+    pub fn locks_for(&self, stages: impl IntoIterator<Item = u8>) -> LockPair {
+        stages.into_iter().fold(LockPair::default(), |acc, s| acc.union(self.config.lock_for_stage(s)))
+    }
+
+    /// Builds the packet for a hot transaction under `layout`: plans its passes, marks their
+    /// ends, and sets the multi-pass flag and locks. Also returns, for each instruction, the
+    /// index of the operation it carries (results come back in instruction order).
+    pub fn packet_for(&self, txn: &Txn, layout: &Layout, txn_id: u64) -> Result<(TxnPacket, Vec<usize>), BuildError> {
+        if txn.ops.len() > MAX_INSTRUCTIONS {
+            return Err(BuildError::TooManyOps(txn.ops.len()));
+        }
+        let plan = plan_passes(txn, layout).map_err(|e| BuildError::NotOnSwitch(e.key))?;
+        let mut instrs = Vec::with_capacity(txn.ops.len());
+        let mut order = Vec::with_capacity(txn.ops.len());
+        let mut stages = Vec::new();
+        for pass in &plan.passes {
+            for (k, &i) in pass.iter().enumerate() {
+                let op = &txn.ops[i];
+                let place = layout.get(op.key).ok_or(BuildError::NotOnSwitch(op.key))?;
+                let data = i32::try_from(op.data).map_err(|_| BuildError::ValueOutOfRange(op.data))?;
+                stages.push(place.stage);
+                order.push(i);
+                instrs.push(Instruction {
+                    register: place.register,
+                    action: action_for(op.kind),
+                    acc_in: op.acc_in,
+                    acc_out: op.acc_out,
+                    index: place.index as u16,
+                    data,
+                    end_of_pass: k + 1 == pass.len(),
+                });
+            }
+        }
+        let packet = TxnPacket {
+            txn_id,
+            is_multipass: plan.passes.len() > 1,
+            locks: self.locks_for(stages),
+            instrs,
+            ..TxnPacket::default()
+        };
+        Ok((packet, order))
+    }
+
+    /// Checks a packet's plan against the pipeline's rules and returns its number of passes.
+    ///
+    /// Per pass: instructions in non-decreasing stage order; each array at most once; an
+    /// instruction that reads the accumulator strictly after (in a later stage than) any that
+    /// wrote it in the same pass, and one that writes it strictly after any that touched it
+    /// (the accumulator is one PHV field: a stage cannot both produce and consume it). Across
+    /// the packet: only data arrays, known actions, indices in range; the multi-pass flag
+    /// matches the plan; the locks cover every stage touched.
+    pub fn check_plan(&self, pkt: &TxnPacket) -> Result<usize, Reject> {
+        let actions = data_actions().len() as u8;
+        let mut passes = 0;
+        let mut needed = LockPair::default();
+        let mut pass = PassCheck::default();
+        for (n, instr) in pkt.instrs.iter().enumerate() {
+            let stage = self.stage_of[usize::from(instr.register)];
+            if stage == u8::MAX {
+                return Err(Reject::rule(
+                    "unknown_register",
+                    format!("instruction {n}: register {} holds no data", instr.register),
+                ));
+            }
+            if instr.action >= actions {
+                return Err(Reject::rule("unknown_action", format!("instruction {n}: action {}", instr.action)));
+            }
+            if u32::from(instr.index) >= self.config.entries_per_array {
+                return Err(Reject::rule("index_out_of_range", format!("instruction {n}: index {}", instr.index)));
+            }
+            pass.admit(n, instr, stage)?;
+            needed = needed.union(self.config.lock_for_stage(stage));
+            if instr.end_of_pass {
+                passes += 1;
+                pass = PassCheck::default();
+            }
+        }
+        if pkt.is_multipass != (passes > 1) {
+            return Err(Reject::rule(
+                "multipass_flag",
+                format!("plan has {passes} passes but is_multipass = {}", pkt.is_multipass),
+            ));
+        }
+        if !pkt.locks.covers(needed) {
+            return Err(Reject::rule("locks_do_not_cover", format!("needs {needed:?}, packet has {:?}", pkt.locks)));
+        }
+        Ok(passes)
+    }
+
+    fn run_instructions(
+        &self,
+        ctx: &mut PassContext<'_>,
+        p: &mut P4dbPacket,
+    ) -> Result<(), crate::registers::AccessError> {
+        while let Some(instr) = p.txn.instrs.get_mut(p.cursor) {
+            let acc_term = if instr.acc_in { i64::from(p.txn.acc) } else { 0 };
+            let out =
+                ctx.execute(instr.register, instr.action, u32::from(instr.index), i64::from(instr.data), acc_term)?;
+            let out = out as i32;
+            instr.data = out;
+            p.txn.acc = match instr.acc_out {
+                AccOut::None => p.txn.acc,
+                AccOut::Set => out,
+                AccOut::Add => p.txn.acc.wrapping_add(out),
+                AccOut::Sub => p.txn.acc.wrapping_sub(out),
+            };
+            p.cursor += 1;
+            if instr.end_of_pass {
+                break;
+            }
+        }
+        p.passes_left -= 1;
+        Ok(())
+    }
+}
+
+/// Running state of the per-pass checks of [`P4dbEngine::check_plan`].
+#[derive(Default)]
+struct PassCheck {
+    stage: u8,
+    touched: u64,
+    acc_written_at: Option<u8>,
+    acc_touched_at: Option<u8>,
+}
+
+impl PassCheck {
+    fn admit(&mut self, n: usize, instr: &Instruction, stage: u8) -> Result<(), Reject> {
+        if stage < self.stage {
+            return Err(Reject::rule(
+                "stage_order",
+                format!("instruction {n}: stage {stage} after stage {} in one pass", self.stage),
+            ));
+        }
+        let bit = 1u64 << instr.register;
+        if self.touched & bit != 0 {
+            return Err(Reject::rule(
+                "array_twice_in_pass",
+                format!("instruction {n}: register {} again in one pass", instr.register),
+            ));
+        }
+        let writes = instr.acc_out != AccOut::None;
+        let same_stage = |at: Option<u8>| at.is_some_and(|s| s >= stage);
+        if (instr.acc_in && same_stage(self.acc_written_at)) || (writes && same_stage(self.acc_touched_at)) {
+            return Err(Reject::rule(
+                "accumulator_same_stage",
+                format!("instruction {n}: accumulator produced and used in stage {stage}"),
+            ));
+        }
+        self.stage = stage;
+        self.touched |= bit;
+        if writes {
+            self.acc_written_at = Some(stage);
+        }
+        if writes || instr.acc_in {
+            self.acc_touched_at = Some(stage);
+        }
+        Ok(())
+    }
+}
+
+impl Program for P4dbEngine {
+    type Packet = P4dbPacket;
+
+    fn spec(&self) -> ProgramSpec {
+        let lock = RegisterArraySpec {
+            id: LOCK_REGISTER,
+            name: "pipeline_lock".into(),
+            stage: 0,
+            entries: 1,
+            width_bits: 8,
+            pair: true,
+            actions: lock_actions(),
+        };
+        let data = self.config.data_arrays().map(|(id, stage)| RegisterArraySpec {
+            id,
+            name: format!("hot_{id}"),
+            stage,
+            entries: self.config.entries_per_array,
+            width_bits: 32,
+            pair: false,
+            actions: data_actions(),
+        });
+        ProgramSpec {
+            name: "p4db".into(),
+            arrays: std::iter::once(lock).chain(data).collect(),
+            reserve_fast_recirc_port: self.config.fast_recirculation,
+        }
+    }
+
+    fn kind(&self) -> Kind {
+        Kind::P4dbTxn
+    }
+
+    fn admit(&self, frame: &Frame, payload: &[u8]) -> Result<P4dbPacket, Reject> {
+        if frame.kind != Kind::P4dbTxn || frame.dst != SWITCH_ID {
+            return Err(Reject::rule("not_for_p4db", format!("{:?} to node {}", frame.kind, frame.dst)));
+        }
+        let txn = TxnPacket::decode(payload)?;
+        let passes = self.check_plan(&txn)?;
+        Ok(P4dbPacket { txn, cursor: 0, passes_left: passes, holds_locks: false })
+    }
+
+    fn execute_pass(&mut self, ctx: &mut PassContext<'_>, p: &mut P4dbPacket) -> PassDecision {
+        let locks = p.txn.locks;
+        let (want_left, want_right) = (i64::from(locks.left), i64::from(locks.right));
+        let first_pass = p.cursor == 0;
+        let lock_step = if p.txn.is_multipass && first_pass {
+            Some(TRY_LOCK)
+        } else if p.holds_locks && p.passes_left == 1 {
+            Some(UNLOCK)
+        } else if first_pass {
+            Some(CHECK_FREE)
+        } else {
+            None
+        };
+        if let Some(action) = lock_step {
+            let granted = match ctx.execute(LOCK_REGISTER, action, 0, want_left, want_right) {
+                Ok(out) => out == 1 || action == UNLOCK,
+                Err(_) => return PassDecision::Drop("rule_violation"),
+            };
+            if !granted {
+                p.txn.recircs = p.txn.recircs.saturating_add(1);
+                return PassDecision::Recirculate(Recirc::Waiting);
+            }
+            if first_pass {
+                p.txn.gid = ctx.stamp_gid();
+                p.holds_locks = action == TRY_LOCK;
+            }
+            if action == UNLOCK {
+                p.holds_locks = false;
+            }
+        }
+        if self.run_instructions(ctx, p).is_err() {
+            return PassDecision::Drop("rule_violation");
+        }
+        if p.passes_left == 0 {
+            PassDecision::Reply
+        } else if self.config.fast_recirculation {
+            PassDecision::Recirculate(Recirc::Fast)
+        } else {
+            PassDecision::Recirculate(Recirc::Waiting)
+        }
+    }
+
+    fn encode(&self, p: &P4dbPacket, out: &mut Vec<u8>) {
+        p.txn.encode(out);
+    }
+
+    fn wire_bytes(&self, p: &P4dbPacket) -> usize {
+        FRAME_BYTES + p.txn.encoded_len()
+    }
+
+    fn priority(&self, p: &P4dbPacket) -> u32 {
+        p.txn.recircs
+    }
+}
+
+/// Bytes of a P4DB packet with `instructions` instructions on the wire, frame included.
+pub fn packet_bytes(instructions: usize) -> usize {
+    FRAME_BYTES + pisadb_wire::p4db::HEADER_BYTES + instructions * INSTRUCTION_BYTES
+}

@@ -1,0 +1,3 @@
+//! The subcommands. Each returns `Err(message)` for the user; `main` prints it and exits 2.
+
+pub mod layout;
