@@ -240,6 +240,123 @@ impl RegisterAction {
     }
 }
 
+/// The most comparisons any profile's stateful ALU evaluates (Tofino 2).
+pub const MAX_COMPARISONS: usize = 4;
+
+/// A [`RegisterAction`] compiled for execution: fixed-size, no heap, and evaluated with
+/// the same semantics as [`RegisterAction::apply`] (a property test checks they agree). The
+/// register file runs these; the readable form stays the program's declaration.
+#[derive(Clone, Copy, Debug)]
+pub struct CompiledAction {
+    /// Up to four comparisons (Tofino 2's limit); the first `count` are used.
+    comparisons: [(Lin, u8); MAX_COMPARISONS],
+    /// Comparisons in use.
+    count: u8,
+    /// Whether the comparisons combine with "any" instead of "all".
+    any: bool,
+    /// The `then` branch and the `otherwise` branch.
+    branches: [CompiledBranch; 2],
+}
+
+/// An [`Expr`] with widened coefficients.
+#[derive(Clone, Copy, Debug, Default)]
+struct Lin([i64; 5]);
+
+impl Lin {
+    fn of(e: Expr) -> Lin {
+        Lin([i64::from(e.lo), i64::from(e.hi), i64::from(e.in1), i64::from(e.in2), e.constant])
+    }
+
+    #[inline(always)]
+    fn eval(&self, x: &[i64; 4]) -> i64 {
+        let c = &self.0;
+        c[0].wrapping_mul(x[0])
+            .wrapping_add(c[1].wrapping_mul(x[1]))
+            .wrapping_add(c[2].wrapping_mul(x[2]))
+            .wrapping_add(c[3].wrapping_mul(x[3]))
+            .wrapping_add(c[4])
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct CompiledBranch {
+    lo: Lin,
+    hi: Lin,
+    out: Lin,
+    /// Whether the branch writes the low half, the high half.
+    write_lo: u8,
+    write_hi: u8,
+}
+
+impl CompiledBranch {
+    fn of(b: &Branch) -> Self {
+        CompiledBranch {
+            lo: Lin::of(b.lo.unwrap_or_default()),
+            hi: Lin::of(b.hi.unwrap_or_default()),
+            out: Lin::of(b.out),
+            write_lo: u8::from(b.lo.is_some()),
+            write_hi: u8::from(b.hi.is_some()),
+        }
+    }
+}
+
+/// Bit `k` of the mask is set when the relation holds for sign class `k` (<0, ==0, >0).
+fn relation_mask(op: CmpOp) -> u8 {
+    match op {
+        CmpOp::Lt => 0b001,
+        CmpOp::Eq => 0b010,
+        CmpOp::Gt => 0b100,
+        CmpOp::Le => 0b011,
+        CmpOp::Ne => 0b101,
+        CmpOp::Ge => 0b110,
+    }
+}
+
+impl RegisterAction {
+    /// The executable form; the action must have passed [`RegisterAction::check`], so it has
+    /// at most [`MAX_COMPARISONS`] comparisons.
+    pub fn compile(&self) -> CompiledAction {
+        assert!(self.comparisons.len() <= MAX_COMPARISONS, "more comparisons than any stateful ALU has");
+        let mut comparisons = [(Lin::default(), 0); MAX_COMPARISONS];
+        for (slot, c) in comparisons.iter_mut().zip(&self.comparisons) {
+            *slot = (Lin::of(c.expr), relation_mask(c.op));
+        }
+        // No comparison at all: the `then` branch always runs, whatever the combination
+        // (an empty "all" holds; an empty "any" would not).
+        let any = self.combine == Combine::Any && !self.comparisons.is_empty();
+        CompiledAction {
+            comparisons,
+            count: self.comparisons.len() as u8,
+            any,
+            branches: [CompiledBranch::of(&self.then), CompiledBranch::of(&self.otherwise)],
+        }
+    }
+}
+
+impl CompiledAction {
+    /// Same contract as [`RegisterAction::apply`]. Evaluates only the comparisons that exist
+    /// and only the taken branch: data-dependent work is what costs here.
+    #[inline(always)]
+    pub fn apply(&self, lo: &mut i64, hi: &mut i64, width_bits: u32, in1: i64, in2: i64) -> i64 {
+        let x = [*lo, *hi, in1, in2];
+        let holds = |(lin, mask): &(Lin, u8)| {
+            let v = lin.eval(&x);
+            let class = (v >= 0) as u32 + (v > 0) as u32;
+            (mask >> class) & 1 == 1
+        };
+        let used = &self.comparisons[..usize::from(self.count)];
+        let cond = if self.any { used.iter().any(holds) } else { used.iter().all(holds) };
+        let br = &self.branches[usize::from(!cond)];
+        if br.write_lo != 0 {
+            *lo = wrap(br.lo.eval(&x), width_bits);
+        }
+        if br.write_hi != 0 {
+            *hi = wrap(br.hi.eval(&x), width_bits);
+        }
+        wrap(br.out.eval(&x), width_bits)
+    }
+}
+
 /// Wraps `value` to a signed two's-complement integer of `width_bits` (as the hardware does).
 #[inline]
 pub fn wrap(value: i64, width_bits: u32) -> i64 {
@@ -275,6 +392,37 @@ mod tests {
         assert_eq!(lo, 6);
         assert_eq!(act.apply(&mut lo, &mut hi, 32, -7, 0), 0);
         assert_eq!(lo, 6);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn compiled_actions_agree_with_the_declared_semantics(
+            coeffs in proptest::collection::vec(-1i8..=1, 28),
+            consts in proptest::collection::vec(-5i64..=5, 7),
+            ops in proptest::collection::vec(0usize..6, 4),
+            n in 0usize..=4,
+            any in proptest::bool::ANY,
+            writes in proptest::collection::vec(proptest::bool::ANY, 4),
+            cell in (-20i64..20, -20i64..20),
+            inputs in (-20i64..20, -20i64..20),
+        ) {
+            let e = |i: usize| Expr { lo: coeffs[4 * i], hi: coeffs[4 * i + 1], in1: coeffs[4 * i + 2], in2: coeffs[4 * i + 3], constant: consts[i] };
+            let all_ops = [CmpOp::Eq, CmpOp::Ne, CmpOp::Lt, CmpOp::Le, CmpOp::Gt, CmpOp::Ge];
+            let comparisons = (0..n).map(|i| Comparison::new(e(i), all_ops[ops[i]])).collect();
+            let branch = |w: &[bool], k: usize| Branch {
+                lo: w[0].then(|| e(4 + k)),
+                hi: w[1].then(|| e(5 - k)),
+                out: e(6 - k),
+            };
+            let combine = if any { Combine::Any } else { Combine::All };
+            let act = RegisterAction::when("p", comparisons, combine, branch(&writes[..2], 0), branch(&writes[2..], 1));
+            let compiled = act.compile();
+            let (mut lo1, mut hi1) = cell;
+            let (mut lo2, mut hi2) = cell;
+            let out1 = act.apply(&mut lo1, &mut hi1, 32, inputs.0, inputs.1);
+            let out2 = compiled.apply(&mut lo2, &mut hi2, 32, inputs.0, inputs.1);
+            proptest::prop_assert_eq!((out1, lo1, hi1), (out2, lo2, hi2));
+        }
     }
 
     #[test]

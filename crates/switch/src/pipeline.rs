@@ -83,19 +83,56 @@ struct InFlight<P> {
     packet: P,
 }
 
-/// A recirculation port: a queue per priority class and at most one packet on the wire.
+/// Priority classes of a recirculation port's queue (Tofino: eight queues per port).
+const CLASSES: usize = 8;
+
+/// A recirculation port: a FIFO per priority class and at most one packet on the wire.
 struct RecircPort<P> {
-    /// Waiting packets by (higher class first, arrival order).
-    queue: BTreeMap<(Reverse<u8>, u64), InFlight<P>>,
+    /// Waiting packets, one FIFO per class; higher classes are served first.
+    queues: [VecDeque<InFlight<P>>; CLASSES],
+    /// Packets waiting in all classes.
+    waiting: usize,
     /// The packet being serialized, which re-enters ingress when done.
     on_wire: Option<InFlight<P>>,
 }
 
-enum Event {
-    /// A packet reaches recirculation port `port` (its queue key is `seq`).
-    ReachPort { port: u8, seq: u64 },
+impl<P> RecircPort<P> {
+    fn pop(&mut self) -> Option<InFlight<P>> {
+        let flight = self.queues.iter_mut().rev().find_map(|q| q.pop_front())?;
+        self.waiting -= 1;
+        Some(flight)
+    }
+}
+
+enum Event<P> {
+    /// A packet reaches recirculation port `port`.
+    ReachPort { port: u8, flight: InFlight<P> },
     /// The packet on port `port`'s wire has been serialized and re-enters ingress.
     ReEnter { port: u8 },
+}
+
+/// An event in the heap, ordered by (time, sequence) only.
+struct Scheduled<P> {
+    at: Nanos,
+    seq: u64,
+    event: Event<P>,
+}
+
+impl<P> PartialEq for Scheduled<P> {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at, self.seq) == (other.at, other.seq)
+    }
+}
+impl<P> Eq for Scheduled<P> {}
+impl<P> PartialOrd for Scheduled<P> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl<P> Ord for Scheduled<P> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.at, self.seq).cmp(&(other.at, other.seq))
+    }
 }
 
 /// A PISA switch running program `P` in one pipe.
@@ -110,12 +147,9 @@ pub struct Switch<P: Program> {
     next_free_cycle: u64,
     pass_ns: Nanos,
     ports: Vec<RecircPort<P::Packet>>,
-    /// Packets on their way from the egress of a pass to a recirculation port, by sequence.
-    to_port: BTreeMap<u64, InFlight<P::Packet>>,
     next_waiting_port: usize,
-    /// Pending events by (time, sequence); bodies live in `event_bodies`.
-    events: BinaryHeap<Reverse<(Nanos, u64)>>,
-    event_bodies: BTreeMap<u64, Event>,
+    /// Pending events by (time, sequence).
+    events: BinaryHeap<Reverse<Scheduled<P::Packet>>>,
     seq: u64,
     now: Nanos,
     transmits: VecDeque<Transmit>,
@@ -129,7 +163,7 @@ impl<P: Program> Switch<P> {
         spec.check(&profile)?;
         let registers = RegisterFile::new(&spec);
         let ports = (0..profile.recirc_ports_per_pipe.max(1))
-            .map(|_| RecircPort { queue: BTreeMap::new(), on_wire: None })
+            .map(|_| RecircPort { queues: Default::default(), waiting: 0, on_wire: None })
             .collect();
         Ok(Switch {
             pass_ns: profile.pass_ns(),
@@ -142,10 +176,8 @@ impl<P: Program> Switch<P> {
             gid: 0,
             next_free_cycle: 0,
             ports,
-            to_port: BTreeMap::new(),
             next_waiting_port: 0,
             events: BinaryHeap::new(),
-            event_bodies: BTreeMap::new(),
             seq: 0,
             now: 0,
             transmits: VecDeque::new(),
@@ -195,7 +227,7 @@ impl<P: Program> Switch<P> {
 
     /// When the switch next needs [`Switch::handle_timeout`], if ever.
     pub fn poll_timeout(&self) -> Option<Nanos> {
-        self.events.peek().map(|Reverse((at, _))| *at)
+        self.events.peek().map(|Reverse(e)| e.at)
     }
 
     /// The next datagram leaving the switch.
@@ -246,24 +278,20 @@ impl<P: Program> Switch<P> {
 
     fn advance(&mut self, now: Nanos) {
         debug_assert!(now >= self.now, "time went backwards: {now} < {}", self.now);
-        while let Some(&Reverse((at, seq))) = self.events.peek() {
-            if at > now {
-                break;
-            }
-            self.events.pop();
+        while self.events.peek().is_some_and(|Reverse(e)| e.at <= now) {
+            let Some(Reverse(Scheduled { at, event, .. })) = self.events.pop() else { break };
             self.now = at;
-            match self.event_bodies.remove(&seq).expect("event body") {
-                Event::ReachPort { port, seq } => self.reach_port(at, port, seq),
+            match event {
+                Event::ReachPort { port, flight } => self.reach_port(at, port, flight),
                 Event::ReEnter { port } => self.re_enter(at, port),
             }
         }
         self.now = self.now.max(now);
     }
 
-    fn schedule(&mut self, at: Nanos, event: Event) {
+    fn schedule(&mut self, at: Nanos, event: Event<P::Packet>) {
         self.seq += 1;
-        self.event_bodies.insert(self.seq, event);
-        self.events.push(Reverse((at, self.seq)));
+        self.events.push(Reverse(Scheduled { at, seq: self.seq, event }));
     }
 
     /// Runs one pass of `flight` at the first free entry slot at or after `t`.
@@ -288,10 +316,7 @@ impl<P: Program> Switch<P> {
             PassDecision::Recirculate(kind) => {
                 self.stats.recirculations += 1;
                 let port = self.pick_port(kind);
-                self.seq += 1;
-                let key = self.seq;
-                self.to_port.insert(key, flight);
-                self.schedule(leave_ns, Event::ReachPort { port, seq: key });
+                self.schedule(leave_ns, Event::ReachPort { port, flight });
             }
             PassDecision::Drop(reason) => self.drop_packet(reason),
         }
@@ -320,8 +345,7 @@ impl<P: Program> Switch<P> {
         port as u8
     }
 
-    fn reach_port(&mut self, at: Nanos, port: u8, key: u64) {
-        let flight = self.to_port.remove(&key).expect("packet on its way to a port");
+    fn reach_port(&mut self, at: Nanos, port: u8, flight: InFlight<P::Packet>) {
         let capacity = self.profile.recirc_queue_packets as usize;
         let p = &mut self.ports[usize::from(port)];
         if p.on_wire.is_none() {
@@ -330,12 +354,13 @@ impl<P: Program> Switch<P> {
             self.schedule(done, Event::ReEnter { port });
             return;
         }
-        if p.queue.len() >= capacity {
+        if p.waiting >= capacity {
             return self.drop_packet("recirc_queue_full");
         }
-        let class = self.program.priority(&flight.packet).min(7) as u8;
-        p.queue.insert((Reverse(class), key), flight);
-        let len = p.queue.len() as u32;
+        let class = (self.program.priority(&flight.packet) as usize).min(CLASSES - 1);
+        p.queues[class].push_back(flight);
+        p.waiting += 1;
+        let len = p.waiting as u32;
         self.stats.recirc_queue_max = self.stats.recirc_queue_max.max(len);
     }
 
@@ -347,7 +372,7 @@ impl<P: Program> Switch<P> {
     fn re_enter(&mut self, at: Nanos, port: u8) {
         let p = &mut self.ports[usize::from(port)];
         let flight = p.on_wire.take().expect("packet on the wire");
-        if let Some((_, next)) = p.queue.pop_first() {
+        if let Some(next) = p.pop() {
             p.on_wire = Some(next);
             let done = at + self.serialization_ns(port);
             self.schedule(done, Event::ReEnter { port });

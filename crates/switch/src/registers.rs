@@ -10,7 +10,7 @@
 //! is the second line of defence, and a violation it finds is a bug in the program, which the
 //! switch counts and reports. The checks cost a bit test and a compare per access.
 
-use crate::alu::RegisterAction;
+use crate::alu::CompiledAction;
 use crate::program::{ProgramSpec, RegisterArraySpec};
 use thiserror::Error;
 
@@ -22,7 +22,7 @@ struct ArrayState {
     lo: Vec<i64>,
     /// Empty unless the array is a pair.
     hi: Vec<i64>,
-    actions: Vec<RegisterAction>,
+    actions: Vec<CompiledAction>,
 }
 
 /// All register arrays of one program in one pipe.
@@ -86,7 +86,7 @@ impl RegisterFile {
                     width_bits: a.width_bits,
                     lo: vec![0; entries],
                     hi: if a.pair { vec![0; entries] } else { Vec::new() },
-                    actions: a.actions.clone(),
+                    actions: a.actions.iter().map(|act| act.compile()).collect(),
                 }
             })
             .collect();
@@ -179,7 +179,7 @@ impl<'a> PassContext<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::alu::{Branch, Expr};
+    use crate::alu::{Branch, Expr, RegisterAction};
 
     fn spec() -> ProgramSpec {
         let read = RegisterAction::always("read", Branch::keep(Expr::LO));

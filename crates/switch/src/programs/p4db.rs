@@ -118,6 +118,9 @@ impl P4dbConfig {
     }
 }
 
+/// Number of register actions on the data arrays (one per [`OpKind`]).
+pub const DATA_ACTIONS: u8 = 5;
+
 /// The register action number of each operation kind on the data arrays.
 pub fn action_for(kind: OpKind) -> u8 {
     match kind {
@@ -272,7 +275,7 @@ impl P4dbEngine {
     /// the packet: only data arrays, known actions, indices in range; the multi-pass flag
     /// matches the plan; the locks cover every stage touched.
     pub fn check_plan(&self, pkt: &TxnPacket) -> Result<usize, Reject> {
-        let actions = data_actions().len() as u8;
+        let actions = DATA_ACTIONS;
         let mut passes = 0;
         let mut needed = LockPair::default();
         let mut pass = PassCheck::default();
@@ -480,4 +483,16 @@ impl Program for P4dbEngine {
 /// Bytes of a P4DB packet with `instructions` instructions on the wire, frame included.
 pub fn packet_bytes(instructions: usize) -> usize {
     FRAME_BYTES + pisadb_wire::p4db::HEADER_BYTES + instructions * INSTRUCTION_BYTES
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn there_is_one_data_action_per_operation_kind() {
+        let kinds = [OpKind::Read, OpKind::Write, OpKind::Add, OpKind::AddIfNonNegative, OpKind::WriteCheck];
+        assert_eq!(data_actions().len(), usize::from(DATA_ACTIONS));
+        assert!(kinds.iter().all(|&k| action_for(k) < DATA_ACTIONS));
+    }
 }
