@@ -24,12 +24,25 @@ enum Command {
     /// Lay hot tuples out on the switch (P4DB's declustered layout vs a random one) and report
     /// how many hot transactions then run in a single pipeline pass.
     Layout(commands::layout::Args),
+    /// Compare No-Switch, LM-Switch and P4DB on one simulated YCSB rack (the default job).
+    Compare(commands::bench::CompareArgs),
+    /// Simulate one experiment point and report its figures.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Subcommand, Debug)]
+enum BenchCommand {
+    /// YCSB on a simulated rack of nodes and one switch.
+    Ycsb(commands::bench::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Layout(args) => commands::layout::run(&args),
+        Command::Compare(args) => commands::bench::run_compare(&args),
+        Command::Bench(BenchCommand::Ycsb(args)) => commands::bench::run_bench(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,3 +1,4 @@
 //! The subcommands. Each returns `Err(message)` for the user; `main` prints it and exits 2.
 
+pub mod bench;
 pub mod layout;

@@ -12,6 +12,7 @@
 //!   packet back.
 //! - [`lock`]: a lock-manager request/reply for the LM-Switch baseline (NetLock-style grants for
 //!   hot tuples whose data stays on the nodes).
+//! - [`node`]: node-to-node 2PL and 2PC messages, which the switch only forwards.
 //!
 //! Layouts are `#[repr(C)]` structs of byte-order-explicit integers read in place with
 //! `zerocopy`, so decoding costs a bounds check, not a parse. Decoding never panics and never
@@ -19,6 +20,7 @@
 //! [`DecodeError::reason`] is a stable label the receiver counts.
 
 pub mod lock;
+pub mod node;
 pub mod p4db;
 
 use thiserror::Error;

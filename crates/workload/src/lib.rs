@@ -77,6 +77,12 @@ pub trait Workload {
     /// How the workload's rows map to nodes.
     fn partitioning(&self) -> Partitioning;
 
+    /// The tables and their number of rows (over all nodes), in table order.
+    fn tables(&self) -> Vec<(u16, u64)>;
+
+    /// The value `key` holds before any transaction runs.
+    fn initial_value(&self, key: TupleKey) -> i64;
+
     /// Every hot tuple, in key order (what is offloaded to the switch).
     fn hot_tuples(&self) -> Vec<TupleKey>;
 

@@ -251,6 +251,14 @@ impl Workload for SmallBank {
         self.shape.space.partitioning
     }
 
+    fn tables(&self) -> Vec<(u16, u64)> {
+        vec![(SAVINGS, self.shape.space.rows), (CHECKING, self.shape.space.rows)]
+    }
+
+    fn initial_value(&self, key: TupleKey) -> i64 {
+        self.initial_balance(key)
+    }
+
     fn hot_tuples(&self) -> Vec<TupleKey> {
         // Key order is table first, so all hot savings tuples come before the checking ones.
         let hot = || self.shape.space.hot_rows();

@@ -167,6 +167,15 @@ impl Workload for Ycsb {
         self.shape.space.partitioning
     }
 
+    fn tables(&self) -> Vec<(u16, u64)> {
+        vec![(USERTABLE, self.shape.space.rows)]
+    }
+
+    /// YCSB's values start at zero (the benchmark cares about access patterns, not contents).
+    fn initial_value(&self, _key: TupleKey) -> i64 {
+        0
+    }
+
     fn hot_tuples(&self) -> Vec<TupleKey> {
         self.shape.space.hot_rows().map(|row| TupleKey::new(USERTABLE, row)).collect()
     }

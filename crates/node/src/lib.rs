@@ -1,0 +1,16 @@
+//! # pisadb-node: a database node as a sans-IO state machine
+//!
+//! A node owns a partition of every table ([`store`]), a lock table ([`locks`]) and a set of
+//! worker cores, each running one transaction at a time in a closed loop ([`node`]). It reads no
+//! clock and does no I/O: the simulator and the real runtime feed it datagrams and timers with
+//! the current time and carry out what it asks for (sends, timers), charging the CPU time it
+//! reports ([`config::CpuCosts`], calibrated from our own code in [`calibration`]).
+
+pub mod calibration;
+pub mod config;
+pub mod locks;
+pub mod node;
+pub mod store;
+
+pub use config::{Cc, CpuCosts, Mode, NodeConfig};
+pub use node::{CommittedTxn, Finished, Node, NodeStats, Outbox, Record, Route, Send, SwitchView, Timer};

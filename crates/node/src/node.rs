@@ -1,0 +1,941 @@
+//! One database node: its workers (coordinators) and its served transactions (participant).
+//!
+//! ## Inputs and outputs
+//!
+//! [`Node::handle_datagram`] and [`Node::handle_timer`] take the current time and append to an
+//! [`Outbox`]: datagrams to send, timers to set, finished transactions, and the CPU time the
+//! handler used. The driver decides which core runs a handler ([`Node::route`]): a worker's
+//! own events run on its core; requests from other nodes run on whichever core is free first.
+//!
+//! ## A transaction's life (closed loop, one per worker)
+//!
+//! A worker draws a transaction from the workload and classifies it with the hot-set index
+//! (the layout every node holds, paper §6.1):
+//!
+//! - **Hot, P4DB mode**: one switch packet (built from the layout), sent to the switch; the
+//!   reply carries the results and the transaction is committed — half a round trip to the
+//!   switch and back, no locks, no 2PC. A packet the switch dropped (full recirculation queue)
+//!   is sent again after `switch_timeout_ns`.
+//! - **Otherwise** (cold, or any transaction in No-Switch and LM-Switch mode): 2PL + 2PC.
+//!   1. *LM-Switch only*: the locks of hot tuples are requested from the switch's lock
+//!      manager in one packet; a partial grant is released and the attempt aborts.
+//!   2. *Lock and read*: one `LockRead` per owner node (the worker's own node is served by a
+//!      direct call, not a message); shared locks for tuples only read, exclusive for tuples
+//!      written; LM-Switch's hot tuples are only read, their lock is in the switch.
+//!   3. *Execute*: the operations run in order on the values read ([`pisadb_core::Op::apply`]).
+//!   4. *Commit*: a participant that only read is released at once (all locks are held by
+//!      now, so this is still two-phase locking); a participant with writes gets `Prepare`,
+//!      votes, and on all-yes gets `Commit`, which applies the writes and releases. With no
+//!      remote writer there is no voting round. The worker's own node commits by direct call.
+//!
+//! ## Aborts
+//!
+//! A denied lock (NO_WAIT: any conflict; WAIT_DIE: a younger requester) aborts the attempt:
+//! every contacted node gets `Abort` (which also withdraws waiting requests), switch locks are
+//! released, and the **same transaction is retried** with its original WAIT_DIE timestamp (so
+//! it eventually becomes the oldest and cannot starve) after a seeded random backoff. Both
+//! commits and aborted attempts are counted; latency runs from the first attempt's start.
+
+use crate::config::{Cc, Mode, NodeConfig};
+use crate::locks::{Acquire, LockTable, TxnId};
+use crate::store::{Store, Tuple};
+use pisadb_core::{rng, Nanos, OpKind, TupleKey, Txn};
+use pisadb_layout::Layout;
+use pisadb_switch::programs::lock_manager::LockManager;
+use pisadb_switch::programs::p4db::P4dbEngine;
+use pisadb_wire::lock::{LockOp, LockPacket};
+use pisadb_wire::node::{LockMode, NodeMsg, OnConflict};
+use pisadb_wire::p4db::TxnPacket;
+use pisadb_wire::{Frame, Kind, SWITCH_ID};
+use pisadb_workload::{GeneratedTxn, TxnClass, Workload};
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Tag on lock-manager packets that release locks: their replies are not waited for.
+const RELEASE_TAG: u64 = 1 << 63;
+
+/// A timer a node asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Timer {
+    /// Worker starts its next transaction.
+    Begin {
+        /// The worker.
+        worker: u16,
+    },
+    /// Worker retries its aborted transaction.
+    Retry {
+        /// The worker.
+        worker: u16,
+    },
+    /// Worker continues after a lock it waited for on its own node was granted.
+    Resume {
+        /// The worker.
+        worker: u16,
+    },
+    /// A switch transaction may have been dropped.
+    SwitchTimeout {
+        /// The worker.
+        worker: u16,
+        /// The attempt it was for.
+        txn: TxnId,
+    },
+}
+
+impl Timer {
+    /// The worker whose core runs this timer.
+    pub fn worker(&self) -> u16 {
+        match *self {
+            Timer::Begin { worker } | Timer::Retry { worker } | Timer::Resume { worker } => worker,
+            Timer::SwitchTimeout { worker, .. } => worker,
+        }
+    }
+}
+
+/// Which core should run a handler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// The core of this worker.
+    Worker(u16),
+    /// Any core (the first free one).
+    AnyCore,
+}
+
+/// A datagram to send.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Send {
+    /// Destination node, or [`SWITCH_ID`].
+    pub dst: u16,
+    /// The whole datagram, frame included.
+    pub bytes: Vec<u8>,
+}
+
+/// A committed transaction, as the worker reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finished {
+    /// The worker that ran it.
+    pub worker: u16,
+    /// Its type ("ycsb", "SendPayment", …).
+    pub kind: &'static str,
+    /// Whether it ran as one switch transaction.
+    pub on_switch: bool,
+    /// Whether its keys were all hot (it may still have run on the nodes, e.g. No-Switch).
+    pub hot: bool,
+    /// When its first attempt began.
+    pub started: Nanos,
+    /// Attempts, the committed one included.
+    pub attempts: u32,
+    /// With `record_history`: what it did.
+    pub record: Option<Box<Record>>,
+}
+
+/// What a committed transaction did, for checkers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Record {
+    /// The transaction.
+    pub txn: Txn,
+    /// Each operation's output.
+    pub outputs: Vec<i64>,
+    /// The switch's global transaction id (switch transactions only).
+    pub gid: Option<u64>,
+    /// Reads and writes with versions (transactions on the nodes only).
+    pub history: Option<CommittedTxn>,
+}
+
+/// A committed transaction's reads and writes with versions (the ids of the attempts that wrote
+/// what it saw and what it overwrote; 0 = the initial load): what a serializability checker
+/// needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommittedTxn {
+    /// The committed attempt's id.
+    pub id: u64,
+    /// Tuples read, with the version seen.
+    pub reads: Vec<(TupleKey, u64)>,
+    /// Tuples written, with the version overwritten.
+    pub writes: Vec<(TupleKey, u64)>,
+}
+
+/// What a handler produced.
+#[derive(Debug, Default)]
+pub struct Outbox {
+    /// Datagrams to send when the handler ends.
+    pub sends: Vec<Send>,
+    /// Timers to set: (when, what).
+    pub timers: Vec<(Nanos, Timer)>,
+    /// Transactions committed by the handler.
+    pub finished: Vec<Finished>,
+    /// CPU time the handler took.
+    pub cpu_ns: Nanos,
+}
+
+/// Counters of one node.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeStats {
+    /// Aborted attempts, by reason.
+    pub aborts: u64,
+    /// Switch transactions sent again after a timeout.
+    pub switch_resends: u64,
+    /// Datagrams dropped because they were malformed or unexpected, by reason.
+    pub rejected: BTreeMap<&'static str, u64>,
+}
+
+/// Who asked for a lock-and-read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Requester {
+    Local(u16),
+    Remote(u16),
+}
+
+/// A transaction this node serves as a participant (also its own workers' local part).
+#[derive(Debug)]
+struct Served {
+    requester: Requester,
+    ts: u64,
+    policy: OnConflict,
+    entries: Vec<(TupleKey, LockMode)>,
+    /// Entries handled so far.
+    next: usize,
+    values: Vec<(i64, u64)>,
+    held: Vec<TupleKey>,
+    prepared: Vec<(TupleKey, i64)>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    SwitchTxn,
+    SwitchLocks,
+    LockRead,
+    Prepare,
+}
+
+/// One distinct tuple of a transaction on the nodes.
+#[derive(Clone, Copy, Debug)]
+struct Access {
+    key: TupleKey,
+    owner: u16,
+    /// The lock to take on the owner node (`None` when the switch holds it).
+    mode: LockMode,
+    write: bool,
+    locked_in_switch: bool,
+    value: i64,
+    version: u64,
+}
+
+/// The current attempt of a worker.
+#[derive(Debug)]
+struct Attempt {
+    id: TxnId,
+    ts: u64,
+    gen: GeneratedTxn,
+    started: Nanos,
+    attempts: u32,
+    phase: Phase,
+    accesses: Vec<Access>,
+    /// Remote nodes sent a `LockRead`.
+    contacted: Vec<u16>,
+    /// Replies still expected.
+    pending: usize,
+    denied: bool,
+    /// LM-Switch: the lock request, and which entries were granted.
+    switch_locks: Option<(LockPacket, u32)>,
+    /// Remote nodes sent a `Prepare`.
+    writers: Vec<u16>,
+    outputs: Vec<i64>,
+    /// P4DB: index of the operation behind each instruction.
+    instr_order: Vec<usize>,
+}
+
+#[derive(Debug)]
+struct Worker {
+    seq: u32,
+    current: Option<Attempt>,
+    /// Replies to the worker's local lock requests that completed while it waited.
+    local_replies: Vec<NodeMsg>,
+}
+
+/// A database node.
+pub struct Node {
+    cfg: NodeConfig,
+    workload: Box<dyn Workload>,
+    layout: Arc<Layout>,
+    lock_layout: Arc<Layout>,
+    engine: P4dbEngine,
+    lock_manager: LockManager,
+    store: Store,
+    locks: LockTable,
+    served: BTreeMap<TxnId, Served>,
+    workers: Vec<Worker>,
+    rng: ChaCha8Rng,
+    stats: NodeStats,
+    stopped: bool,
+}
+
+/// What the switch offers a node (one of the engines is used, depending on the mode).
+pub struct SwitchView {
+    /// Where each hot tuple lives in the P4DB engine's data arrays.
+    pub layout: Arc<Layout>,
+    /// The P4DB engine (packet building).
+    pub engine: P4dbEngine,
+    /// Where each hot tuple's lock lives in the lock manager.
+    pub lock_layout: Arc<Layout>,
+    /// The lock manager (packet building).
+    pub lock_manager: LockManager,
+}
+
+impl Node {
+    /// A node with its partition loaded from `workload`; `seed` drives its own random choices.
+    pub fn new(cfg: NodeConfig, workload: Box<dyn Workload>, switch: SwitchView, seed: u64) -> Result<Self, String> {
+        cfg.validate()?;
+        if workload.partitioning().nodes != cfg.nodes {
+            return Err(format!(
+                "workload is for {} nodes, node config for {}",
+                workload.partitioning().nodes,
+                cfg.nodes
+            ));
+        }
+        let store = Store::load(cfg.id, workload.as_ref());
+        let workers = (0..cfg.workers).map(|_| Worker { seq: 0, current: None, local_replies: Vec::new() }).collect();
+        let rng = rng::derive(seed, &format!("node/{}", cfg.id));
+        Ok(Node {
+            layout: switch.layout,
+            lock_layout: switch.lock_layout,
+            engine: switch.engine,
+            lock_manager: switch.lock_manager,
+            cfg,
+            workload,
+            store,
+            locks: LockTable::default(),
+            served: BTreeMap::new(),
+            workers,
+            rng,
+            stats: NodeStats::default(),
+            stopped: false,
+        })
+    }
+
+    /// The node's configuration.
+    pub fn config(&self) -> &NodeConfig {
+        &self.cfg
+    }
+
+    /// The node's counters.
+    pub fn stats(&self) -> &NodeStats {
+        &self.stats
+    }
+
+    /// The node's tuples.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Tuples locked right now (0 once the node is quiet).
+    pub fn locked_tuples(&self) -> usize {
+        self.locks.len()
+    }
+
+    /// Stops starting new transactions; those in flight (and their retries) still finish.
+    pub fn stop(&mut self) {
+        self.stopped = true;
+    }
+
+    /// Starts every worker.
+    pub fn start(&mut self, now: Nanos, out: &mut Outbox) {
+        for worker in 0..self.cfg.workers {
+            out.timers.push((now, Timer::Begin { worker }));
+        }
+    }
+
+    /// Which core runs the handler for `bytes`.
+    pub fn route(&self, bytes: &[u8]) -> Route {
+        let Ok((frame, payload)) = Frame::decode(bytes) else { return Route::AnyCore };
+        let txn = match frame.kind {
+            Kind::P4dbTxn => TxnPacket::decode(payload).map(|p| p.txn_id).ok(),
+            Kind::Lock => LockPacket::decode(payload).map(|p| p.txn_id).ok(),
+            Kind::Forward => NodeMsg::decode(payload).ok().filter(NodeMsg::is_reply).map(|m| m.txn()),
+        };
+        match txn {
+            Some(id) if id & RELEASE_TAG == 0 && owner_node(id) == self.cfg.id => Route::Worker(worker_of(id)),
+            _ => Route::AnyCore,
+        }
+    }
+
+    /// Runs a timer.
+    pub fn handle_timer(&mut self, now: Nanos, timer: Timer, out: &mut Outbox) {
+        match timer {
+            Timer::Begin { .. } if self.stopped => {}
+            Timer::Begin { worker } => {
+                out.cpu_ns += self.cfg.costs.txn_begin_ns;
+                let gen = self.workload.next_txn(self.cfg.id);
+                let ts = timestamp(now, self.cfg.id, worker);
+                self.begin(now, worker, gen, ts, now, 1, out);
+            }
+            Timer::Retry { worker } => {
+                let w = &mut self.workers[usize::from(worker)];
+                if let Some(a) = w.current.take() {
+                    self.begin(now, worker, a.gen, a.ts, a.started, a.attempts + 1, out);
+                }
+            }
+            Timer::Resume { worker } => {
+                let replies = std::mem::take(&mut self.workers[usize::from(worker)].local_replies);
+                let me = self.cfg.id;
+                for msg in replies {
+                    self.on_reply(now, worker, me, msg, out);
+                }
+            }
+            Timer::SwitchTimeout { worker, txn } => {
+                let w = &self.workers[usize::from(worker)];
+                if w.current.as_ref().is_some_and(|a| a.id == txn && a.phase == Phase::SwitchTxn) {
+                    self.stats.switch_resends += 1;
+                    let a = w.current.as_ref().expect("checked");
+                    let (pkt, _) = self.engine.packet_for(&a.gen.txn, &self.layout, txn).expect("built before");
+                    self.send_switch(Kind::P4dbTxn, |b| pkt.encode(b), out);
+                    out.timers.push((now + self.cfg.switch_timeout_ns, Timer::SwitchTimeout { worker, txn }));
+                }
+            }
+        }
+    }
+
+    /// Handles a datagram from the network.
+    pub fn handle_datagram(&mut self, now: Nanos, bytes: &[u8], out: &mut Outbox) {
+        out.cpu_ns += self.cfg.costs.stack_ns + self.cfg.costs.message_ns;
+        let (frame, payload) = match Frame::decode(bytes) {
+            Ok(parts) => parts,
+            Err(e) => return self.reject(e.reason()),
+        };
+        if frame.dst != self.cfg.id {
+            return self.reject("not_for_this_node");
+        }
+        match frame.kind {
+            Kind::P4dbTxn => match TxnPacket::decode(payload) {
+                Ok(pkt) => self.on_switch_txn_reply(now, pkt, out),
+                Err(e) => self.reject(e.reason()),
+            },
+            Kind::Lock => match LockPacket::decode(payload) {
+                Ok(pkt) => self.on_switch_lock_reply(now, pkt, out),
+                Err(e) => self.reject(e.reason()),
+            },
+            Kind::Forward => match NodeMsg::decode(payload) {
+                Ok(msg) if msg.is_reply() => {
+                    let id = msg.txn();
+                    if owner_node(id) != self.cfg.id || worker_of(id) >= self.cfg.workers {
+                        return self.reject("reply_for_unknown_worker");
+                    }
+                    self.on_reply(now, worker_of(id), frame.src, msg, out);
+                }
+                Ok(msg) => self.serve(now, Requester::Remote(frame.src), msg, out),
+                Err(e) => self.reject(e.reason()),
+            },
+        }
+    }
+
+    fn reject(&mut self, reason: &'static str) {
+        *self.stats.rejected.entry(reason).or_default() += 1;
+    }
+
+    // ----- the coordinator (worker) side -----
+
+    #[allow(clippy::too_many_arguments)]
+    fn begin(
+        &mut self,
+        now: Nanos,
+        worker: u16,
+        gen: GeneratedTxn,
+        ts: u64,
+        started: Nanos,
+        attempts: u32,
+        out: &mut Outbox,
+    ) {
+        let w = &mut self.workers[usize::from(worker)];
+        w.seq = w.seq.wrapping_add(1);
+        let id = txn_id(self.cfg.id, worker, w.seq);
+        let mut attempt = Attempt {
+            id,
+            ts,
+            gen,
+            started,
+            attempts,
+            phase: Phase::LockRead,
+            accesses: Vec::new(),
+            contacted: Vec::new(),
+            pending: 0,
+            denied: false,
+            switch_locks: None,
+            writers: Vec::new(),
+            outputs: Vec::new(),
+            instr_order: Vec::new(),
+        };
+        let txn = &attempt.gen.txn;
+        let all_on_switch = !txn.ops.is_empty() && txn.ops.iter().all(|op| self.layout.contains(op.key));
+        if self.cfg.mode == Mode::P4db && all_on_switch {
+            match self.engine.packet_for(txn, &self.layout, id) {
+                Ok((pkt, order)) => {
+                    out.cpu_ns += self.cfg.costs.message_ns + self.cfg.costs.stack_ns;
+                    attempt.phase = Phase::SwitchTxn;
+                    attempt.instr_order = order;
+                    self.send_switch(Kind::P4dbTxn, |b| pkt.encode(b), out);
+                    out.timers.push((now + self.cfg.switch_timeout_ns, Timer::SwitchTimeout { worker, txn: id }));
+                    self.workers[usize::from(worker)].current = Some(attempt);
+                    return;
+                }
+                // Too many operations or out-of-range values: it runs on the nodes instead.
+                Err(_) => self.reject("switch_packet_unbuildable"),
+            }
+        }
+        debug_assert!(
+            self.cfg.mode != Mode::P4db || txn.ops.iter().all(|op| !self.layout.contains(op.key)),
+            "warm transactions (hot and cold tuples together) are not supported yet"
+        );
+        attempt.accesses = self.accesses(txn);
+        let hot_locks: Vec<(TupleKey, LockOp)> = attempt
+            .accesses
+            .iter()
+            .filter(|a| a.locked_in_switch)
+            .map(|a| (a.key, if a.write { LockOp::AcquireExclusive } else { LockOp::AcquireShared }))
+            .collect();
+        if !hot_locks.is_empty() {
+            if let Some(pkt) = self.lock_manager.request_for(id, &hot_locks, &self.lock_layout) {
+                out.cpu_ns += self.cfg.costs.message_ns + self.cfg.costs.stack_ns;
+                self.send_switch(Kind::Lock, |b| pkt.encode(b), out);
+                attempt.phase = Phase::SwitchLocks;
+                attempt.switch_locks = Some((pkt, 0));
+                self.workers[usize::from(worker)].current = Some(attempt);
+                return;
+            }
+            // Too many locks for one packet: lock them on the nodes instead.
+            for a in attempt.accesses.iter_mut() {
+                a.locked_in_switch = false;
+                a.mode = if a.write { LockMode::Exclusive } else { LockMode::Shared };
+            }
+        }
+        self.workers[usize::from(worker)].current = Some(attempt);
+        self.lock_and_read(now, worker, out);
+    }
+
+    /// The distinct tuples of `txn` in first-access order, with owner and lock mode.
+    fn accesses(&self, txn: &Txn) -> Vec<Access> {
+        let mut accesses: Vec<Access> = Vec::with_capacity(txn.ops.len());
+        let partitioning = self.workload.partitioning();
+        for op in &txn.ops {
+            let write = op.kind != OpKind::Read;
+            if let Some(a) = accesses.iter_mut().find(|a| a.key == op.key) {
+                a.write |= write;
+            } else {
+                let locked_in_switch = self.cfg.mode == Mode::LmSwitch && self.lock_layout.contains(op.key);
+                accesses.push(Access {
+                    key: op.key,
+                    owner: partitioning.node_of(op.key),
+                    mode: LockMode::None,
+                    write,
+                    locked_in_switch,
+                    value: 0,
+                    version: 0,
+                });
+            }
+        }
+        for a in &mut accesses {
+            a.mode = match (a.locked_in_switch, a.write) {
+                (true, _) => LockMode::None,
+                (false, true) => LockMode::Exclusive,
+                (false, false) => LockMode::Shared,
+            };
+        }
+        accesses
+    }
+
+    fn lock_and_read(&mut self, now: Nanos, worker: u16, out: &mut Outbox) {
+        let policy = self.policy();
+        let (id, ts, by_owner) = {
+            let a = self.workers[usize::from(worker)].current.as_mut().expect("an attempt");
+            a.phase = Phase::LockRead;
+            let mut by_owner: BTreeMap<u16, Vec<(TupleKey, LockMode)>> = BTreeMap::new();
+            for acc in &a.accesses {
+                by_owner.entry(acc.owner).or_default().push((acc.key, acc.mode));
+            }
+            a.pending = by_owner.len();
+            a.contacted = by_owner.keys().copied().filter(|&n| n != self.cfg.id).collect();
+            (a.id, a.ts, by_owner)
+        };
+        for (owner, entries) in by_owner {
+            if owner == self.cfg.id {
+                let msg = NodeMsg::LockRead { txn: id, ts, on_conflict: policy, entries };
+                self.serve(now, Requester::Local(worker), msg, out);
+            } else {
+                self.send_node(owner, &NodeMsg::LockRead { txn: id, ts, on_conflict: policy, entries }, out);
+            }
+        }
+    }
+
+    fn policy(&self) -> OnConflict {
+        match self.cfg.cc {
+            Cc::NoWait => OnConflict::Deny,
+            Cc::WaitDie => OnConflict::WaitDie,
+        }
+    }
+
+    fn on_reply(&mut self, now: Nanos, worker: u16, from: u16, msg: NodeMsg, out: &mut Outbox) {
+        let Some(a) = self.workers[usize::from(worker)].current.as_mut() else { return };
+        if a.id != msg.txn() {
+            return; // a reply to an earlier, aborted attempt
+        }
+        match (a.phase, msg) {
+            (Phase::LockRead, NodeMsg::LockReadReply { granted, values, .. }) => {
+                if granted {
+                    // Values come in the order of the entries sent to that owner, which is the
+                    // order of its accesses.
+                    let mine = a.accesses.iter_mut().filter(|x| x.owner == from);
+                    for (x, &(value, version)) in mine.zip(&values) {
+                        (x.value, x.version) = (value, version);
+                    }
+                } else {
+                    a.denied = true;
+                }
+                a.pending -= 1;
+                if a.pending == 0 {
+                    if a.denied {
+                        self.abort(now, worker, out);
+                    } else {
+                        self.execute_and_commit(now, worker, out);
+                    }
+                }
+            }
+            (Phase::Prepare, NodeMsg::Vote { yes, .. }) => {
+                a.denied |= !yes;
+                a.pending -= 1;
+                if a.pending == 0 {
+                    if a.denied {
+                        self.abort(now, worker, out);
+                    } else {
+                        let (id, writers) = (a.id, a.writers.clone());
+                        for n in writers {
+                            self.send_node(n, &NodeMsg::Commit { txn: id }, out);
+                        }
+                        self.commit_local(now, id, out);
+                        self.finish(now, worker, None, out);
+                    }
+                }
+            }
+            _ => self.reject("unexpected_reply"),
+        }
+    }
+
+    fn execute_and_commit(&mut self, now: Nanos, worker: u16, out: &mut Outbox) {
+        let me = self.cfg.id;
+        let a = self.workers[usize::from(worker)].current.as_mut().expect("an attempt");
+        // Execute in program order on the values read.
+        let mut values: BTreeMap<TupleKey, i64> = a.accesses.iter().map(|x| (x.key, x.value)).collect();
+        let mut acc = 0;
+        a.outputs.clear();
+        for op in &a.gen.txn.ops {
+            let slot = values.get_mut(&op.key).expect("every key was read");
+            let outcome = op.apply(*slot, acc);
+            *slot = outcome.new;
+            acc = outcome.acc;
+            a.outputs.push(outcome.out);
+        }
+        out.cpu_ns += self.cfg.costs.tuple_ns * a.gen.txn.ops.len() as u64;
+        let mut writes: BTreeMap<u16, Vec<(TupleKey, i64)>> = BTreeMap::new();
+        for x in a.accesses.iter().filter(|x| x.write) {
+            writes.entry(x.owner).or_default().push((x.key, values[&x.key]));
+        }
+        let id = a.id;
+        // Remote participants that only read are released now; writers are prepared.
+        let readers: Vec<u16> = a.contacted.iter().copied().filter(|n| !writes.contains_key(n)).collect();
+        a.writers = writes.keys().copied().filter(|&n| n != me).collect();
+        let local_writes = writes.remove(&me).unwrap_or_default();
+        for n in readers {
+            self.send_node(n, &NodeMsg::Commit { txn: id }, out);
+        }
+        if let Some(s) = self.served.get_mut(&id) {
+            s.prepared = local_writes;
+        }
+        let a = self.workers[usize::from(worker)].current.as_mut().expect("an attempt");
+        if a.writers.is_empty() {
+            self.commit_local(now, id, out);
+            self.finish(now, worker, None, out);
+            return;
+        }
+        a.phase = Phase::Prepare;
+        a.pending = a.writers.len();
+        a.denied = false;
+        let writers = a.writers.clone();
+        for n in writers {
+            let w = writes.remove(&n).unwrap_or_default();
+            self.send_node(n, &NodeMsg::Prepare { txn: id, writes: w }, out);
+        }
+    }
+
+    fn commit_local(&mut self, now: Nanos, id: TxnId, out: &mut Outbox) {
+        if self.served.contains_key(&id) {
+            self.commit_served(now, id, out);
+        }
+    }
+
+    fn abort(&mut self, now: Nanos, worker: u16, out: &mut Outbox) {
+        self.stats.aborts += 1;
+        let a = self.workers[usize::from(worker)].current.as_ref().expect("an attempt");
+        let (id, contacted) = (a.id, a.contacted.clone());
+        for n in contacted {
+            self.send_node(n, &NodeMsg::Abort { txn: id }, out);
+        }
+        self.abort_served(now, id, out);
+        self.release_switch_locks(worker, out);
+        let backoff = self.rng.random_range(0..=self.cfg.backoff_max_ns);
+        out.timers.push((now + backoff, Timer::Retry { worker }));
+    }
+
+    fn release_switch_locks(&mut self, worker: u16, out: &mut Outbox) {
+        let a = self.workers[usize::from(worker)].current.as_mut().expect("an attempt");
+        let Some((request, granted)) = a.switch_locks.take() else { return };
+        let entries: Vec<_> = request
+            .entries
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| granted & (1 << i) != 0)
+            .map(|(_, e)| {
+                let op =
+                    if e.op == LockOp::AcquireExclusive { LockOp::ReleaseExclusive } else { LockOp::ReleaseShared };
+                pisadb_wire::lock::LockEntry { op, ..*e }
+            })
+            .collect();
+        if entries.is_empty() {
+            return;
+        }
+        let pkt = LockPacket { txn_id: request.txn_id | RELEASE_TAG, granted: 0, entries };
+        out.cpu_ns += self.cfg.costs.message_ns + self.cfg.costs.stack_ns;
+        self.send_switch(Kind::Lock, |b| pkt.encode(b), out);
+    }
+
+    fn finish(&mut self, now: Nanos, worker: u16, gid: Option<u64>, out: &mut Outbox) {
+        self.release_switch_locks(worker, out);
+        let a = self.workers[usize::from(worker)].current.take().expect("an attempt");
+        let on_switch = a.phase == Phase::SwitchTxn;
+        let record = self.cfg.record_history.then(|| {
+            let history = (!on_switch).then(|| CommittedTxn {
+                id: a.id,
+                reads: a.accesses.iter().map(|x| (x.key, x.version)).collect(),
+                writes: a.accesses.iter().filter(|x| x.write).map(|x| (x.key, x.version)).collect(),
+            });
+            Box::new(Record { txn: a.gen.txn.clone(), outputs: a.outputs.clone(), gid, history })
+        });
+        out.finished.push(Finished {
+            worker,
+            kind: a.gen.kind,
+            on_switch,
+            hot: a.gen.class == TxnClass::Hot,
+            started: a.started,
+            attempts: a.attempts,
+            record,
+        });
+        out.timers.push((now, Timer::Begin { worker }));
+    }
+
+    fn on_switch_txn_reply(&mut self, now: Nanos, pkt: TxnPacket, out: &mut Outbox) {
+        let id = pkt.txn_id;
+        if owner_node(id) != self.cfg.id || worker_of(id) >= self.cfg.workers {
+            return self.reject("reply_for_unknown_worker");
+        }
+        let worker = worker_of(id);
+        let Some(a) = self.workers[usize::from(worker)].current.as_mut() else { return };
+        if a.id != id || a.phase != Phase::SwitchTxn || pkt.instrs.len() != a.instr_order.len() {
+            return self.reject("stale_switch_reply");
+        }
+        a.outputs = vec![0; a.gen.txn.ops.len()];
+        for (instr, &op) in pkt.instrs.iter().zip(&a.instr_order) {
+            a.outputs[op] = i64::from(instr.data);
+        }
+        self.finish(now, worker, Some(pkt.gid), out);
+    }
+
+    fn on_switch_lock_reply(&mut self, now: Nanos, pkt: LockPacket, out: &mut Outbox) {
+        if pkt.txn_id & RELEASE_TAG != 0 {
+            return; // a release needs no answer
+        }
+        let id = pkt.txn_id;
+        if owner_node(id) != self.cfg.id || worker_of(id) >= self.cfg.workers {
+            return self.reject("reply_for_unknown_worker");
+        }
+        let worker = worker_of(id);
+        let Some(a) = self.workers[usize::from(worker)].current.as_mut() else { return };
+        if a.id != id || a.phase != Phase::SwitchLocks {
+            return self.reject("stale_switch_reply");
+        }
+        let Some((request, granted)) = a.switch_locks.as_mut() else { return };
+        *granted = pkt.granted;
+        let all = if request.entries.len() == 32 { u32::MAX } else { (1u32 << request.entries.len()) - 1 };
+        if pkt.granted & all == all {
+            self.lock_and_read(now, worker, out);
+        } else {
+            // Nothing else was contacted yet: release what the switch granted and retry.
+            self.abort(now, worker, out);
+        }
+    }
+
+    // ----- the participant side -----
+
+    fn serve(&mut self, now: Nanos, from: Requester, msg: NodeMsg, out: &mut Outbox) {
+        match msg {
+            NodeMsg::LockRead { txn, ts, on_conflict, entries } => {
+                if self.served.contains_key(&txn) {
+                    return self.reject("duplicate_lock_read");
+                }
+                let values = Vec::with_capacity(entries.len());
+                let served = Served {
+                    requester: from,
+                    ts,
+                    policy: on_conflict,
+                    entries,
+                    next: 0,
+                    values,
+                    held: Vec::new(),
+                    prepared: Vec::new(),
+                };
+                self.served.insert(txn, served);
+                self.continue_lock_read(now, txn, out);
+            }
+            NodeMsg::Prepare { txn, writes } => {
+                let Requester::Remote(coordinator) = from else { return };
+                let yes = match self.served.get_mut(&txn) {
+                    Some(s) => {
+                        s.prepared = writes;
+                        true
+                    }
+                    None => false,
+                };
+                self.send_node(coordinator, &NodeMsg::Vote { txn, yes }, out);
+            }
+            NodeMsg::Commit { txn } => {
+                if self.served.contains_key(&txn) {
+                    self.commit_served(now, txn, out);
+                }
+            }
+            NodeMsg::Abort { txn } => self.abort_served(now, txn, out),
+            NodeMsg::LockReadReply { .. } | NodeMsg::Vote { .. } => self.reject("reply_as_request"),
+        }
+    }
+
+    /// Takes the locks of a lock-and-read request from where it stopped, until it waits, is
+    /// denied, or has them all (then replies).
+    fn continue_lock_read(&mut self, now: Nanos, txn: TxnId, out: &mut Outbox) {
+        let costs = self.cfg.costs.clone();
+        let Some(s) = self.served.get_mut(&txn) else { return };
+        while s.next < s.entries.len() {
+            let (key, mode) = s.entries[s.next];
+            if mode != LockMode::None {
+                out.cpu_ns += costs.lock_ns;
+                match self.locks.acquire(key, txn, s.ts, mode, s.policy) {
+                    Acquire::Granted => s.held.push(key),
+                    Acquire::Waiting => return,
+                    Acquire::Denied => {
+                        let requester = s.requester;
+                        self.abort_served(now, txn, out);
+                        let reply = NodeMsg::LockReadReply { txn, granted: false, values: Vec::new() };
+                        return self.reply(now, requester, reply, out);
+                    }
+                }
+            }
+            out.cpu_ns += costs.tuple_ns;
+            let tuple = self.store.get(key).unwrap_or_default();
+            s.values.push((tuple.value, tuple.version));
+            s.next += 1;
+        }
+        let reply = NodeMsg::LockReadReply { txn, granted: true, values: s.values.clone() };
+        let requester = s.requester;
+        self.reply(now, requester, reply, out);
+    }
+
+    fn reply(&mut self, now: Nanos, to: Requester, msg: NodeMsg, out: &mut Outbox) {
+        match to {
+            Requester::Remote(node) => self.send_node(node, &msg, out),
+            Requester::Local(worker) => {
+                let w = &self.workers[usize::from(worker)];
+                let waiting_here = w.current.as_ref().is_some_and(|a| a.id == msg.txn());
+                if waiting_here {
+                    self.workers[usize::from(worker)].local_replies.push(msg);
+                    out.timers.push((now, Timer::Resume { worker }));
+                }
+            }
+        }
+    }
+
+    fn commit_served(&mut self, now: Nanos, txn: TxnId, out: &mut Outbox) {
+        let Some(s) = self.served.remove(&txn) else { return };
+        for (key, value) in s.prepared {
+            out.cpu_ns += self.cfg.costs.tuple_ns;
+            let stored = self.store.set(key, Tuple { value, version: txn });
+            debug_assert!(stored, "node {} asked to write {key:?} it does not own", self.cfg.id);
+        }
+        self.release_all(now, txn, &s.held, out);
+    }
+
+    fn abort_served(&mut self, now: Nanos, txn: TxnId, out: &mut Outbox) {
+        let Some(s) = self.served.remove(&txn) else { return };
+        let mut keys = s.held;
+        // A request parked in a queue is withdrawn too.
+        if let Some(&(key, mode)) = s.entries.get(s.next) {
+            if mode != LockMode::None && !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+        self.release_all(now, txn, &keys, out);
+    }
+
+    fn release_all(&mut self, now: Nanos, txn: TxnId, keys: &[TupleKey], out: &mut Outbox) {
+        let mut woken = Vec::new();
+        for &key in keys {
+            out.cpu_ns += self.cfg.costs.lock_ns;
+            woken.extend(self.locks.release(key, txn));
+        }
+        for w in woken {
+            if let Some(s) = self.served.get_mut(&w) {
+                let (key, _) = s.entries[s.next];
+                s.held.push(key);
+                s.values.push({
+                    let t = self.store.get(key).unwrap_or_default();
+                    (t.value, t.version)
+                });
+                s.next += 1;
+                // Later requests of this transaction may now wait again or finish.
+                self.continue_lock_read(now, w, out);
+            }
+        }
+    }
+
+    // ----- sending -----
+
+    fn send_node(&mut self, dst: u16, msg: &NodeMsg, out: &mut Outbox) {
+        out.cpu_ns += self.cfg.costs.message_ns + self.cfg.costs.stack_ns;
+        let mut bytes = Vec::with_capacity(pisadb_wire::FRAME_BYTES + msg.encoded_len());
+        Frame { kind: Kind::Forward, src: self.cfg.id, dst }.encode(&mut bytes);
+        msg.encode(&mut bytes);
+        out.sends.push(Send { dst, bytes });
+    }
+
+    fn send_switch(&self, kind: Kind, encode: impl FnOnce(&mut Vec<u8>), out: &mut Outbox) {
+        let mut bytes = Vec::new();
+        Frame { kind, src: self.cfg.id, dst: SWITCH_ID }.encode(&mut bytes);
+        encode(&mut bytes);
+        out.sends.push(Send { dst: SWITCH_ID, bytes });
+    }
+}
+
+/// A transaction attempt id: node, worker and the worker's attempt counter.
+pub fn txn_id(node: u16, worker: u16, seq: u32) -> TxnId {
+    (u64::from(node) << 48) | (u64::from(worker) << 32) | u64::from(seq)
+}
+
+/// The node of an attempt id.
+pub fn owner_node(id: TxnId) -> u16 {
+    ((id >> 48) & 0x7FFF) as u16
+}
+
+/// The worker of an attempt id.
+pub fn worker_of(id: TxnId) -> u16 {
+    ((id >> 32) & 0xFFFF) as u16
+}
+
+/// The WAIT_DIE timestamp of a transaction first started at `now` by `worker` of `node`:
+/// start time first, ties broken by node and worker, so timestamps are unique.
+fn timestamp(now: Nanos, node: u16, worker: u16) -> u64 {
+    (now << 16) | (u64::from(node) << 6) | u64::from(worker)
+}

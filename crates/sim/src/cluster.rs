@@ -1,0 +1,410 @@
+//! The simulated rack: nodes with cores, links and the switch, driven by one event heap.
+//!
+//! ## Time and order
+//!
+//! Virtual time is integer nanoseconds. Events wait in a binary heap ordered by (time, sequence
+//! number), the sequence number being the order in which they were scheduled, so ties break the
+//! same way every run: one seed, one history, one trace hash.
+//!
+//! ## CPU
+//!
+//! Every node has one core per worker. A handler runs on a core ([`pisadb_node::Route`]: the
+//! worker's own core for its transaction's events, the first free core for requests from other
+//! nodes); if the core is busy the event waits until it is free. The handler's effects on the
+//! node's state happen when it starts; its outputs (datagrams, timers, commits) take effect when
+//! it ends, `cpu_ns` later, and the core is busy until then.
+//!
+//! ## Network and switch
+//!
+//! A datagram leaves a node after its NIC latency, is serialized on the node's uplink behind
+//! earlier frames, propagates, and enters the switch model, which executes or forwards it and
+//! says when each output leaves; the output is serialized on the downlink to its destination,
+//! propagates, and reaches the node after the NIC latency. See [`crate::net`].
+//!
+//! ## Bounds
+//!
+//! A run stops at its end time, or with [`SimError::StepLimit`] when it processed more events
+//! than its limit (a livelock or a runaway configuration), or with [`SimError::Stalled`] when
+//! the measurement window saw no commit at all.
+
+use crate::net::{Endpoint, LinkParams, Topology};
+use crate::switch::RackSwitch;
+use hdrhistogram::Histogram;
+use pisadb_core::{Nanos, TupleKey};
+use pisadb_layout::Layout;
+use pisadb_node::{Finished, Node, Outbox, Record, Route, Timer};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::Arc;
+
+/// Why a run did not finish normally.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SimError {
+    /// More events than the step limit: the run is livelocked or far larger than intended.
+    StepLimit {
+        /// Events processed.
+        events: u64,
+        /// Virtual time reached.
+        at_ns: Nanos,
+    },
+    /// No transaction committed in the measurement window.
+    Stalled {
+        /// Virtual time reached.
+        at_ns: Nanos,
+    },
+    /// The configuration cannot run.
+    Config(String),
+}
+
+impl std::fmt::Display for SimError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SimError::StepLimit { events, at_ns } => write!(
+                f,
+                "step limit reached: {events} events by {at_ns} ns of virtual time (livelock, or raise the limit)"
+            ),
+            SimError::Stalled { at_ns } => {
+                write!(f, "no transaction committed in the measurement window (by {at_ns} ns)")
+            }
+            SimError::Config(why) => write!(f, "{why}"),
+        }
+    }
+}
+
+impl std::error::Error for SimError {}
+
+enum Event {
+    NodeTimer { node: u16, timer: Timer },
+    Deliver { node: u16, bytes: Vec<u8> },
+    AtSwitch { from: u16, bytes: Vec<u8> },
+    SwitchWake,
+    WindowStart,
+}
+
+struct Scheduled {
+    at: Nanos,
+    seq: u64,
+    event: Event,
+}
+
+impl PartialEq for Scheduled {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at, self.seq) == (other.at, other.seq)
+    }
+}
+impl Eq for Scheduled {}
+impl PartialOrd for Scheduled {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Scheduled {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.at, self.seq).cmp(&(other.at, other.seq))
+    }
+}
+
+/// What the measurement window saw.
+#[derive(Clone, Debug)]
+pub struct Window {
+    /// Committed transactions that ended in the window.
+    pub committed: u64,
+    /// Of those, transactions whose tuples were all hot.
+    pub hot_committed: u64,
+    /// Of those, transactions executed as one switch transaction.
+    pub switch_committed: u64,
+    /// Aborted attempts in the window.
+    pub aborts: u64,
+    /// Latency from first attempt to commit, in ns.
+    pub latency: Histogram<u64>,
+    /// Switch pipeline passes in the window.
+    pub switch_passes: u64,
+    /// Recirculations in the window.
+    pub recirculations: u64,
+    /// Packets the switch dropped in the window (full recirculation queues, …).
+    pub switch_drops: u64,
+}
+
+/// A simulated rack.
+pub struct Cluster {
+    nodes: Vec<Node>,
+    /// Per node, per core: busy until.
+    cores: Vec<Vec<Nanos>>,
+    switch: RackSwitch,
+    topology: Topology,
+    nic_ns: Nanos,
+    events: BinaryHeap<Reverse<Scheduled>>,
+    seq: u64,
+    now: Nanos,
+    processed: u64,
+    switch_wake: Option<Nanos>,
+    trace: u64,
+    window_start: Option<Nanos>,
+    aborts_at_start: u64,
+    switch_at_start: (u64, u64, u64),
+    window: Window,
+    records: Vec<Record>,
+    stopping: bool,
+}
+
+/// FNV-1a, 64 bit: a stable hash for the trace (the standard library's may change).
+fn fnv(mut h: u64, bytes: &[u8]) -> u64 {
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+impl Cluster {
+    /// A rack of `nodes` (node `i` has id `i`) on one switch, links with `link`.
+    pub fn new(nodes: Vec<Node>, switch: RackSwitch, link: &LinkParams) -> Self {
+        let n = nodes.len() as u16;
+        let cores = nodes.iter().map(|node| vec![0; usize::from(node.config().workers)]).collect();
+        let mut switch = switch;
+        for id in 0..n {
+            switch.attach(id);
+        }
+        Cluster {
+            nodes,
+            cores,
+            switch,
+            topology: Topology::rack(n, link),
+            nic_ns: link.nic_ns,
+            events: BinaryHeap::new(),
+            seq: 0,
+            now: 0,
+            processed: 0,
+            switch_wake: None,
+            trace: 0xcbf2_9ce4_8422_2325,
+            window_start: None,
+            aborts_at_start: 0,
+            switch_at_start: (0, 0, 0),
+            window: Window {
+                committed: 0,
+                hot_committed: 0,
+                switch_committed: 0,
+                aborts: 0,
+                // 1 ns to 100 s at 3 significant figures; longer latencies are clamped.
+                latency: Histogram::new_with_bounds(1, 100_000_000_000, 3).expect("valid bounds"),
+                switch_passes: 0,
+                recirculations: 0,
+                switch_drops: 0,
+            },
+            records: Vec::new(),
+            stopping: false,
+        }
+    }
+
+    /// Runs from time 0: warm-up until `warmup_ns`, then measures until `warmup_ns + measure_ns`.
+    pub fn run(&mut self, warmup_ns: Nanos, measure_ns: Nanos, max_events: u64) -> Result<&Window, SimError> {
+        for id in 0..self.nodes.len() {
+            let mut out = Outbox::default();
+            self.nodes[id].start(0, &mut out);
+            self.apply(id as u16, 0, out);
+        }
+        self.schedule(warmup_ns, Event::WindowStart);
+        let end = warmup_ns + measure_ns;
+        self.run_until(end, max_events)?;
+        let (passes, recircs, drops) = self.switch_counters();
+        self.window.aborts = self.total_aborts() - self.aborts_at_start;
+        self.window.switch_passes = passes - self.switch_at_start.0;
+        self.window.recirculations = recircs - self.switch_at_start.1;
+        self.window.switch_drops = drops - self.switch_at_start.2;
+        if self.window.committed == 0 {
+            return Err(SimError::Stalled { at_ns: self.now });
+        }
+        Ok(&self.window)
+    }
+
+    /// Stops the workers from starting new transactions and runs until every transaction in
+    /// flight has finished and the network is empty (for end-of-run checks).
+    pub fn drain(&mut self, max_events: u64) -> Result<(), SimError> {
+        self.stopping = true;
+        for node in &mut self.nodes {
+            node.stop();
+        }
+        self.run_until(Nanos::MAX, max_events)
+    }
+
+    fn run_until(&mut self, end: Nanos, max_events: u64) -> Result<(), SimError> {
+        while let Some(Reverse(next)) = self.events.peek() {
+            if next.at > end {
+                break;
+            }
+            let Some(Reverse(Scheduled { at, event, .. })) = self.events.pop() else { break };
+            self.now = at;
+            self.processed += 1;
+            if self.processed > max_events {
+                return Err(SimError::StepLimit { events: self.processed, at_ns: at });
+            }
+            self.handle(at, event);
+        }
+        if end != Nanos::MAX {
+            self.now = end;
+        }
+        Ok(())
+    }
+
+    fn schedule(&mut self, at: Nanos, event: Event) {
+        self.seq += 1;
+        self.events.push(Reverse(Scheduled { at, seq: self.seq, event }));
+    }
+
+    fn handle(&mut self, now: Nanos, event: Event) {
+        match event {
+            Event::NodeTimer { node, timer } => {
+                self.trace = fnv(
+                    self.trace,
+                    &[&now.to_le_bytes()[..], &node.to_le_bytes(), format!("{timer:?}").as_bytes()].concat(),
+                );
+                let core = usize::from(timer.worker());
+                if self.wait_for_core(now, node, core, || Event::NodeTimer { node, timer }) {
+                    return;
+                }
+                let mut out = Outbox::default();
+                self.nodes[usize::from(node)].handle_timer(now, timer, &mut out);
+                self.finish_handler(node, core, now, out);
+            }
+            Event::Deliver { node, bytes } => {
+                let core = match self.nodes[usize::from(node)].route(&bytes) {
+                    Route::Worker(w) => usize::from(w),
+                    Route::AnyCore => self.first_free_core(node),
+                };
+                if self.cores[usize::from(node)][core] > now {
+                    let at = self.cores[usize::from(node)][core];
+                    self.schedule(at, Event::Deliver { node, bytes });
+                    return;
+                }
+                self.trace = fnv(self.trace, &[&now.to_le_bytes()[..], &node.to_le_bytes(), &bytes].concat());
+                let mut out = Outbox::default();
+                self.nodes[usize::from(node)].handle_datagram(now, &bytes, &mut out);
+                self.finish_handler(node, core, now, out);
+            }
+            Event::AtSwitch { from, bytes } => {
+                self.trace = fnv(self.trace, &[&now.to_le_bytes()[..], b"switch", &bytes].concat());
+                self.switch.handle_datagram(now, from, &bytes);
+                self.drain_switch(now);
+            }
+            Event::SwitchWake => {
+                self.switch_wake = None;
+                self.switch.handle_timeout(now);
+                self.drain_switch(now);
+            }
+            Event::WindowStart => {
+                self.window_start = Some(now);
+                self.aborts_at_start = self.total_aborts();
+                self.switch_at_start = self.switch_counters();
+            }
+        }
+    }
+
+    /// If `core` of `node` is busy, re-schedules the event for when it is free and says so.
+    fn wait_for_core(&mut self, now: Nanos, node: u16, core: usize, event: impl FnOnce() -> Event) -> bool {
+        let free = self.cores[usize::from(node)][core];
+        if free > now {
+            self.schedule(free, event());
+            return true;
+        }
+        false
+    }
+
+    fn first_free_core(&self, node: u16) -> usize {
+        let cores = &self.cores[usize::from(node)];
+        (0..cores.len()).min_by_key(|&c| (cores[c], c)).unwrap_or(0)
+    }
+
+    fn finish_handler(&mut self, node: u16, core: usize, now: Nanos, out: Outbox) {
+        let end = now + out.cpu_ns;
+        self.cores[usize::from(node)][core] = end;
+        self.apply(node, end, out);
+    }
+
+    /// Carries out a handler's outputs at `end`, when it finished.
+    fn apply(&mut self, node: u16, end: Nanos, out: Outbox) {
+        for send in out.sends {
+            let link = self.topology.link(Endpoint::Host(node), Endpoint::Switch(0)).expect("every node has an uplink");
+            let arrival = link.carry(end + self.nic_ns, send.bytes.len());
+            self.schedule(arrival, Event::AtSwitch { from: node, bytes: send.bytes });
+        }
+        for (at, timer) in out.timers {
+            self.schedule(at.max(end), Event::NodeTimer { node, timer });
+        }
+        for f in out.finished {
+            self.record(end, f);
+        }
+    }
+
+    fn record(&mut self, end: Nanos, f: Finished) {
+        if let Some(record) = f.record {
+            self.records.push(*record);
+        }
+        if self.window_start.is_none() || self.stopping {
+            return;
+        }
+        self.window.committed += 1;
+        self.window.hot_committed += u64::from(f.hot);
+        self.window.switch_committed += u64::from(f.on_switch);
+        self.window.latency.saturating_record(end - f.started);
+    }
+
+    fn drain_switch(&mut self, now: Nanos) {
+        while let Some(t) = self.switch.poll_transmit() {
+            let Some(link) = self.topology.link(Endpoint::Switch(0), Endpoint::Host(t.dst)) else { continue };
+            let arrival = link.carry(t.at_ns, t.bytes.len()) + self.nic_ns;
+            self.schedule(arrival, Event::Deliver { node: t.dst, bytes: t.bytes });
+        }
+        if let Some(at) = self.switch.poll_timeout() {
+            let at = at.max(now);
+            if self.switch_wake.is_none_or(|w| at < w) {
+                self.switch_wake = Some(at);
+                self.schedule(at, Event::SwitchWake);
+            }
+        }
+    }
+
+    fn total_aborts(&self) -> u64 {
+        self.nodes.iter().map(|n| n.stats().aborts).sum()
+    }
+
+    fn switch_counters(&self) -> (u64, u64, u64) {
+        let s = self.switch.stats();
+        (s.passes, s.recirculations, s.dropped.values().sum())
+    }
+
+    /// The hash of every event processed so far: equal for equal seeds.
+    pub fn trace_hash(&self) -> u64 {
+        self.trace
+    }
+
+    /// Events processed so far.
+    pub fn events_processed(&self) -> u64 {
+        self.processed
+    }
+
+    /// The current virtual time.
+    pub fn now(&self) -> Nanos {
+        self.now
+    }
+
+    /// The nodes.
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    /// The switch.
+    pub fn switch(&self) -> &RackSwitch {
+        &self.switch
+    }
+
+    /// Records of committed transactions (with `record_history`).
+    pub fn records(&self) -> &[Record] {
+        &self.records
+    }
+
+    /// The value of hot tuple `key` in the switch's registers under `layout`.
+    pub fn switch_value(&self, layout: &Arc<Layout>, key: TupleKey) -> Option<i64> {
+        let p = layout.get(key)?;
+        self.switch.register_value(p.register, p.index)
+    }
+}

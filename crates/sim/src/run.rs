@@ -1,0 +1,254 @@
+//! One simulated experiment point: build the rack, run it, report.
+//!
+//! Building a rack: every node gets its own workload generator (same configuration, seed
+//! derived per node), loads its partition, and shares the hot-set index. The hot set is laid out
+//! on the switch with P4DB's declustered layout, fitted on a sample of hot transactions; in
+//! P4DB mode the switch's registers are loaded with the hot tuples' initial values. LM-Switch
+//! places one lock per hot tuple in the lock manager's arrays.
+
+use crate::cluster::{Cluster, SimError};
+use crate::net::LinkParams;
+use crate::switch::RackSwitch;
+use pisadb_core::{rng::splitmix64, Nanos};
+use pisadb_layout::Layout;
+use pisadb_node::{Cc, CpuCosts, Mode, Node, NodeConfig, SwitchView};
+use pisadb_switch::programs::lock_manager::{LockManager, LockManagerConfig};
+use pisadb_switch::programs::p4db::{P4dbConfig, P4dbEngine};
+use pisadb_switch::{Switch, SwitchProfile};
+use pisadb_workload::{SmallBank, SmallBankConfig, Workload, Ycsb, YcsbConfig};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+/// Which workload, with its configuration (its `nodes` is overridden by the run's).
+#[derive(Clone, Debug, PartialEq)]
+pub enum WorkloadSpec {
+    /// YCSB.
+    Ycsb(YcsbConfig),
+    /// SmallBank.
+    SmallBank(SmallBankConfig),
+}
+
+impl WorkloadSpec {
+    /// The workload's name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            WorkloadSpec::Ycsb(_) => "ycsb",
+            WorkloadSpec::SmallBank(_) => "smallbank",
+        }
+    }
+
+    /// A generator for a rack of `nodes`.
+    pub fn build(&self, nodes: u16, seed: u64) -> Result<Box<dyn Workload>, String> {
+        Ok(match self {
+            WorkloadSpec::Ycsb(c) => {
+                Box::new(Ycsb::new(YcsbConfig { nodes, ..c.clone() }, seed).map_err(|e| e.to_string())?)
+            }
+            WorkloadSpec::SmallBank(c) => {
+                Box::new(SmallBank::new(SmallBankConfig { nodes, ..c.clone() }, seed).map_err(|e| e.to_string())?)
+            }
+        })
+    }
+}
+
+/// Everything one simulated point needs.
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    /// Database nodes.
+    pub nodes: u16,
+    /// Worker cores per node.
+    pub workers: u16,
+    /// System under test.
+    pub mode: Mode,
+    /// Concurrency control on the nodes.
+    pub cc: Cc,
+    /// The workload.
+    pub workload: WorkloadSpec,
+    /// The switch.
+    pub profile: SwitchProfile,
+    /// Every link of the rack.
+    pub link: LinkParams,
+    /// CPU costs.
+    pub costs: CpuCosts,
+    /// The seed of everything.
+    pub seed: u64,
+    /// Virtual time before measuring (queues fill, caches of the model warm up).
+    pub warmup_ns: Nanos,
+    /// Virtual time measured.
+    pub measure_ns: Nanos,
+    /// Step limit: more events than this is reported as a livelock.
+    pub max_events: u64,
+    /// Record every committed transaction for checkers (tests).
+    pub record_history: bool,
+    /// Backoff before retrying an aborted transaction: uniform in `0..=backoff_max_ns`.
+    pub backoff_max_ns: Nanos,
+    /// Re-send a switch transaction after this long without a reply.
+    pub switch_timeout_ns: Nanos,
+    /// Hot transactions sampled to fit the declustered layout.
+    pub layout_sample: usize,
+}
+
+impl RunConfig {
+    /// P4DB's YCSB setup (seed 000 §7.1) at a size that simulates quickly: 8 nodes, 20
+    /// workers, workload A, 75% hot, 20% distributed; 1 ms warm-up, 10 ms measured.
+    pub fn ycsb_default() -> Self {
+        RunConfig {
+            nodes: 8,
+            workers: 20,
+            mode: Mode::P4db,
+            cc: Cc::NoWait,
+            workload: WorkloadSpec::Ycsb(YcsbConfig::default()),
+            profile: SwitchProfile::tofino1(),
+            link: LinkParams::ten_gbe(),
+            costs: CpuCosts::calibrated(),
+            seed: 1,
+            warmup_ns: 1_000_000,
+            measure_ns: 10_000_000,
+            max_events: 200_000_000,
+            record_history: false,
+            // A few round trips: long enough to let a conflicting holder finish.
+            backoff_max_ns: 20_000,
+            // Far above any switch round trip (a few µs) even with deep recirculation queues.
+            switch_timeout_ns: 1_000_000,
+            layout_sample: 20_000,
+        }
+    }
+}
+
+/// The figures of one point (`pisadb bench --json` prints them under these names).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunResult {
+    /// Committed transactions per simulated second.
+    pub committed_per_s: f64,
+    /// Aborted attempts / (committed + aborted attempts).
+    pub abort_rate: f64,
+    /// Committed transactions whose tuples were all hot.
+    pub hot_committed: u64,
+    /// Committed transactions with cold tuples.
+    pub cold_committed: u64,
+    /// Committed transactions executed as one switch transaction.
+    pub switch_committed: u64,
+    /// Median latency (first attempt to commit), µs.
+    pub latency_p50_us: f64,
+    /// 99th percentile latency, µs.
+    pub latency_p99_us: f64,
+    /// Switch pipeline passes in the window.
+    pub switch_passes: u64,
+    /// Recirculations in the window.
+    pub recirculations: u64,
+    /// Packets the switch dropped in the window.
+    pub switch_drops: u64,
+    /// Aborted attempts in the window.
+    pub aborts: u64,
+    /// Events the simulator processed (the whole run).
+    pub events: u64,
+    /// Hash of the event trace: equal seeds give equal hashes.
+    pub trace_hash: String,
+}
+
+/// A finished run: the figures and the rack (for checks).
+pub struct RunOutput {
+    /// The figures.
+    pub result: RunResult,
+    /// The rack after the run.
+    pub cluster: Cluster,
+    /// The P4DB layout of the hot set.
+    pub layout: Arc<Layout>,
+}
+
+/// The declustered layout is a pure function of the workload, the switch, the sample size and
+/// the seed, and fitting it costs more than a short run: sweeps compute it once per key.
+fn cached_layout(cfg: &RunConfig, fit: impl FnOnce() -> Layout) -> Arc<Layout> {
+    static CACHE: Mutex<BTreeMap<String, Arc<Layout>>> = Mutex::new(BTreeMap::new());
+    let key = format!("{:?}|{}|{}|{}|{}", cfg.workload, cfg.nodes, cfg.profile.name, cfg.layout_sample, cfg.seed);
+    if let Some(layout) = CACHE.lock().expect("layout cache").get(&key) {
+        return layout.clone();
+    }
+    let layout = Arc::new(fit());
+    CACHE.lock().expect("layout cache").insert(key, layout.clone());
+    layout
+}
+
+/// Builds the rack of `cfg` without running it.
+pub fn build(cfg: &RunConfig) -> Result<(Cluster, Arc<Layout>), SimError> {
+    let config_error = SimError::Config;
+    let base = cfg.workload.build(cfg.nodes, cfg.seed).map_err(config_error)?;
+    let hot = base.hot_tuples();
+    let p4db_config = P4dbConfig::for_profile(&cfg.profile);
+    let target = p4db_config.layout_target(&cfg.profile);
+    let layout = cached_layout(cfg, || {
+        let sample = base.hot_sample(cfg.layout_sample, splitmix64(cfg.seed ^ 0x1a70));
+        pisadb_layout::declustered(&hot, &sample, &target, cfg.seed)
+    });
+    let lm_config = LockManagerConfig::for_profile(&cfg.profile);
+    let lock_layout = Arc::new(pisadb_layout::random(&hot, &lm_config.layout_target(&cfg.profile), cfg.seed));
+    let engine = P4dbEngine::new(p4db_config);
+    let lock_manager = LockManager::new(lm_config);
+    let switch = match cfg.mode {
+        Mode::P4db | Mode::NoSwitch => {
+            let mut s =
+                Switch::new(cfg.profile.clone(), engine.clone()).map_err(|e| SimError::Config(e.to_string()))?;
+            if cfg.mode == Mode::P4db {
+                for (key, p) in layout.iter() {
+                    s.registers_mut()
+                        .write(p.register, p.index, base.initial_value(key), 0)
+                        .map_err(|e| SimError::Config(e.to_string()))?;
+                }
+            }
+            RackSwitch::P4db(s)
+        }
+        Mode::LmSwitch => RackSwitch::LockManager(
+            Switch::new(cfg.profile.clone(), lock_manager.clone()).map_err(|e| SimError::Config(e.to_string()))?,
+        ),
+    };
+    let nodes = (0..cfg.nodes)
+        .map(|id| {
+            let node_cfg = NodeConfig {
+                id,
+                nodes: cfg.nodes,
+                workers: cfg.workers,
+                mode: cfg.mode,
+                cc: cfg.cc,
+                costs: cfg.costs.clone(),
+                backoff_max_ns: cfg.backoff_max_ns,
+                switch_timeout_ns: cfg.switch_timeout_ns,
+                record_history: cfg.record_history,
+            };
+            let workload = cfg.workload.build(cfg.nodes, splitmix64(cfg.seed ^ (u64::from(id) << 32)))?;
+            let view = SwitchView {
+                layout: layout.clone(),
+                engine: engine.clone(),
+                lock_layout: lock_layout.clone(),
+                lock_manager: lock_manager.clone(),
+            };
+            Node::new(node_cfg, workload, view, cfg.seed)
+        })
+        .collect::<Result<Vec<_>, String>>()
+        .map_err(config_error)?;
+    Ok((Cluster::new(nodes, switch, &cfg.link), layout))
+}
+
+/// Runs one point.
+pub fn run(cfg: &RunConfig) -> Result<RunOutput, SimError> {
+    let (mut cluster, layout) = build(cfg)?;
+    let w = cluster.run(cfg.warmup_ns, cfg.measure_ns, cfg.max_events)?.clone();
+    let seconds = cfg.measure_ns as f64 / 1e9;
+    let attempts = w.committed + w.aborts;
+    let us = |q: f64| w.latency.value_at_quantile(q) as f64 / 1000.0;
+    let result = RunResult {
+        committed_per_s: w.committed as f64 / seconds,
+        abort_rate: if attempts == 0 { 0.0 } else { w.aborts as f64 / attempts as f64 },
+        hot_committed: w.hot_committed,
+        cold_committed: w.committed - w.hot_committed,
+        switch_committed: w.switch_committed,
+        latency_p50_us: us(0.5),
+        latency_p99_us: us(0.99),
+        switch_passes: w.switch_passes,
+        recirculations: w.recirculations,
+        switch_drops: w.switch_drops,
+        aborts: w.aborts,
+        events: cluster.events_processed(),
+        trace_hash: format!("{:016x}", cluster.trace_hash()),
+    };
+    Ok(RunOutput { result, cluster, layout })
+}

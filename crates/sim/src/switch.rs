@@ -1,0 +1,61 @@
+//! The rack's switch: the pipeline model running the program the mode needs.
+
+use pisadb_core::Nanos;
+use pisadb_switch::programs::lock_manager::LockManager;
+use pisadb_switch::programs::p4db::P4dbEngine;
+use pisadb_switch::{Switch, SwitchStats, Transmit};
+
+/// A switch running P4DB's engine (P4DB and No-Switch modes: No-Switch only forwards) or the
+/// lock manager (LM-Switch).
+pub enum RackSwitch {
+    /// The P4DB transaction engine.
+    P4db(Switch<P4dbEngine>),
+    /// The LM-Switch lock manager.
+    LockManager(Switch<LockManager>),
+}
+
+macro_rules! each {
+    ($self:ident, $s:ident => $e:expr) => {
+        match $self {
+            RackSwitch::P4db($s) => $e,
+            RackSwitch::LockManager($s) => $e,
+        }
+    };
+}
+
+impl RackSwitch {
+    /// Connects node `node`.
+    pub fn attach(&mut self, node: u16) {
+        each!(self, s => s.attach(node))
+    }
+
+    /// A datagram arrives from `from`.
+    pub fn handle_datagram(&mut self, now: Nanos, from: u16, bytes: &[u8]) {
+        each!(self, s => s.handle_datagram(now, from, bytes))
+    }
+
+    /// Runs what is due.
+    pub fn handle_timeout(&mut self, now: Nanos) {
+        each!(self, s => s.handle_timeout(now))
+    }
+
+    /// When the switch next needs to run by itself.
+    pub fn poll_timeout(&self) -> Option<Nanos> {
+        each!(self, s => s.poll_timeout())
+    }
+
+    /// The next datagram leaving the switch.
+    pub fn poll_transmit(&mut self) -> Option<Transmit> {
+        each!(self, s => s.poll_transmit())
+    }
+
+    /// The switch's counters.
+    pub fn stats(&self) -> &SwitchStats {
+        each!(self, s => s.stats())
+    }
+
+    /// A register cell's low half.
+    pub fn register_value(&self, register: u8, index: u32) -> Option<i64> {
+        each!(self, s => s.registers().read(register, index).ok().map(|(lo, _)| lo))
+    }
+}
