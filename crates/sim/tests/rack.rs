@@ -3,7 +3,7 @@
 use pisadb_core::{SerialStore, TupleKey};
 use pisadb_node::{Cc, Mode};
 use pisadb_sim::{run, RunConfig, WorkloadSpec};
-use pisadb_workload::{SmallBankConfig, Workload, YcsbConfig};
+use pisadb_workload::{SmallBankConfig, YcsbConfig};
 
 /// A small, contended rack that simulates quickly even in a debug build.
 fn small(mode: Mode, cc: Cc, seed: u64) -> RunConfig {
