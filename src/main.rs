@@ -26,6 +26,8 @@ enum Command {
     Layout(commands::layout::Args),
     /// Compare No-Switch, LM-Switch and P4DB on one simulated YCSB rack (the default job).
     Compare(commands::bench::CompareArgs),
+    /// Run a named experiment of the P4DB paper; write results/<name>.csv and .svg.
+    Sweep(commands::sweep::Args),
     /// Simulate one experiment point and report its figures.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -43,6 +45,7 @@ fn main() -> ExitCode {
         Command::Layout(args) => commands::layout::run(&args),
         Command::Compare(args) => commands::bench::run_compare(&args),
         Command::Bench(BenchCommand::Ycsb(args)) => commands::bench::run_bench(&args),
+        Command::Sweep(args) => commands::sweep::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
