@@ -15,8 +15,9 @@ use std::process::ExitCode;
 #[derive(Parser, Debug)]
 #[command(name = "pisadb", version, about, long_about = None)]
 struct Cli {
+    /// What to run; without one, `compare` with its defaults.
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -41,7 +42,9 @@ enum BenchCommand {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match cli.command {
+    let command =
+        cli.command.unwrap_or_else(|| Command::Compare(commands::bench::CompareArgs::parse_from(["compare"])));
+    let result = match command {
         Command::Layout(args) => commands::layout::run(&args),
         Command::Compare(args) => commands::bench::run_compare(&args),
         Command::Bench(BenchCommand::Ycsb(args)) => commands::bench::run_bench(&args),

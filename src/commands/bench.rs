@@ -183,7 +183,7 @@ pub fn run_bench(args: &Args) -> Result<(), String> {
 }
 
 /// Flags of `pisadb compare`.
-#[derive(ClapArgs, Debug)]
+#[derive(clap::Parser, Debug)]
 pub struct CompareArgs {
     #[command(flatten)]
     rack: RackArgs,
