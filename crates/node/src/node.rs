@@ -817,12 +817,12 @@ impl Node {
     /// Takes the locks of a lock-and-read request from where it stopped, until it waits, is
     /// denied, or has them all (then replies).
     fn continue_lock_read(&mut self, now: Nanos, txn: TxnId, out: &mut Outbox) {
-        let costs = self.cfg.costs.clone();
+        let (lock_ns, tuple_ns) = (self.cfg.costs.lock_ns, self.cfg.costs.tuple_ns);
         let Some(s) = self.served.get_mut(&txn) else { return };
         while s.next < s.entries.len() {
             let (key, mode) = s.entries[s.next];
             if mode != LockMode::None {
-                out.cpu_ns += costs.lock_ns;
+                out.cpu_ns += lock_ns;
                 match self.locks.acquire(key, txn, s.ts, mode, s.policy) {
                     Acquire::Granted => s.held.push(key),
                     Acquire::Waiting => return,
@@ -834,7 +834,7 @@ impl Node {
                     }
                 }
             }
-            out.cpu_ns += costs.tuple_ns;
+            out.cpu_ns += tuple_ns;
             let tuple = self.store.get(key).unwrap_or_default();
             s.values.push((tuple.value, tuple.version));
             s.next += 1;

@@ -276,13 +276,13 @@ impl Cluster {
                     self.schedule(at, Event::Deliver { node, bytes });
                     return;
                 }
-                self.trace = fnv(self.trace, &[&now.to_le_bytes()[..], &node.to_le_bytes(), &bytes].concat());
+                self.trace_event(now, node, b"deliver", &bytes);
                 let mut out = Outbox::default();
                 self.nodes[usize::from(node)].handle_datagram(now, &bytes, &mut out);
                 self.finish_handler(node, core, now, out);
             }
             Event::AtSwitch { from, bytes } => {
-                self.trace = fnv(self.trace, &[&now.to_le_bytes()[..], b"switch", &bytes].concat());
+                self.trace_event(now, from, b"switch", &bytes);
                 self.switch.handle_datagram(now, from, &bytes);
                 self.drain_switch(now);
             }
@@ -297,6 +297,13 @@ impl Cluster {
                 self.switch_at_start = self.switch_counters();
             }
         }
+    }
+
+    /// Folds one event into the trace hash (no allocation: this is the simulator's hot loop).
+    fn trace_event(&mut self, now: Nanos, who: u16, what: &[u8], bytes: &[u8]) {
+        let h = fnv(self.trace, &now.to_le_bytes());
+        let h = fnv(h, &who.to_le_bytes());
+        self.trace = fnv(fnv(h, what), bytes);
     }
 
     /// If `core` of `node` is busy, re-schedules the event for when it is free and says so.
