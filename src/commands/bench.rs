@@ -4,7 +4,7 @@
 use clap::{Args as ClapArgs, ValueEnum};
 use pisadb_node::{Cc, Mode};
 use pisadb_sim::{run, RunConfig, RunResult, WorkloadSpec};
-use pisadb_workload::{YcsbConfig, YcsbMix};
+use pisadb_workload::{Scheme, YcsbConfig, YcsbMix};
 use serde::Serialize;
 
 /// The system under test, as spelled on the command line.
@@ -70,6 +70,16 @@ impl From<MixArg> for YcsbMix {
     }
 }
 
+/// Partitioning scheme, as spelled on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PartitioningArg {
+    /// Row r on node r % nodes.
+    RoundRobin,
+    /// Consecutive blocks of rows per node.
+    Range,
+}
+
 /// The rack and workload flags shared by `bench ycsb`, `compare` and `sweep`.
 #[derive(ClapArgs, Debug, Clone, Serialize)]
 pub struct RackArgs {
@@ -91,6 +101,9 @@ pub struct RackArgs {
     /// YCSB workload: a (50% writes), b (5%), c (read only).
     #[arg(long, value_enum, default_value = "a")]
     pub workload: MixArg,
+    /// How rows are spread over the nodes.
+    #[arg(long, value_enum, default_value = "round-robin")]
+    pub partitioning: PartitioningArg,
     /// Rows of the YCSB table over all nodes (loaded in well under a second at the default).
     #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub rows: u64,
@@ -114,6 +127,10 @@ impl RackArgs {
             hot_prob: f64::from(self.hot_prob) / 100.0,
             remote_prob: f64::from(self.remote) / 100.0,
             mix: self.workload.into(),
+            partitioning: match self.partitioning {
+                PartitioningArg::RoundRobin => Scheme::RoundRobin,
+                PartitioningArg::Range => Scheme::Range,
+            },
             ..YcsbConfig::default()
         };
         RunConfig {

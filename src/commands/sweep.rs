@@ -6,7 +6,7 @@
 //! wall time. The chart puts each mode's figure against the swept knob, one panel per YCSB
 //! workload, as the paper's figures do.
 
-use crate::commands::bench::{run_point, CcArg, MixArg, ModeArg, Point, RackArgs};
+use crate::commands::bench::{run_point, CcArg, MixArg, ModeArg, PartitioningArg, Point, RackArgs};
 use clap::{Args as ClapArgs, ValueEnum};
 use pisadb_node::Mode;
 use pisadb_report::{write_csv, write_svg, Panel, Progress, Series};
@@ -99,6 +99,7 @@ pub fn run(args: &Args) -> Result<(), String> {
         remote: 20,
         hot_prob: 75,
         workload: MixArg::A,
+        partitioning: PartitioningArg::RoundRobin,
         rows: 1_000_000,
         seed: args.seed,
         measure_ms: if args.quick { 2 } else { 5 },

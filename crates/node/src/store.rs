@@ -1,13 +1,13 @@
 //! A node's partition of every table: fixed-width tuples in dense arrays.
 //!
-//! Rows are spread round robin (row `r` on node `r % nodes`, see
-//! [`pisadb_workload::Partitioning`]), so a node's `i`-th row of a table is row
-//! `id + nodes·i`, and the table is a plain vector indexed by `row / nodes`. A tuple is a 64-bit
+//! Whatever the partitioning scheme ([`pisadb_workload::Partitioning`]), a node's rows of a table
+//! are numbered `0..` ([`Partitioning::index_of`]), so the table is a plain vector indexed by
+//! that number. A tuple is a 64-bit
 //! value and the id of the transaction attempt that last wrote it (its *version*, 0 for the
 //! initial load), which the serializability checker needs and costs 8 bytes.
 
 use pisadb_core::TupleKey;
-use pisadb_workload::Workload;
+use pisadb_workload::{Partitioning, Workload};
 
 /// One tuple.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -22,7 +22,7 @@ pub struct Tuple {
 #[derive(Debug, Default)]
 pub struct Store {
     id: u16,
-    nodes: u16,
+    partitioning: Option<Partitioning>,
     /// By table id; empty for tables the workload does not have.
     tables: Vec<Vec<Tuple>>,
 }
@@ -30,31 +30,30 @@ pub struct Store {
 impl Store {
     /// Loads node `id`'s partition of `workload`'s tables with their initial values.
     pub fn load(id: u16, workload: &dyn Workload) -> Self {
-        let nodes = workload.partitioning().nodes;
+        let p = workload.partitioning();
         let mut tables: Vec<Vec<Tuple>> = Vec::new();
         for (table, rows) in workload.tables() {
             let t = usize::from(table);
             if tables.len() <= t {
                 tables.resize_with(t + 1, Vec::new);
             }
-            // Rows id, id + nodes, … below `rows`.
-            let own = rows.saturating_sub(u64::from(id)).div_ceil(u64::from(nodes));
-            tables[t] = (0..own)
+            tables[t] = (0..p.rows_on(id, rows))
                 .map(|i| {
-                    let key = TupleKey::new(table, u64::from(id) + u64::from(nodes) * i);
+                    let key = TupleKey::new(table, p.row_of(id, i));
                     Tuple { value: workload.initial_value(key), version: 0 }
                 })
                 .collect();
         }
-        Store { id, nodes, tables }
+        Store { id, partitioning: Some(p), tables }
     }
 
     fn slot(&self, key: TupleKey) -> Option<(usize, usize)> {
-        if key.row % u64::from(self.nodes) != u64::from(self.id) {
+        let p = self.partitioning?;
+        if p.node_of(key) != self.id {
             return None;
         }
         let table = usize::from(key.table);
-        let index = usize::try_from(key.row / u64::from(self.nodes)).ok()?;
+        let index = usize::try_from(p.index_of(key.row)).ok()?;
         (index < self.tables.get(table)?.len()).then_some((table, index))
     }
 
@@ -76,10 +75,11 @@ impl Store {
 
     /// Every tuple this node owns, in key order.
     pub fn iter(&self) -> impl Iterator<Item = (TupleKey, Tuple)> + '_ {
+        let p = self.partitioning;
         self.tables.iter().enumerate().flat_map(move |(t, rows)| {
-            rows.iter().enumerate().map(move |(i, &tuple)| {
-                (TupleKey::new(t as u16, u64::from(self.id) + u64::from(self.nodes) * i as u64), tuple)
-            })
+            rows.iter()
+                .enumerate()
+                .filter_map(move |(i, &tuple)| Some((TupleKey::new(t as u16, p?.row_of(self.id, i as u64)), tuple)))
         })
     }
 }

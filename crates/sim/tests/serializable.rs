@@ -10,7 +10,7 @@
 
 use pisadb_node::{Cc, CommittedTxn, Mode};
 use pisadb_sim::{run, RunConfig, WorkloadSpec};
-use pisadb_workload::{SmallBankConfig, YcsbConfig};
+use pisadb_workload::{Scheme, SmallBankConfig, YcsbConfig};
 use std::collections::{BTreeMap, VecDeque};
 
 /// Checks the history; on failure says what is wrong.
@@ -105,9 +105,23 @@ fn committed_histories_are_conflict_serializable() {
     for seed in 1..=3 {
         for mode in [Mode::NoSwitch, Mode::LmSwitch, Mode::P4db] {
             for cc in [Cc::NoWait, Cc::WaitDie] {
-                let ycsb =
-                    YcsbConfig { nodes: 4, rows: 2_000, hot_per_node: 8, hot_prob: 0.5, ..YcsbConfig::default() };
-                let sb = SmallBankConfig { nodes: 4, accounts: 2_000, hot_per_node: 5, ..SmallBankConfig::default() };
+                // Odd seeds partition by range, even ones round robin.
+                let partitioning = if seed % 2 == 1 { Scheme::Range } else { Scheme::RoundRobin };
+                let ycsb = YcsbConfig {
+                    nodes: 4,
+                    rows: 2_000,
+                    hot_per_node: 8,
+                    hot_prob: 0.5,
+                    partitioning,
+                    ..YcsbConfig::default()
+                };
+                let sb = SmallBankConfig {
+                    nodes: 4,
+                    accounts: 2_000,
+                    hot_per_node: 5,
+                    partitioning,
+                    ..SmallBankConfig::default()
+                };
                 for workload in [WorkloadSpec::Ycsb(ycsb), WorkloadSpec::SmallBank(sb)] {
                     let cfg = RunConfig {
                         nodes: 4,

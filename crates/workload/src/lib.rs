@@ -5,12 +5,12 @@
 //! almost entirely on that shape (how hot, how distributed), so this crate makes the shape
 //! explicit and identical across workloads:
 //!
-//! - **Partitioning** ([`Partitioning`]): rows are spread round robin, row `r` on node
-//!   `r % nodes`. Every table is partitioned by row, so one SmallBank account's two balances
-//!   live together.
-//! - **Hot set**: node `n` contributes its first `hot_per_node` rows, `{n + nodes·i : i <
-//!   hot_per_node}`; together these are simply rows `0 .. nodes·hot_per_node`, which is what
-//!   gets offloaded to the switch ([`Workload::hot_tuples`]).
+//! - **Partitioning** ([`Partitioning`]): rows are spread round robin (row `r` on node
+//!   `r % nodes`, the default) or in ranges ([`Scheme`]). Every table is partitioned by row, so
+//!   one SmallBank account's two balances live together.
+//! - **Hot set**: node `n` contributes its first `hot_per_node` rows (with round robin
+//!   `{n + nodes·i : i < hot_per_node}`, together simply rows `0 .. nodes·hot_per_node`), which
+//!   is what gets offloaded to the switch ([`Workload::hot_tuples`]).
 //! - **Class** ([`TxnClass`]): with probability `hot_prob` a transaction is *hot* and takes
 //!   every key from the hot set (the switch can run it alone); otherwise it is *cold* and takes
 //!   none (the nodes run it with 2PL). Mixing the two inside one transaction is what TPC-C's
@@ -37,7 +37,7 @@ pub mod partition;
 pub mod smallbank;
 pub mod ycsb;
 
-pub use partition::{NodeId, Partitioning};
+pub use partition::{NodeId, Partitioning, Scheme};
 pub use smallbank::{external_flow, SmallBank, SmallBankConfig, CHECKING, SAVINGS};
 pub use ycsb::{Ycsb, YcsbConfig, YcsbMix};
 

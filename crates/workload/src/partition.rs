@@ -1,10 +1,15 @@
 //! Where rows live and where a transaction takes its keys from.
 //!
-//! Rows are spread round robin: row `r` lives on node `r % nodes`, as the paper partitions
-//! YCSB. Node `n` therefore owns rows `n, n + nodes, n + 2·nodes, …`, and its `i`-th own row is
-//! `n + nodes·i`. The hot set is the first `hot_per_node` rows each node owns, which makes it
-//! exactly the rows `0 .. nodes·hot_per_node`: membership is one comparison, and the hot tuples
-//! listed in key order are a plain range.
+//! Every table is partitioned by row with one of two schemes ([`Scheme`]):
+//! - **round robin** (the default, as the paper partitions YCSB): row `r` lives on node
+//!   `r % nodes`, and node `n`'s `i`-th own row is `n + nodes·i`;
+//! - **range**: node `n` owns the `n`-th block of `span = ceil(rows / nodes)` consecutive rows,
+//!   and its `i`-th own row is `n·span + i`.
+//!
+//! Both are described by the same three functions ([`Partitioning::node_of`],
+//! [`Partitioning::row_of`], [`Partitioning::index_of`]), and everything else is written in
+//! terms of a node's `i`-th row. The hot set is the first `hot_per_node` rows each node owns:
+//! a row is hot when its index on its node is below `hot_per_node`.
 //!
 //! A transaction's keys are chosen in two steps. First, one node per key slot: all the home
 //! node for a local transaction; for a distributed one, the home node, a second node chosen
@@ -22,20 +27,73 @@ use serde::{Deserialize, Serialize};
 /// A database node's index in the rack, `0..nodes`.
 pub type NodeId = u16;
 
-/// How rows map to nodes: round-robin by row id (row % nodes), as the paper partitions YCSB.
+/// How rows are spread over nodes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scheme {
+    /// Row `r` on node `r % nodes` (hash-like: neighbouring rows on different nodes).
+    #[default]
+    RoundRobin,
+    /// Consecutive blocks of rows per node.
+    Range,
+}
+
+/// How rows map to nodes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Partitioning {
     /// The number of database nodes; at least 1.
     pub nodes: u16,
+    /// The scheme.
+    pub scheme: Scheme,
+    /// Rows per node under [`Scheme::Range`]: `ceil(rows / nodes)` (unused for round robin).
+    pub span: u64,
 }
 
 impl Partitioning {
+    /// Round robin over `nodes`.
+    pub fn round_robin(nodes: u16) -> Self {
+        Partitioning { nodes, scheme: Scheme::RoundRobin, span: 0 }
+    }
+
+    /// `scheme` for a table of `rows` rows over `nodes` nodes.
+    pub fn new(scheme: Scheme, nodes: u16, rows: u64) -> Self {
+        Partitioning { nodes, scheme, span: rows.div_ceil(u64::from(nodes.max(1))).max(1) }
+    }
+
     /// The node that stores `key`. Every table is partitioned by row, so the tuples of one
     /// row (e.g. an account's savings and checking balances) share a node.
     pub fn node_of(&self, key: TupleKey) -> NodeId {
-        let node = key.row % u64::from(self.nodes);
-        // A remainder modulo a u16 always fits in a u16.
+        let node = match self.scheme {
+            Scheme::RoundRobin => key.row % u64::from(self.nodes),
+            Scheme::Range => (key.row / self.span).min(u64::from(self.nodes) - 1),
+        };
+        // Below `nodes`, a u16.
         node as NodeId
+    }
+
+    /// The `index`-th row of `node`.
+    pub fn row_of(&self, node: NodeId, index: u64) -> u64 {
+        match self.scheme {
+            Scheme::RoundRobin => u64::from(node) + u64::from(self.nodes) * index,
+            Scheme::Range => u64::from(node) * self.span + index,
+        }
+    }
+
+    /// The index of `row` among its node's rows.
+    pub fn index_of(&self, row: u64) -> u64 {
+        match self.scheme {
+            Scheme::RoundRobin => row / u64::from(self.nodes),
+            Scheme::Range => row - u64::from(self.node_of(TupleKey::new(0, row))) * self.span,
+        }
+    }
+
+    /// How many of a table's `rows` rows `node` owns.
+    pub fn rows_on(&self, node: NodeId, rows: u64) -> u64 {
+        let nodes = u64::from(self.nodes);
+        match self.scheme {
+            Scheme::RoundRobin => (rows + nodes - 1 - u64::from(node).min(rows + nodes - 1)) / nodes,
+            Scheme::Range => rows.saturating_sub(u64::from(node) * self.span).min(self.span),
+        }
     }
 }
 
@@ -65,8 +123,7 @@ impl KeySpace {
         }
         check_probability("hot_prob", self.hot_prob)?;
         check_probability("remote_prob", self.remote_prob)?;
-        // The node with the fewest rows is the last one: it owns rows / nodes of them.
-        let rows_per_node_min = self.rows / nodes;
+        let rows_per_node_min = (0..self.partitioning.nodes).map(|n| self.rows_on(n)).min().unwrap_or(0);
         if self.hot_per_node > rows_per_node_min {
             let expected = format!("at most {rows_per_node_min} (the rows of the smallest node)");
             return Err(ConfigError::new("hot_per_node", self.hot_per_node, expected));
@@ -83,18 +140,18 @@ impl KeySpace {
         Ok(())
     }
 
-    /// Whether `row` is in the hot set (see the module doc for why this is one comparison).
+    /// Whether `row` is in the hot set: among the first `hot_per_node` rows of its node.
     pub(crate) fn is_hot_row(&self, row: u64) -> bool {
-        row < self.hot_rows_end()
+        row < self.rows && self.partitioning.index_of(row) < self.hot_per_node
     }
 
     /// Every hot row, in increasing order.
-    pub(crate) fn hot_rows(&self) -> std::ops::Range<u64> {
-        0..self.hot_rows_end()
-    }
-
-    fn hot_rows_end(&self) -> u64 {
-        u64::from(self.partitioning.nodes) * self.hot_per_node
+    pub(crate) fn hot_rows(&self) -> impl Iterator<Item = u64> {
+        let p = self.partitioning;
+        let mut rows: Vec<u64> =
+            (0..p.nodes).flat_map(|n| (0..self.hot_per_node).map(move |i| p.row_of(n, i))).collect();
+        rows.sort_unstable();
+        rows.into_iter()
     }
 
     /// Draws whether the next transaction is hot.
@@ -160,13 +217,12 @@ impl KeySpace {
             TxnClass::Hot => rng.random_range(0..self.hot_per_node),
             TxnClass::Cold => rng.random_range(self.hot_per_node..self.rows_on(node)),
         };
-        u64::from(node) + u64::from(self.partitioning.nodes) * index
+        self.partitioning.row_of(node, index)
     }
 
-    /// How many rows `node` owns: the rows below `rows` congruent to `node` modulo `nodes`.
+    /// How many rows `node` owns.
     fn rows_on(&self, node: NodeId) -> u64 {
-        let nodes = u64::from(self.partitioning.nodes);
-        (self.rows + nodes - 1 - u64::from(node)) / nodes
+        self.partitioning.rows_on(node, self.rows)
     }
 }
 
@@ -186,7 +242,7 @@ mod tests {
     use std::collections::BTreeSet;
 
     fn space(nodes: u16, rows: u64, hot_per_node: u64) -> KeySpace {
-        KeySpace { partitioning: Partitioning { nodes }, rows, hot_per_node, hot_prob: 0.5, remote_prob: 0.5 }
+        KeySpace { partitioning: Partitioning::round_robin(nodes), rows, hot_per_node, hot_prob: 0.5, remote_prob: 0.5 }
     }
 
     #[test]
@@ -195,6 +251,18 @@ mod tests {
         let first_four_of_each: BTreeSet<u64> = (0..3).flat_map(|n| (0..4).map(move |i| n + 3 * i)).collect();
         assert_eq!(s.hot_rows().collect::<BTreeSet<_>>(), first_four_of_each);
         assert!((0..100).all(|r| s.is_hot_row(r) == first_four_of_each.contains(&r)));
+    }
+
+    #[test]
+    fn range_partitioning_gives_each_node_a_block_and_its_first_rows_are_hot() {
+        let s = KeySpace { partitioning: Partitioning::new(Scheme::Range, 3, 10), ..space(3, 10, 2) };
+        let p = s.partitioning;
+        // span 4: node 0 has 0..4, node 1 has 4..8, node 2 has 8..10.
+        let owners: Vec<NodeId> = (0..10).map(|r| p.node_of(TupleKey::new(0, r))).collect();
+        assert_eq!(owners, [0, 0, 0, 0, 1, 1, 1, 1, 2, 2]);
+        assert_eq!([s.rows_on(0), s.rows_on(1), s.rows_on(2)], [4, 4, 2]);
+        assert_eq!(s.hot_rows().collect::<Vec<_>>(), [0, 1, 4, 5, 8, 9]);
+        assert!((0..10).all(|r| p.row_of(p.node_of(TupleKey::new(0, r)), p.index_of(r)) == r));
     }
 
     #[test]

@@ -34,6 +34,7 @@
 //! flows of the committed transactions (aborted ones contribute nothing).
 
 use crate::partition::KeySpace;
+use crate::partition::Scheme;
 use crate::{ConfigError, GeneratedTxn, NodeId, Partitioning, TxnClass, Workload};
 use pisadb_core::rng::{self, splitmix64, SeededRng};
 use pisadb_core::{AccOut, Op, OpKind, TupleKey, Txn};
@@ -68,6 +69,8 @@ pub struct SmallBankConfig {
     pub initial_balance_min: i64,
     /// The largest initial balance of a savings or checking tuple.
     pub initial_balance_max: i64,
+    /// How accounts are spread over the nodes.
+    pub partitioning: Scheme,
 }
 
 impl Default for SmallBankConfig {
@@ -80,6 +83,7 @@ impl Default for SmallBankConfig {
             remote_prob: 0.20,
             initial_balance_min: 10_000,
             initial_balance_max: 50_000,
+            partitioning: Scheme::RoundRobin,
         }
     }
 }
@@ -192,7 +196,7 @@ impl SmallBank {
     /// A generator for `config` whose stream and initial balances are fixed by `seed`.
     pub fn new(config: SmallBankConfig, seed: u64) -> Result<Self, ConfigError> {
         let space = KeySpace {
-            partitioning: Partitioning { nodes: config.nodes },
+            partitioning: Partitioning::new(config.partitioning, config.nodes, config.accounts),
             rows: config.accounts,
             hot_per_node: config.hot_per_node,
             hot_prob: config.hot_prob,

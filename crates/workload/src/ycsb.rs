@@ -9,6 +9,7 @@
 //! tests short.
 
 use crate::partition::KeySpace;
+use crate::partition::Scheme;
 use crate::{ConfigError, GeneratedTxn, NodeId, Partitioning, TxnClass, Workload};
 use pisadb_core::rng::{self, SeededRng};
 use pisadb_core::{Op, TupleKey, Txn};
@@ -74,6 +75,8 @@ pub struct YcsbConfig {
     pub mix: YcsbMix,
     /// The number of operations per transaction, each on a distinct key (the paper: 8).
     pub ops_per_txn: usize,
+    /// How rows are spread over the nodes.
+    pub partitioning: Scheme,
 }
 
 impl Default for YcsbConfig {
@@ -86,6 +89,7 @@ impl Default for YcsbConfig {
             remote_prob: 0.20,
             mix: YcsbMix::A,
             ops_per_txn: 8,
+            partitioning: Scheme::RoundRobin,
         }
     }
 }
@@ -121,7 +125,7 @@ impl Ycsb {
             return Err(ConfigError::new("ops_per_txn", 1, expected));
         }
         let space = KeySpace {
-            partitioning: Partitioning { nodes: config.nodes },
+            partitioning: Partitioning::new(config.partitioning, config.nodes, config.rows),
             rows: config.rows,
             hot_per_node: config.hot_per_node,
             hot_prob: config.hot_prob,
@@ -284,10 +288,12 @@ mod tests {
             hot_prob in 0.0..=1.0,
             remote_prob in 0.0..=1.0,
             ops_per_txn in 2usize..=8,
+            range in proptest::bool::ANY,
         ) {
             let rows = u64::from(nodes) * (hot_per_node + cold_per_node);
+            let partitioning = if range { Scheme::Range } else { Scheme::RoundRobin };
             let config = YcsbConfig {
-                nodes, rows, hot_per_node, hot_prob, remote_prob, mix: YcsbMix::A, ops_per_txn,
+                nodes, rows, hot_per_node, hot_prob, remote_prob, mix: YcsbMix::A, ops_per_txn, partitioning,
             };
             let mut workload = Ycsb::new(config, seed).unwrap();
             for g in stream(&mut workload, 200) {
