@@ -39,6 +39,7 @@
 use crate::config::{Cc, Mode, NodeConfig};
 use crate::locks::{Acquire, LockTable, TxnId};
 use crate::store::{Store, Tuple};
+use crate::CommittedTxn;
 use pisadb_core::{rng, Nanos, OpKind, TupleKey, Txn};
 use pisadb_layout::Layout;
 use pisadb_switch::programs::lock_manager::LockManager;
@@ -141,19 +142,6 @@ pub struct Record {
     pub gid: Option<u64>,
     /// Reads and writes with versions (transactions on the nodes only).
     pub history: Option<CommittedTxn>,
-}
-
-/// A committed transaction's reads and writes with versions (the ids of the attempts that wrote
-/// what it saw and what it overwrote; 0 = the initial load): what a serializability checker
-/// needs.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CommittedTxn {
-    /// The committed attempt's id.
-    pub id: u64,
-    /// Tuples read, with the version seen.
-    pub reads: Vec<(TupleKey, u64)>,
-    /// Tuples written, with the version overwritten.
-    pub writes: Vec<(TupleKey, u64)>,
 }
 
 /// What a handler produced.
