@@ -22,8 +22,8 @@ pub mod op;
 pub mod rng;
 pub mod txn;
 
-pub use op::{AccOut, Op, OpKind, OpOutcome, TupleKey};
-pub use txn::{SerialStore, Txn};
+pub use op::{AccOut, Op, OpKind, OpOutcome, TupleKey, RESTOCK_AMOUNT, RESTOCK_THRESHOLD};
+pub use txn::{Insert, InsertRow, SerialStore, Txn};
 
 /// Virtual or real time in integer nanoseconds. Units are last in names (`latency_ns`).
 pub type Nanos = u64;

@@ -49,7 +49,16 @@ pub enum OpKind {
     /// accumulator: if `old + acc < data` then `new = old - data - 1` (overdraft penalty) else
     /// `new = old - data`; `out = old`. Uses `acc` for the comparison, never as operand.
     WriteCheck,
+    /// TPC-C's stock update (NewOrder, clause 2.4.2.2): with `q = operand`, if
+    /// `old - q >= RESTOCK_THRESHOLD` then `new = old - q`, else `new = old - q + RESTOCK_AMOUNT`
+    /// (the warehouse restocks); `out = old`. One comparison, so one stateful ALU action.
+    Restock,
 }
+
+/// [`OpKind::Restock`]: the stock level below which an order triggers a restock.
+pub const RESTOCK_THRESHOLD: i64 = 10;
+/// [`OpKind::Restock`]: how much a restock adds.
+pub const RESTOCK_AMOUNT: i64 = 91;
 
 /// What an operation does with its output to the transaction's accumulator.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -156,6 +165,11 @@ impl Op {
                 let penalty = i64::from(old.wrapping_add(acc_term) < self.data);
                 (old.wrapping_sub(self.data).wrapping_sub(penalty), old)
             }
+            OpKind::Restock => {
+                let left = old.wrapping_sub(operand);
+                let restock = if left >= RESTOCK_THRESHOLD { 0 } else { RESTOCK_AMOUNT };
+                (left.wrapping_add(restock), old)
+            }
         };
         let acc = match self.acc_out {
             AccOut::None => acc,
@@ -187,6 +201,14 @@ mod tests {
         assert_eq!(op.apply(30, 10).new, 30 - 50 - 1, "30 + 10 < 50: penalty");
         assert_eq!(op.apply(30, 20).new, 30 - 50, "30 + 20 >= 50: no penalty");
         assert_eq!(op.apply(30, 20).acc, 20, "WriteCheck leaves acc alone without acc_out");
+    }
+
+    #[test]
+    fn restock_refills_when_the_stock_would_fall_below_the_threshold() {
+        let op = Op::new(K, OpKind::Restock, 5);
+        assert_eq!(op.apply(20, 0), OpOutcome { new: 15, out: 20, acc: 0 });
+        assert_eq!(op.apply(15, 0).new, 10, "exactly the threshold stays");
+        assert_eq!(op.apply(14, 0).new, 14 - 5 + RESTOCK_AMOUNT);
     }
 
     #[test]

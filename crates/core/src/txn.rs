@@ -63,6 +63,57 @@ impl Txn {
     }
 }
 
+/// A row a transaction creates when it commits, on its home node. Its key may come from one
+/// of the transaction's outputs: TPC-C's NewOrder keys the order it inserts by the district's
+/// next-order-id as the transaction read it, which on P4DB is an output of the switch.
+///
+/// Inserted rows are new, so they need no lock: no other transaction can name them before the
+/// inserting one commits (the id they are keyed by is handed out once).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Insert {
+    /// The table the row goes to.
+    pub table: u16,
+    /// How the row id is formed.
+    pub row: InsertRow,
+    /// The value stored.
+    pub value: i64,
+}
+
+/// How an [`Insert`]'s row id is formed: `base + n * stride`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum InsertRow {
+    /// `n` is the output of operation `op` (e.g. the order id a counter handed out).
+    FromOutput {
+        /// The operation whose output names the row.
+        op: usize,
+        /// Row of `n = 0`.
+        base: u64,
+        /// Rows between consecutive `n`.
+        stride: u64,
+    },
+    /// `n` is a counter of the committing node, unique on that node (e.g. TPC-C's history rows,
+    /// which have no key of their own).
+    Sequence {
+        /// Row of `n = 0`.
+        base: u64,
+        /// Rows between consecutive `n`.
+        stride: u64,
+    },
+}
+
+impl Insert {
+    /// The key of the row, given the transaction's outputs and the node's next sequence number.
+    /// `None` if an output it depends on is negative or the row id overflows.
+    pub fn key(&self, outputs: &[i64], sequence: u64) -> Option<TupleKey> {
+        let (n, base, stride) = match self.row {
+            InsertRow::FromOutput { op, base, stride } => (u64::try_from(*outputs.get(op)?).ok()?, base, stride),
+            InsertRow::Sequence { base, stride } => (sequence, base, stride),
+        };
+        let row = n.checked_mul(stride)?.checked_add(base)?;
+        Some(TupleKey::new(self.table, row))
+    }
+}
+
 /// The simplest correct tuple store: a sorted map where missing tuples read as zero. Used as
 /// the oracle in tests; iteration order is the key order, so it is deterministic.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -112,6 +163,16 @@ mod tests {
             Op::write(key(2), 9),
         ]);
         assert_eq!(txn.dependencies(), vec![(0, 2), (1, 3)]);
+    }
+
+    #[test]
+    fn inserts_are_keyed_by_an_output_or_a_sequence() {
+        let by_output = Insert { table: 4, row: InsertRow::FromOutput { op: 1, base: 3, stride: 10 }, value: 0 };
+        assert_eq!(by_output.key(&[7, 42], 99), Some(TupleKey::new(4, 423)));
+        assert_eq!(by_output.key(&[7, -1], 99), None, "a negative id names no row");
+        assert_eq!(by_output.key(&[7], 99), None, "a missing output names no row");
+        let by_sequence = Insert { table: 5, row: InsertRow::Sequence { base: 2, stride: 8 }, value: 0 };
+        assert_eq!(by_sequence.key(&[], 5), Some(TupleKey::new(5, 42)));
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //! Tofino 2), and the switch refuses to load a program whose actions exceed it
 //! ([`RegisterAction::check`]).
 //!
-//! All of P4DB's operations (read, write, add, constrained add, WriteCheck), its 2-bit lock
+//! All of P4DB's operations (read, write, add, constrained add, WriteCheck, TPC-C restock), its 2-bit lock
 //! pair (Listing 1 of the paper) and the LM-Switch lock table are register actions built from
 //! this one mechanism; so will be the other papers' programs.
 

@@ -41,7 +41,8 @@ fn op() -> impl Strategy<Value = Op> {
         Just(OpKind::Write),
         Just(OpKind::Add),
         Just(OpKind::AddIfNonNegative),
-        Just(OpKind::WriteCheck)
+        Just(OpKind::WriteCheck),
+        Just(OpKind::Restock)
     ];
     let acc_out = prop_oneof![Just(AccOut::None), Just(AccOut::Set), Just(AccOut::Add), Just(AccOut::Sub)];
     (0..HOT, kind, -100i64..100, any::<bool>(), acc_out).prop_map(|(row, kind, data, acc_in, acc_out)| Op {

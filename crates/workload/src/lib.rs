@@ -41,7 +41,7 @@ pub use partition::{NodeId, Partitioning, Scheme};
 pub use smallbank::{external_flow, SmallBank, SmallBankConfig, CHECKING, SAVINGS};
 pub use ycsb::{Ycsb, YcsbConfig, YcsbMix};
 
-use pisadb_core::{TupleKey, Txn};
+use pisadb_core::{Insert, TupleKey, Txn};
 use serde::{Deserialize, Serialize};
 use std::fmt::Display;
 
@@ -52,6 +52,9 @@ pub enum TxnClass {
     Hot,
     /// No key is in the hot set: the nodes execute it.
     Cold,
+    /// Hot and cold keys together (TPC-C): the nodes lock and execute the cold part, then the
+    /// switch runs the hot part as a sub-transaction (paper §6.2).
+    Warm,
 }
 
 /// One generated transaction and what the generator knows about it.
@@ -59,8 +62,10 @@ pub enum TxnClass {
 pub struct GeneratedTxn {
     /// The operations to execute.
     pub txn: Txn,
-    /// Whether all keys are hot or none is.
+    /// Whether all keys are hot, none is, or some are.
     pub class: TxnClass,
+    /// Rows created at commit on the home node (TPC-C's orders, order lines, history).
+    pub inserts: Vec<Insert>,
     /// Whether the keys span the home node and at least one other node.
     pub distributed: bool,
     /// The node whose worker issued the transaction (its coordinator).
@@ -134,6 +139,7 @@ pub(crate) mod tests {
         match g.class {
             TxnClass::Hot => assert_eq!(hot, g.txn.ops.len(), "a hot txn has a cold key: {g:?}"),
             TxnClass::Cold => assert_eq!(hot, 0, "a cold txn has a hot key: {g:?}"),
+            TxnClass::Warm => assert!(hot > 0 && hot < g.txn.ops.len(), "a warm txn is all hot or all cold: {g:?}"),
         }
         let partitioning = workload.partitioning();
         let nodes: BTreeSet<NodeId> = g.txn.ops.iter().map(|op| partitioning.node_of(op.key)).collect();

@@ -211,11 +211,12 @@ impl KeySpace {
         rows
     }
 
-    /// A uniform row of `node` from its hot rows or from its other rows.
+    /// A uniform row of `node` from its hot rows, from its other rows, or (warm) from all.
     fn pick_row(&self, rng: &mut SeededRng, node: NodeId, class: TxnClass) -> u64 {
         let index = match class {
             TxnClass::Hot => rng.random_range(0..self.hot_per_node),
             TxnClass::Cold => rng.random_range(self.hot_per_node..self.rows_on(node)),
+            TxnClass::Warm => rng.random_range(0..self.rows_on(node)),
         };
         self.partitioning.row_of(node, index)
     }

@@ -242,7 +242,7 @@ impl Shape {
         let nodes = self.space.pick_nodes(rng, home, slots, distributed);
         let accounts = self.space.pick_distinct_rows(rng, &nodes, class);
         let txn = Txn::new(kind.ops(rng, &accounts));
-        GeneratedTxn { txn, class, distributed, home, kind: kind.name() }
+        GeneratedTxn { txn, class, inserts: Vec::new(), distributed, home, kind: kind.name() }
     }
 }
 

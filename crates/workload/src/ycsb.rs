@@ -158,7 +158,7 @@ impl Shape {
                 }
             })
             .collect();
-        GeneratedTxn { txn: Txn::new(ops), class, distributed, home, kind: "ycsb" }
+        GeneratedTxn { txn: Txn::new(ops), class, inserts: Vec::new(), distributed, home, kind: "ycsb" }
     }
 }
 

@@ -48,7 +48,7 @@ use crate::alu::{Branch, CmpOp, Combine, Comparison, Expr, RegisterAction};
 use crate::profile::SwitchProfile;
 use crate::program::{PassDecision, Program, ProgramSpec, Recirc, RegisterArraySpec, Reject};
 use crate::registers::PassContext;
-use pisadb_core::{AccOut, OpKind, TupleKey, Txn};
+use pisadb_core::{AccOut, OpKind, TupleKey, Txn, RESTOCK_AMOUNT, RESTOCK_THRESHOLD};
 use pisadb_layout::{plan_passes, ArraySlot, Layout, LayoutTarget};
 use pisadb_wire::p4db::{Instruction, LockPair, TxnPacket, INSTRUCTION_BYTES, MAX_INSTRUCTIONS};
 use pisadb_wire::{Frame, Kind, FRAME_BYTES, SWITCH_ID};
@@ -119,7 +119,7 @@ impl P4dbConfig {
 }
 
 /// Number of register actions on the data arrays (one per [`OpKind`]).
-pub const DATA_ACTIONS: u8 = 5;
+pub const DATA_ACTIONS: u8 = 6;
 
 /// The register action number of each operation kind on the data arrays.
 pub fn action_for(kind: OpKind) -> u8 {
@@ -129,6 +129,7 @@ pub fn action_for(kind: OpKind) -> u8 {
         OpKind::Add => 2,
         OpKind::AddIfNonNegative => 3,
         OpKind::WriteCheck => 4,
+        OpKind::Restock => 5,
     }
 }
 
@@ -154,6 +155,13 @@ pub fn data_actions() -> Vec<RegisterAction> {
             Combine::All,
             Branch::set(Expr::LO.minus(Expr::IN1).plus(Expr::constant(-1)), Expr::LO),
             Branch::set(Expr::LO.minus(Expr::IN1), Expr::LO),
+        ),
+        RegisterAction::when(
+            "restock",
+            vec![Comparison::new(Expr::LO.minus(operand).plus(Expr::constant(-RESTOCK_THRESHOLD)), CmpOp::Ge)],
+            Combine::All,
+            Branch::set(Expr::LO.minus(operand), Expr::LO),
+            Branch::set(Expr::LO.minus(operand).plus(Expr::constant(RESTOCK_AMOUNT)), Expr::LO),
         ),
     ]
 }
@@ -491,7 +499,8 @@ mod tests {
 
     #[test]
     fn there_is_one_data_action_per_operation_kind() {
-        let kinds = [OpKind::Read, OpKind::Write, OpKind::Add, OpKind::AddIfNonNegative, OpKind::WriteCheck];
+        let kinds =
+            [OpKind::Read, OpKind::Write, OpKind::Add, OpKind::AddIfNonNegative, OpKind::WriteCheck, OpKind::Restock];
         assert_eq!(data_actions().len(), usize::from(DATA_ACTIONS));
         assert!(kinds.iter().all(|&k| action_for(k) < DATA_ACTIONS));
     }
