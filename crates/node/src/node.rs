@@ -16,6 +16,16 @@
 //!   reply carries the results and the transaction is committed — half a round trip to the
 //!   switch and back, no locks, no 2PC. A packet the switch dropped (full recirculation queue)
 //!   is sent again after `switch_timeout_ns`.
+//! - **Warm, P4DB mode** (hot and cold tuples together, paper §6.2): the cold part runs as
+//!   below up to the point where it can no longer abort (locks held, operations executed,
+//!   remote writers prepared and voted yes); only then is the switch sub-transaction sent, in
+//!   the same packet format as a hot one. The switch multicasts its result to the coordinator
+//!   and every prepared participant (a group per set of nodes, [`multicast_group`]), and each
+//!   commits on receipt: no separate commit round. With no remote writer there is no voting
+//!   round at all. Rows keyed by a switch output (TPC-C's order id) are inserted then.
+//!   The cold and hot parts must not feed each other through the accumulator (a cold tuple
+//!   written from a hot read is offloaded with the hot set instead, §6.2); a transaction that
+//!   breaks this is refused and counted (`warm_dependency`).
 //! - **Otherwise** (cold, or any transaction in No-Switch and LM-Switch mode): 2PL + 2PC.
 //!   1. *LM-Switch only*: the locks of hot tuples are requested from the switch's lock
 //!      manager in one packet; a partial grant is released and the attempt aborts.
@@ -27,6 +37,8 @@
 //!      now, so this is still two-phase locking); a participant with writes gets `Prepare`,
 //!      votes, and on all-yes gets `Commit`, which applies the writes and releases. With no
 //!      remote writer there is no voting round. The worker's own node commits by direct call.
+//!      Rows the transaction creates ([`pisadb_core::Insert`]) are inserted on the
+//!      coordinator's node at commit; they need no locks, nobody can name them before.
 //!
 //! ## Aborts
 //!
@@ -40,10 +52,10 @@ use crate::config::{Cc, Mode, NodeConfig};
 use crate::locks::{Acquire, LockTable, TxnId};
 use crate::store::{Store, Tuple};
 use crate::CommittedTxn;
-use pisadb_core::{rng, Nanos, OpKind, TupleKey, Txn};
+use pisadb_core::{rng, InsertRow, Nanos, OpKind, TupleKey, Txn};
 use pisadb_layout::Layout;
 use pisadb_switch::programs::lock_manager::LockManager;
-use pisadb_switch::programs::p4db::P4dbEngine;
+use pisadb_switch::programs::p4db::{multicast_group, P4dbEngine};
 use pisadb_wire::lock::{LockOp, LockPacket};
 use pisadb_wire::node::{LockMode, NodeMsg, OnConflict};
 use pisadb_wire::p4db::TxnPacket;
@@ -134,14 +146,27 @@ pub struct Finished {
 /// What a committed transaction did, for checkers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Record {
-    /// The transaction.
-    pub txn: Txn,
+    /// The transaction as the workload generated it.
+    pub gen: GeneratedTxn,
     /// Each operation's output.
     pub outputs: Vec<i64>,
-    /// The switch's global transaction id (switch transactions only).
+    /// The switch's global transaction id (hot and warm transactions in P4DB mode).
     pub gid: Option<u64>,
-    /// Reads and writes with versions (transactions on the nodes only).
+    /// Indices of the operations the switch executed (all of a hot one's, a warm one's hot
+    /// part), in program order.
+    pub switch_ops: Vec<usize>,
+    /// Rows inserted at commit, with their values.
+    pub inserted: Vec<(TupleKey, i64)>,
+    /// Reads and writes with versions of the part on the nodes (`None` for hot transactions).
     pub history: Option<CommittedTxn>,
+}
+
+impl Record {
+    /// The sub-transaction the switch executed, with its outputs (empty if none).
+    pub fn switch_part(&self) -> (Txn, Vec<i64>) {
+        let ops = self.switch_ops.iter().map(|&i| self.gen.txn.ops[i]).collect();
+        (Txn::new(ops), self.switch_ops.iter().map(|&i| self.outputs[i]).collect())
+    }
 }
 
 /// What a handler produced.
@@ -191,10 +216,14 @@ struct Served {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
+    /// A hot transaction waits for the switch.
     SwitchTxn,
+    /// LM-Switch: waiting for the switch's lock manager.
     SwitchLocks,
     LockRead,
     Prepare,
+    /// A warm transaction's cold part is ready; its switch sub-transaction is out.
+    WarmSwitch,
 }
 
 /// One distinct tuple of a transaction on the nodes.
@@ -232,6 +261,12 @@ struct Attempt {
     outputs: Vec<i64>,
     /// P4DB: index of the operation behind each instruction.
     instr_order: Vec<usize>,
+    /// P4DB: the operations the switch executes, in program order (empty: none).
+    switch_ops: Vec<usize>,
+    /// P4DB: the switch packet, kept to send again after a timeout.
+    switch_packet: Option<TxnPacket>,
+    /// Rows inserted at commit.
+    inserted: Vec<(TupleKey, i64)>,
 }
 
 #[derive(Debug)]
@@ -257,6 +292,8 @@ pub struct Node {
     rng: ChaCha8Rng,
     stats: NodeStats,
     stopped: bool,
+    /// Next number for rows keyed by a node sequence ([`pisadb_core::InsertRow::Sequence`]).
+    insert_seq: u64,
 }
 
 /// What the switch offers a node (one of the engines is used, depending on the mode).
@@ -299,6 +336,7 @@ impl Node {
             rng,
             stats: NodeStats::default(),
             stopped: false,
+            insert_seq: 0,
         })
     }
 
@@ -373,10 +411,9 @@ impl Node {
             }
             Timer::SwitchTimeout { worker, txn } => {
                 let w = &self.workers[usize::from(worker)];
-                if w.current.as_ref().is_some_and(|a| a.id == txn && a.phase == Phase::SwitchTxn) {
+                let waiting = |a: &&Attempt| a.id == txn && matches!(a.phase, Phase::SwitchTxn | Phase::WarmSwitch);
+                if let Some(pkt) = w.current.as_ref().filter(waiting).and_then(|a| a.switch_packet.clone()) {
                     self.stats.switch_resends += 1;
-                    let a = w.current.as_ref().expect("checked");
-                    let (pkt, _) = self.engine.packet_for(&a.gen.txn, &self.layout, txn).expect("built before");
                     self.send_switch(Kind::P4dbTxn, |b| pkt.encode(b), out);
                     out.timers.push((now + self.cfg.switch_timeout_ns, Timer::SwitchTimeout { worker, txn }));
                 }
@@ -452,29 +489,44 @@ impl Node {
             writers: Vec::new(),
             outputs: Vec::new(),
             instr_order: Vec::new(),
+            switch_ops: Vec::new(),
+            switch_packet: None,
+            inserted: Vec::new(),
         };
         let txn = &attempt.gen.txn;
-        let all_on_switch = !txn.ops.is_empty() && txn.ops.iter().all(|op| self.layout.contains(op.key));
-        if self.cfg.mode == Mode::P4db && all_on_switch {
-            match self.engine.packet_for(txn, &self.layout, id) {
-                Ok((pkt, order)) => {
-                    out.cpu_ns += self.cfg.costs.message_ns + self.cfg.costs.stack_ns;
-                    attempt.phase = Phase::SwitchTxn;
-                    attempt.instr_order = order;
-                    self.send_switch(Kind::P4dbTxn, |b| pkt.encode(b), out);
-                    out.timers.push((now + self.cfg.switch_timeout_ns, Timer::SwitchTimeout { worker, txn: id }));
-                    self.workers[usize::from(worker)].current = Some(attempt);
+        if self.cfg.mode == Mode::P4db {
+            let on_switch: Vec<usize> = (0..txn.ops.len()).filter(|&i| self.layout.contains(txn.ops[i].key)).collect();
+            if !on_switch.is_empty() {
+                let sub = Txn::new(on_switch.iter().map(|&i| txn.ops[i]).collect());
+                let refused = if on_switch.len() < txn.ops.len() && !parts_independent(txn, &on_switch) {
+                    Some("warm_dependency")
+                } else {
+                    match self.engine.packet_for(&sub, &self.layout, id) {
+                        Ok((pkt, order)) => {
+                            attempt.instr_order = order.iter().map(|&k| on_switch[k]).collect();
+                            attempt.switch_packet = Some(pkt);
+                            None
+                        }
+                        // Too many operations or out-of-range values for one packet.
+                        Err(_) => Some("switch_packet_unbuildable"),
+                    }
+                };
+                if let Some(reason) = refused {
+                    // The hot tuples live only on the switch: the nodes cannot run it instead.
+                    self.reject(reason);
+                    out.timers.push((now, Timer::Begin { worker }));
                     return;
                 }
-                // Too many operations or out-of-range values: it runs on the nodes instead.
-                Err(_) => self.reject("switch_packet_unbuildable"),
+                let hot = on_switch.len() == txn.ops.len();
+                attempt.switch_ops = on_switch;
+                if hot {
+                    attempt.phase = Phase::SwitchTxn;
+                    self.workers[usize::from(worker)].current = Some(attempt);
+                    return self.send_switch_txn(now, worker, 0, out);
+                }
             }
         }
-        debug_assert!(
-            self.cfg.mode != Mode::P4db || txn.ops.iter().all(|op| !self.layout.contains(op.key)),
-            "warm transactions (hot and cold tuples together) are not supported yet"
-        );
-        attempt.accesses = self.accesses(txn);
+        attempt.accesses = self.accesses(txn, &attempt.switch_ops);
         let hot_locks: Vec<(TupleKey, LockOp)> = attempt
             .accesses
             .iter()
@@ -500,11 +552,15 @@ impl Node {
         self.lock_and_read(now, worker, out);
     }
 
-    /// The distinct tuples of `txn` in first-access order, with owner and lock mode.
-    fn accesses(&self, txn: &Txn) -> Vec<Access> {
+    /// The distinct tuples of `txn` in first-access order, with owner and lock mode, leaving
+    /// out the operations `on_switch` (sorted indices) that the switch executes.
+    fn accesses(&self, txn: &Txn, on_switch: &[usize]) -> Vec<Access> {
         let mut accesses: Vec<Access> = Vec::with_capacity(txn.ops.len());
         let partitioning = self.workload.partitioning();
-        for op in &txn.ops {
+        for (i, op) in txn.ops.iter().enumerate() {
+            if on_switch.binary_search(&i).is_ok() {
+                continue;
+            }
             let write = op.kind != OpKind::Read;
             if let Some(a) = accesses.iter_mut().find(|a| a.key == op.key) {
                 a.write |= write;
@@ -593,13 +649,17 @@ impl Node {
                 if a.pending == 0 {
                     if a.denied {
                         self.abort(now, worker, out);
+                    } else if !a.switch_ops.is_empty() {
+                        // Warm: nothing can abort any more; the switch's multicast commits.
+                        let group = multicast_group(std::iter::once(self.cfg.id).chain(a.writers.iter().copied()));
+                        a.phase = Phase::WarmSwitch;
+                        self.send_switch_txn(now, worker, group.unwrap_or(0), out);
                     } else {
                         let (id, writers) = (a.id, a.writers.clone());
                         for n in writers {
                             self.send_node(n, &NodeMsg::Commit { txn: id }, out);
                         }
-                        self.commit_local(now, id, out);
-                        self.finish(now, worker, None, out);
+                        self.commit_coordinator(now, worker, None, out);
                     }
                 }
             }
@@ -611,17 +671,21 @@ impl Node {
         let me = self.cfg.id;
         let a = self.workers[usize::from(worker)].current.as_mut().expect("an attempt");
         // Execute in program order on the values read.
+        // A warm transaction's switch operations are skipped: their outputs come from the switch.
         let mut values: BTreeMap<TupleKey, i64> = a.accesses.iter().map(|x| (x.key, x.value)).collect();
         let mut acc = 0;
         a.outputs.clear();
         for op in &a.gen.txn.ops {
-            let slot = values.get_mut(&op.key).expect("every key was read");
+            let Some(slot) = values.get_mut(&op.key) else {
+                a.outputs.push(0);
+                continue;
+            };
             let outcome = op.apply(*slot, acc);
             *slot = outcome.new;
             acc = outcome.acc;
             a.outputs.push(outcome.out);
         }
-        out.cpu_ns += self.cfg.costs.tuple_ns * a.gen.txn.ops.len() as u64;
+        out.cpu_ns += self.cfg.costs.tuple_ns * a.accesses.len() as u64;
         let mut writes: BTreeMap<u16, Vec<(TupleKey, i64)>> = BTreeMap::new();
         for x in a.accesses.iter().filter(|x| x.write) {
             writes.entry(x.owner).or_default().push((x.key, values[&x.key]));
@@ -639,9 +703,12 @@ impl Node {
         }
         let a = self.workers[usize::from(worker)].current.as_mut().expect("an attempt");
         if a.writers.is_empty() {
-            self.commit_local(now, id, out);
-            self.finish(now, worker, None, out);
-            return;
+            if a.switch_ops.is_empty() {
+                return self.commit_coordinator(now, worker, None, out);
+            }
+            // Warm with no remote writer: no voting round; the switch's reply commits.
+            a.phase = Phase::WarmSwitch;
+            return self.send_switch_txn(now, worker, 0, out);
         }
         a.phase = Phase::Prepare;
         a.pending = a.writers.len();
@@ -651,6 +718,47 @@ impl Node {
             let w = writes.remove(&n).unwrap_or_default();
             self.send_node(n, &NodeMsg::Prepare { txn: id, writes: w }, out);
         }
+    }
+
+    /// Sends the attempt's switch packet (hot, or a warm transaction's hot part) with its
+    /// result going to multicast `group` (0: back to this node only).
+    fn send_switch_txn(&mut self, now: Nanos, worker: u16, group: u16, out: &mut Outbox) {
+        let a = self.workers[usize::from(worker)].current.as_mut().expect("an attempt");
+        let pkt = a.switch_packet.as_mut().expect("a switch packet");
+        pkt.multicast = group;
+        let (id, pkt) = (a.id, pkt.clone());
+        out.cpu_ns += self.cfg.costs.message_ns + self.cfg.costs.stack_ns;
+        self.send_switch(Kind::P4dbTxn, |b| pkt.encode(b), out);
+        out.timers.push((now + self.cfg.switch_timeout_ns, Timer::SwitchTimeout { worker, txn: id }));
+    }
+
+    /// Commits the worker's attempt on this node once every other participant is told or will
+    /// be (by `Commit` or the switch's multicast): inserts the rows it creates, applies its
+    /// local writes and releases its local locks, and reports it.
+    fn commit_coordinator(&mut self, now: Nanos, worker: u16, gid: Option<u64>, out: &mut Outbox) {
+        let a = self.workers[usize::from(worker)].current.as_mut().expect("an attempt");
+        let id = a.id;
+        let mut refused = 0;
+        for insert in &a.gen.inserts {
+            let sequence = matches!(insert.row, InsertRow::Sequence { .. });
+            let Some(key) = insert.key(&a.outputs, self.insert_seq) else {
+                refused += 1;
+                continue;
+            };
+            self.insert_seq += u64::from(sequence);
+            out.cpu_ns += self.cfg.costs.tuple_ns;
+            if self.store.insert(key, Tuple { value: insert.value, version: id }) {
+                a.inserted.push((key, insert.value));
+            } else {
+                refused += 1;
+            }
+        }
+        debug_assert_eq!(refused, 0, "node {}: an insert of {id:#x} was refused", self.cfg.id);
+        for _ in 0..refused {
+            self.reject("insert_refused");
+        }
+        self.commit_local(now, id, out);
+        self.finish(now, worker, gid, out);
     }
 
     fn commit_local(&mut self, now: Nanos, id: TxnId, out: &mut Outbox) {
@@ -699,12 +807,21 @@ impl Node {
         let a = self.workers[usize::from(worker)].current.take().expect("an attempt");
         let on_switch = a.phase == Phase::SwitchTxn;
         let record = self.cfg.record_history.then(|| {
+            let updates = a.accesses.iter().filter(|x| x.write).map(|x| (x.key, x.version));
             let history = (!on_switch).then(|| CommittedTxn {
                 id: a.id,
                 reads: a.accesses.iter().map(|x| (x.key, x.version)).collect(),
-                writes: a.accesses.iter().filter(|x| x.write).map(|x| (x.key, x.version)).collect(),
+                // A created row overwrites no version: it is the first.
+                writes: updates.chain(a.inserted.iter().map(|&(key, _)| (key, 0))).collect(),
             });
-            Box::new(Record { txn: a.gen.txn.clone(), outputs: a.outputs.clone(), gid, history })
+            Box::new(Record {
+                gen: a.gen.clone(),
+                outputs: a.outputs.clone(),
+                gid,
+                switch_ops: a.switch_ops.clone(),
+                inserted: a.inserted.clone(),
+                history,
+            })
         });
         out.finished.push(Finished {
             worker,
@@ -720,19 +837,34 @@ impl Node {
 
     fn on_switch_txn_reply(&mut self, now: Nanos, pkt: TxnPacket, out: &mut Outbox) {
         let id = pkt.txn_id;
-        if owner_node(id) != self.cfg.id || worker_of(id) >= self.cfg.workers {
+        if owner_node(id) != self.cfg.id {
+            // Another node's warm transaction, which this node prepared: the result commits it.
+            if pkt.multicast == 0 || !self.served.contains_key(&id) {
+                return self.reject("stale_multicast");
+            }
+            return self.commit_served(now, id, out);
+        }
+        if worker_of(id) >= self.cfg.workers {
             return self.reject("reply_for_unknown_worker");
         }
         let worker = worker_of(id);
         let Some(a) = self.workers[usize::from(worker)].current.as_mut() else { return };
-        if a.id != id || a.phase != Phase::SwitchTxn || pkt.instrs.len() != a.instr_order.len() {
+        let waiting = matches!(a.phase, Phase::SwitchTxn | Phase::WarmSwitch);
+        if a.id != id || !waiting || pkt.instrs.len() != a.instr_order.len() {
             return self.reject("stale_switch_reply");
         }
-        a.outputs = vec![0; a.gen.txn.ops.len()];
+        a.outputs.resize(a.gen.txn.ops.len(), 0);
         for (instr, &op) in pkt.instrs.iter().zip(&a.instr_order) {
             a.outputs[op] = i64::from(instr.data);
         }
-        self.finish(now, worker, Some(pkt.gid), out);
+        if a.phase == Phase::WarmSwitch && pkt.multicast == 0 && !a.writers.is_empty() {
+            // No multicast group covers the participants: tell them here.
+            let (writers, id) = (a.writers.clone(), a.id);
+            for n in writers {
+                self.send_node(n, &NodeMsg::Commit { txn: id }, out);
+            }
+        }
+        self.commit_coordinator(now, worker, Some(pkt.gid), out);
     }
 
     fn on_switch_lock_reply(&mut self, now: Nanos, pkt: LockPacket, out: &mut Outbox) {
@@ -905,6 +1037,17 @@ impl Node {
         encode(&mut bytes);
         out.sends.push(Send { dst: SWITCH_ID, bytes });
     }
+}
+
+/// Whether a warm transaction's switch part (`on_switch`, sorted indices) and node part can run
+/// apart: no operation of one reads or changes the accumulator that an operation of the other
+/// changes or reads (their tuples differ, so the accumulator is the only link).
+fn parts_independent(txn: &Txn, on_switch: &[usize]) -> bool {
+    if !txn.ops.iter().any(|op| op.reads_acc() || op.writes_acc()) {
+        return true;
+    }
+    let switch = |i: usize| on_switch.binary_search(&i).is_ok();
+    txn.dependencies().iter().all(|&(i, j)| switch(i) == switch(j))
 }
 
 /// A transaction attempt id: node, worker and the worker's attempt counter.

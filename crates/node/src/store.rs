@@ -5,9 +5,16 @@
 //! that number. A tuple is a 64-bit
 //! value and the id of the transaction attempt that last wrote it (its *version*, 0 for the
 //! initial load), which the serializability checker needs and costs 8 bytes.
+//!
+//! Rows that transactions create (TPC-C's orders, order lines and history) have no place in
+//! the dense arrays: their ids are handed out at run time and grow without bound. They live in
+//! an ordered map beside the arrays, keyed like every other tuple, and [`Store::insert`]
+//! refuses to create a row twice, so a duplicate key (say, an order id handed out twice) is
+//! caught where it happens.
 
 use pisadb_core::TupleKey;
 use pisadb_workload::{Partitioning, Workload};
+use std::collections::BTreeMap;
 
 /// One tuple.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -25,6 +32,8 @@ pub struct Store {
     partitioning: Option<Partitioning>,
     /// By table id; empty for tables the workload does not have.
     tables: Vec<Vec<Tuple>>,
+    /// Rows created by transactions.
+    inserted: BTreeMap<TupleKey, Tuple>,
 }
 
 impl Store {
@@ -44,7 +53,7 @@ impl Store {
                 })
                 .collect();
         }
-        Store { id, partitioning: Some(p), tables }
+        Store { id, partitioning: Some(p), tables, inserted: BTreeMap::new() }
     }
 
     fn slot(&self, key: TupleKey) -> Option<(usize, usize)> {
@@ -59,7 +68,10 @@ impl Store {
 
     /// The tuple `key`, if this node owns it.
     pub fn get(&self, key: TupleKey) -> Option<Tuple> {
-        self.slot(key).map(|(t, i)| self.tables[t][i])
+        match self.slot(key) {
+            Some((t, i)) => Some(self.tables[t][i]),
+            None => self.inserted.get(&key).copied(),
+        }
     }
 
     /// Overwrites tuple `key`; returns false if this node does not own it.
@@ -69,17 +81,40 @@ impl Store {
                 self.tables[t][i] = tuple;
                 true
             }
-            None => false,
+            None => match self.inserted.get_mut(&key) {
+                Some(row) => {
+                    *row = tuple;
+                    true
+                }
+                None => false,
+            },
         }
     }
 
-    /// Every tuple this node owns, in key order.
+    /// Creates row `key`. Refused (false) if the row exists already or another node owns it.
+    pub fn insert(&mut self, key: TupleKey, tuple: Tuple) -> bool {
+        let owned = self.partitioning.is_some_and(|p| p.node_of(key) == self.id);
+        if !owned || self.slot(key).is_some() || self.inserted.contains_key(&key) {
+            return false;
+        }
+        self.inserted.insert(key, tuple);
+        true
+    }
+
+    /// Rows created by transactions so far.
+    pub fn inserted_rows(&self) -> usize {
+        self.inserted.len()
+    }
+
+    /// Every tuple this node owns: the loaded tables in table and index order, then the
+    /// inserted rows in key order.
     pub fn iter(&self) -> impl Iterator<Item = (TupleKey, Tuple)> + '_ {
         let p = self.partitioning;
-        self.tables.iter().enumerate().flat_map(move |(t, rows)| {
+        let loaded = self.tables.iter().enumerate().flat_map(move |(t, rows)| {
             rows.iter()
                 .enumerate()
                 .filter_map(move |(i, &tuple)| Some((TupleKey::new(t as u16, p?.row_of(self.id, i as u64)), tuple)))
-        })
+        });
+        loaded.chain(self.inserted.iter().map(|(&k, &t)| (k, t)))
     }
 }

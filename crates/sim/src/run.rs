@@ -13,7 +13,7 @@ use pisadb_core::{rng::splitmix64, Nanos};
 use pisadb_layout::Layout;
 use pisadb_node::{Cc, CpuCosts, Mode, Node, NodeConfig, SwitchView};
 use pisadb_switch::programs::lock_manager::{LockManager, LockManagerConfig};
-use pisadb_switch::programs::p4db::{P4dbConfig, P4dbEngine};
+use pisadb_switch::programs::p4db::{multicast_groups, P4dbConfig, P4dbEngine};
 use pisadb_switch::{Switch, SwitchProfile};
 use pisadb_workload::{SmallBank, SmallBankConfig, Workload, Ycsb, YcsbConfig};
 use serde::Serialize;
@@ -51,6 +51,17 @@ impl WorkloadSpec {
     }
 }
 
+/// How the hot set is laid out on the switch's register arrays.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LayoutChoice {
+    /// P4DB's declustered layout, fitted on a sample of hot transactions (§4).
+    #[default]
+    Declustered,
+    /// Tuples dropped into arrays uniformly at random (the paper's "worst case" baseline).
+    Random,
+}
+
 /// Everything one simulated point needs.
 #[derive(Clone, Debug)]
 pub struct RunConfig {
@@ -86,6 +97,11 @@ pub struct RunConfig {
     pub switch_timeout_ns: Nanos,
     /// Hot transactions sampled to fit the declustered layout.
     pub layout_sample: usize,
+    /// Which layout places the hot set.
+    pub layout: LayoutChoice,
+    /// The P4DB engine's shape and optimizations; `None`: the prototype's on `profile`
+    /// ([`P4dbConfig::for_profile`]).
+    pub p4db: Option<P4dbConfig>,
 }
 
 impl RunConfig {
@@ -111,7 +127,14 @@ impl RunConfig {
             // Far above any switch round trip (a few µs) even with deep recirculation queues.
             switch_timeout_ns: 1_000_000,
             layout_sample: 20_000,
+            layout: LayoutChoice::Declustered,
+            p4db: None,
         }
+    }
+
+    /// The P4DB engine configuration in effect.
+    pub fn p4db_config(&self) -> P4dbConfig {
+        self.p4db.clone().unwrap_or_else(|| P4dbConfig::for_profile(&self.profile))
     }
 }
 
@@ -160,7 +183,16 @@ pub struct RunOutput {
 /// the seed, and fitting it costs more than a short run: sweeps compute it once per key.
 fn cached_layout(cfg: &RunConfig, fit: impl FnOnce() -> Layout) -> Arc<Layout> {
     static CACHE: Mutex<BTreeMap<String, Arc<Layout>>> = Mutex::new(BTreeMap::new());
-    let key = format!("{:?}|{}|{}|{}|{}", cfg.workload, cfg.nodes, cfg.profile.name, cfg.layout_sample, cfg.seed);
+    let key = format!(
+        "{:?}|{}|{}|{}|{}|{:?}|{:?}",
+        cfg.workload,
+        cfg.nodes,
+        cfg.profile.name,
+        cfg.layout_sample,
+        cfg.seed,
+        cfg.layout,
+        cfg.p4db_config().layout_target(&cfg.profile)
+    );
     if let Some(layout) = CACHE.lock().expect("layout cache").get(&key) {
         return layout.clone();
     }
@@ -174,11 +206,14 @@ pub fn build(cfg: &RunConfig) -> Result<(Cluster, Arc<Layout>), SimError> {
     let config_error = SimError::Config;
     let base = cfg.workload.build(cfg.nodes, cfg.seed).map_err(config_error)?;
     let hot = base.hot_tuples();
-    let p4db_config = P4dbConfig::for_profile(&cfg.profile);
+    let p4db_config = cfg.p4db_config();
     let target = p4db_config.layout_target(&cfg.profile);
     let layout = cached_layout(cfg, || {
         let sample = base.hot_sample(cfg.layout_sample, splitmix64(cfg.seed ^ 0x1a70));
-        pisadb_layout::declustered(&hot, &sample, &target, cfg.seed)
+        match cfg.layout {
+            LayoutChoice::Declustered => pisadb_layout::declustered(&hot, &sample, &target, cfg.seed),
+            LayoutChoice::Random => pisadb_layout::random(&hot, &target, cfg.seed),
+        }
     });
     let lm_config = LockManagerConfig::for_profile(&cfg.profile);
     let lock_layout = Arc::new(pisadb_layout::random(&hot, &lm_config.layout_target(&cfg.profile), cfg.seed));
@@ -189,6 +224,9 @@ pub fn build(cfg: &RunConfig) -> Result<(Cluster, Arc<Layout>), SimError> {
             let mut s =
                 Switch::new(cfg.profile.clone(), engine.clone()).map_err(|e| SimError::Config(e.to_string()))?;
             if cfg.mode == Mode::P4db {
+                for (group, members) in multicast_groups(cfg.nodes) {
+                    s.set_multicast_group(group, members);
+                }
                 for (key, p) in layout.iter() {
                     s.registers_mut()
                         .write(p.register, p.index, base.initial_value(key), 0)

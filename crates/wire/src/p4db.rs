@@ -1,7 +1,7 @@
 //! The P4DB switch-transaction packet (paper §5.4, Fig. 6).
 //!
 //! ```text
-//! header (28 B): txn_id u64 | gid u64 | recircs u32 | acc i32 | is_multipass u8 | lock_left u8 | lock_right u8 | count u8
+//! header (30 B): txn_id u64 | gid u64 | recircs u32 | acc i32 | is_multipass u8 | lock_left u8 | lock_right u8 | count u8 | multicast u16
 //! count × instruction (8 B): register u8 | opcode u8 | index u16 | data i32
 //!   register: bits 0-5 register id (1..=63), bit 6 end of pass, bit 7 last instruction
 //!   opcode:   bits 0-3 register action, bit 4 acc_in, bits 5-6 acc_out (none/set/add/sub), bit 7 zero
@@ -11,6 +11,10 @@
 //! pass, so the switch can check the plan against the hardware's rules when the packet arrives
 //! instead of discovering a violation halfway through. The *last* bit mirrors the P4 parser's
 //! stop condition and must sit on the final instruction only. All integers are big-endian.
+//!
+//! `multicast` is 0 for a reply to the sender only; otherwise the switch sends the finished
+//! packet to every member of that multicast group (a warm transaction's participants, who
+//! commit on it: paper §6.2, Fig. 10).
 
 use crate::DecodeError;
 use pisadb_core::AccOut;
@@ -42,6 +46,7 @@ struct RawHeader {
     lock_left: u8,
     lock_right: u8,
     count: u8,
+    multicast: U16,
 }
 
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
@@ -119,6 +124,8 @@ pub struct TxnPacket {
     pub locks: LockPair,
     /// The instructions, in pass order.
     pub instrs: Vec<Instruction>,
+    /// Multicast group for the result (0: back to the sender only).
+    pub multicast: u16,
 }
 
 impl TxnPacket {
@@ -146,6 +153,7 @@ impl TxnPacket {
             lock_left: u8::from(self.locks.left),
             lock_right: u8::from(self.locks.right),
             count: count as u8,
+            multicast: U16::new(self.multicast),
         };
         out.extend_from_slice(header.as_bytes());
         for (i, instr) in self.instrs.iter().enumerate() {
@@ -198,6 +206,7 @@ impl TxnPacket {
                 right: flag(header.lock_right, "lock_right")?,
             },
             instrs,
+            multicast: header.multicast.get(),
         })
     }
 }
@@ -281,10 +290,12 @@ mod tests {
             any::<bool>(),
             any::<(bool, bool)>(),
             proptest::collection::vec(instruction(), 1..=MAX_INSTRUCTIONS),
+            any::<u16>(),
         )
-            .prop_map(|(txn_id, gid, recircs, acc, is_multipass, (left, right), mut instrs)| {
+            .prop_map(|(txn_id, gid, recircs, acc, is_multipass, (left, right), mut instrs, multicast)| {
                 instrs.last_mut().unwrap().end_of_pass = true;
-                TxnPacket { txn_id, gid, recircs, acc, is_multipass, locks: LockPair { left, right }, instrs }
+                let locks = LockPair { left, right };
+                TxnPacket { txn_id, gid, recircs, acc, is_multipass, locks, instrs, multicast }
             })
     }
 
@@ -335,7 +346,7 @@ mod tests {
     fn zero_instructions_and_bad_flags_are_rejected() {
         let mut bytes = vec![0u8; HEADER_BYTES];
         assert_eq!(TxnPacket::decode(&bytes).unwrap_err().reason(), "bad_count");
-        bytes[HEADER_BYTES - 1] = 1;
+        bytes[27] = 1; // count
         bytes.extend_from_slice(&[1 | LAST | END_OF_PASS, 0, 0, 0, 0, 0, 0, 0]);
         assert!(TxnPacket::decode(&bytes).is_ok());
         bytes[24] = 2; // is_multipass must be 0 or 1

@@ -38,6 +38,13 @@
 //! acquisition for multi-pass), which is such an order. The property tests check exactly this
 //! against a serial execution in GID order.
 //!
+//! ## Where the result goes
+//!
+//! A finished transaction goes back to its sender, or, when its header names a multicast group,
+//! to every member of the group: a warm transaction's participants commit their cold part on
+//! it, with no extra round trip (§6.2, Fig. 10). The control plane installs one group per set
+//! of nodes, numbered by the set's bitmask ([`multicast_group`]).
+//!
 //! ## Constrained writes
 //!
 //! A write that must keep a value non-negative (SmallBank) is the `AddIfNonNegative` action:
@@ -467,7 +474,10 @@ impl Program for P4dbEngine {
             return PassDecision::Drop("rule_violation");
         }
         if p.passes_left == 0 {
-            PassDecision::Reply
+            match p.txn.multicast {
+                0 => PassDecision::Reply,
+                group => PassDecision::Multicast(group),
+            }
         } else if self.config.fast_recirculation {
             PassDecision::Recirculate(Recirc::Fast)
         } else {
@@ -488,6 +498,21 @@ impl Program for P4dbEngine {
     }
 }
 
+/// The multicast group of a set of nodes: its bitmask (bit `n` = node `n`), so the control plane
+/// can install every set once at start. `None` when a node id is 16 or more (no group: the
+/// sender then tells the others itself).
+pub fn multicast_group(nodes: impl IntoIterator<Item = u16>) -> Option<u16> {
+    nodes.into_iter().try_fold(0u16, |mask, n| (n < 16).then(|| mask | (1 << n)))
+}
+
+/// Every group [`multicast_group`] can name among the first `nodes` nodes, with its members,
+/// for the control plane to install (at most 65,535 groups: 16 nodes).
+pub fn multicast_groups(nodes: u16) -> impl Iterator<Item = (u16, Vec<u16>)> {
+    let n = nodes.min(16);
+    let last = if n == 16 { u16::MAX } else { (1u16 << n) - 1 };
+    (1..=last).map(move |mask| (mask, (0..n).filter(|&i| mask & (1 << i) != 0).collect()))
+}
+
 /// Bytes of a P4DB packet with `instructions` instructions on the wire, frame included.
 pub fn packet_bytes(instructions: usize) -> usize {
     FRAME_BYTES + pisadb_wire::p4db::HEADER_BYTES + instructions * INSTRUCTION_BYTES
@@ -496,6 +521,16 @@ pub fn packet_bytes(instructions: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn multicast_groups_are_node_bitmasks() {
+        assert_eq!(multicast_group([0, 2]), Some(0b101));
+        assert_eq!(multicast_group([3, 16]), None);
+        let groups: Vec<_> = multicast_groups(3).collect();
+        assert_eq!(groups.len(), 7);
+        assert_eq!(groups[4], (5, vec![0, 2]));
+        assert_eq!(multicast_groups(16).count(), 65_535);
+    }
 
     #[test]
     fn there_is_one_data_action_per_operation_kind() {
