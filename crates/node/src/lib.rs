@@ -13,7 +13,7 @@ pub mod node;
 pub mod store;
 
 pub use config::{Cc, CpuCosts, Mode, NodeConfig};
-pub use node::{Finished, Node, NodeStats, Outbox, Record, Route, Send, SwitchView, Timer};
+pub use node::{Finished, Node, NodeStats, Outbox, PhaseTimes, Record, Route, Send, SwitchView, Timer};
 
 /// A committed transaction's reads and writes with versions, as the serializability checker wants them.
 pub use pisadb_check::CommittedTxn;

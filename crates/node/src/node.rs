@@ -139,8 +139,26 @@ pub struct Finished {
     pub started: Nanos,
     /// Attempts, the committed one included.
     pub attempts: u32,
+    /// Where its latency went.
+    pub phases: PhaseTimes,
     /// With `record_history`: what it did.
     pub record: Option<Box<Record>>,
+}
+
+/// Where a committed transaction's latency went (paper Fig. 18a), in nanoseconds. The phases
+/// are the committed attempt's; what the four do not cover (running on a core, waiting for one,
+/// local work between phases) is the latency minus their sum.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PhaseTimes {
+    /// Earlier, aborted attempts and the backoff after each.
+    pub retry_ns: Nanos,
+    /// Taking locks and reading tuples, on this node and remote ones (the lock acquisition and
+    /// remote access of the paper's breakdown).
+    pub lock_read_ns: Nanos,
+    /// The 2PC voting round.
+    pub commit_ns: Nanos,
+    /// Waiting for the switch: a switch transaction or sub-transaction, or LM-Switch's locks.
+    pub switch_ns: Nanos,
 }
 
 /// What a committed transaction did, for checkers.
@@ -267,6 +285,28 @@ struct Attempt {
     switch_packet: Option<TxnPacket>,
     /// Rows inserted at commit.
     inserted: Vec<(TupleKey, i64)>,
+    /// When the current phase began, and the time of the phases so far.
+    phase_started: Nanos,
+    phases: PhaseTimes,
+}
+
+impl Attempt {
+    /// Moves to `phase` at `now`, charging the time since the last move to the phase left.
+    fn enter(&mut self, now: Nanos, phase: Phase) {
+        self.close_phase(now);
+        self.phase = phase;
+    }
+
+    fn close_phase(&mut self, now: Nanos) {
+        let spent = now.saturating_sub(self.phase_started);
+        self.phase_started = now;
+        let t = &mut self.phases;
+        match self.phase {
+            Phase::LockRead => t.lock_read_ns += spent,
+            Phase::Prepare => t.commit_ns += spent,
+            Phase::SwitchTxn | Phase::SwitchLocks | Phase::WarmSwitch => t.switch_ns += spent,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -492,6 +532,8 @@ impl Node {
             switch_ops: Vec::new(),
             switch_packet: None,
             inserted: Vec::new(),
+            phase_started: now,
+            phases: PhaseTimes { retry_ns: now - started, ..PhaseTimes::default() },
         };
         let txn = &attempt.gen.txn;
         if self.cfg.mode == Mode::P4db {
@@ -520,7 +562,7 @@ impl Node {
                 let hot = on_switch.len() == txn.ops.len();
                 attempt.switch_ops = on_switch;
                 if hot {
-                    attempt.phase = Phase::SwitchTxn;
+                    attempt.enter(now, Phase::SwitchTxn);
                     self.workers[usize::from(worker)].current = Some(attempt);
                     return self.send_switch_txn(now, worker, 0, out);
                 }
@@ -537,7 +579,7 @@ impl Node {
             if let Some(pkt) = self.lock_manager.request_for(id, &hot_locks, &self.lock_layout) {
                 out.cpu_ns += self.cfg.costs.message_ns + self.cfg.costs.stack_ns;
                 self.send_switch(Kind::Lock, |b| pkt.encode(b), out);
-                attempt.phase = Phase::SwitchLocks;
+                attempt.enter(now, Phase::SwitchLocks);
                 attempt.switch_locks = Some((pkt, 0));
                 self.workers[usize::from(worker)].current = Some(attempt);
                 return;
@@ -591,7 +633,7 @@ impl Node {
         let policy = self.policy();
         let (id, ts, by_owner) = {
             let a = self.workers[usize::from(worker)].current.as_mut().expect("an attempt");
-            a.phase = Phase::LockRead;
+            a.enter(now, Phase::LockRead);
             let mut by_owner: BTreeMap<u16, Vec<(TupleKey, LockMode)>> = BTreeMap::new();
             for acc in &a.accesses {
                 by_owner.entry(acc.owner).or_default().push((acc.key, acc.mode));
@@ -652,7 +694,7 @@ impl Node {
                     } else if !a.switch_ops.is_empty() {
                         // Warm: nothing can abort any more; the switch's multicast commits.
                         let group = multicast_group(std::iter::once(self.cfg.id).chain(a.writers.iter().copied()));
-                        a.phase = Phase::WarmSwitch;
+                        a.enter(now, Phase::WarmSwitch);
                         self.send_switch_txn(now, worker, group.unwrap_or(0), out);
                     } else {
                         let (id, writers) = (a.id, a.writers.clone());
@@ -707,10 +749,10 @@ impl Node {
                 return self.commit_coordinator(now, worker, None, out);
             }
             // Warm with no remote writer: no voting round; the switch's reply commits.
-            a.phase = Phase::WarmSwitch;
+            a.enter(now, Phase::WarmSwitch);
             return self.send_switch_txn(now, worker, 0, out);
         }
-        a.phase = Phase::Prepare;
+        a.enter(now, Phase::Prepare);
         a.pending = a.writers.len();
         a.denied = false;
         let writers = a.writers.clone();
@@ -804,7 +846,8 @@ impl Node {
 
     fn finish(&mut self, now: Nanos, worker: u16, gid: Option<u64>, out: &mut Outbox) {
         self.release_switch_locks(worker, out);
-        let a = self.workers[usize::from(worker)].current.take().expect("an attempt");
+        let mut a = self.workers[usize::from(worker)].current.take().expect("an attempt");
+        a.close_phase(now);
         let on_switch = a.phase == Phase::SwitchTxn;
         let record = self.cfg.record_history.then(|| {
             let updates = a.accesses.iter().filter(|x| x.write).map(|x| (x.key, x.version));
@@ -830,6 +873,7 @@ impl Node {
             hot: a.gen.class == TxnClass::Hot,
             started: a.started,
             attempts: a.attempts,
+            phases: a.phases,
             record,
         });
         out.timers.push((now, Timer::Begin { worker }));

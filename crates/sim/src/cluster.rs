@@ -32,7 +32,7 @@ use crate::switch::RackSwitch;
 use hdrhistogram::Histogram;
 use pisadb_core::{Nanos, TupleKey};
 use pisadb_layout::Layout;
-use pisadb_node::{Finished, Node, Outbox, Record, Route, Timer};
+use pisadb_node::{Finished, Node, Outbox, PhaseTimes, Record, Route, Timer};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::Arc;
@@ -117,6 +117,10 @@ pub struct Window {
     pub aborts: u64,
     /// Latency from first attempt to commit, in ns.
     pub latency: Histogram<u64>,
+    /// Sum of the committed transactions' latencies, ns.
+    pub latency_sum_ns: u64,
+    /// Sum of their phase times (where the latency went).
+    pub phases_sum: PhaseTimes,
     /// Switch pipeline passes in the window.
     pub switch_passes: u64,
     /// Recirculations in the window.
@@ -187,6 +191,8 @@ impl Cluster {
                 aborts: 0,
                 // 1 ns to 100 s at 3 significant figures; longer latencies are clamped.
                 latency: Histogram::new_with_bounds(1, 100_000_000_000, 3).expect("valid bounds"),
+                latency_sum_ns: 0,
+                phases_sum: PhaseTimes::default(),
                 switch_passes: 0,
                 recirculations: 0,
                 switch_drops: 0,
@@ -353,6 +359,12 @@ impl Cluster {
         self.window.hot_committed += u64::from(f.hot);
         self.window.switch_committed += u64::from(f.on_switch);
         self.window.latency.saturating_record(end - f.started);
+        self.window.latency_sum_ns += end - f.started;
+        let (sum, p) = (&mut self.window.phases_sum, f.phases);
+        sum.retry_ns += p.retry_ns;
+        sum.lock_read_ns += p.lock_read_ns;
+        sum.commit_ns += p.commit_ns;
+        sum.switch_ns += p.switch_ns;
     }
 
     fn drain_switch(&mut self, now: Nanos) {

@@ -155,6 +155,10 @@ pub struct RunResult {
     pub latency_p50_us: f64,
     /// 99th percentile latency, µs.
     pub latency_p99_us: f64,
+    /// Mean latency, µs.
+    pub latency_mean_us: f64,
+    /// Where the mean latency went, µs.
+    pub latency_breakdown: LatencyBreakdown,
     /// Switch pipeline passes in the window.
     pub switch_passes: u64,
     /// Recirculations in the window.
@@ -167,6 +171,22 @@ pub struct RunResult {
     pub events: u64,
     /// Hash of the event trace: equal seeds give equal hashes.
     pub trace_hash: String,
+}
+
+/// The mean latency of committed transactions split by phase (paper Fig. 18a), µs. The parts
+/// add up to the mean latency.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct LatencyBreakdown {
+    /// Aborted attempts and backoff before the committed attempt.
+    pub retry_us: f64,
+    /// Lock acquisition and reads, local and remote.
+    pub lock_read_us: f64,
+    /// The 2PC voting round.
+    pub commit_us: f64,
+    /// Waiting for the switch (switch transactions, sub-transactions, LM-Switch locks).
+    pub switch_us: f64,
+    /// The rest: CPU work and waiting for a core.
+    pub other_us: f64,
 }
 
 /// A finished run: the figures and the rack (for checks).
@@ -273,6 +293,16 @@ pub fn run(cfg: &RunConfig) -> Result<RunOutput, SimError> {
     let seconds = cfg.measure_ns as f64 / 1e9;
     let attempts = w.committed + w.aborts;
     let us = |q: f64| w.latency.value_at_quantile(q) as f64 / 1000.0;
+    let mean_us = |ns: u64| if w.committed == 0 { 0.0 } else { ns as f64 / w.committed as f64 / 1000.0 };
+    let p = &w.phases_sum;
+    let accounted = p.retry_ns + p.lock_read_ns + p.commit_ns + p.switch_ns;
+    let latency_breakdown = LatencyBreakdown {
+        retry_us: mean_us(p.retry_ns),
+        lock_read_us: mean_us(p.lock_read_ns),
+        commit_us: mean_us(p.commit_ns),
+        switch_us: mean_us(p.switch_ns),
+        other_us: mean_us(w.latency_sum_ns.saturating_sub(accounted)),
+    };
     let result = RunResult {
         committed_per_s: w.committed as f64 / seconds,
         abort_rate: if attempts == 0 { 0.0 } else { w.aborts as f64 / attempts as f64 },
@@ -281,6 +311,8 @@ pub fn run(cfg: &RunConfig) -> Result<RunOutput, SimError> {
         switch_committed: w.switch_committed,
         latency_p50_us: us(0.5),
         latency_p99_us: us(0.99),
+        latency_mean_us: mean_us(w.latency_sum_ns),
+        latency_breakdown,
         switch_passes: w.switch_passes,
         recirculations: w.recirculations,
         switch_drops: w.switch_drops,
