@@ -9,7 +9,7 @@
 use crate::cluster::{Cluster, SimError};
 use crate::net::LinkParams;
 use crate::switch::RackSwitch;
-use pisadb_core::{rng::splitmix64, Nanos};
+use pisadb_core::{rng::splitmix64, Nanos, SerialStore, TupleKey, Txn};
 use pisadb_layout::Layout;
 use pisadb_node::{Cc, CpuCosts, Mode, Node, NodeConfig, SwitchView};
 use pisadb_switch::programs::lock_manager::{LockManager, LockManagerConfig};
@@ -17,7 +17,7 @@ use pisadb_switch::programs::p4db::{multicast_groups, P4dbConfig, P4dbEngine};
 use pisadb_switch::{Switch, SwitchProfile};
 use pisadb_workload::{SmallBank, SmallBankConfig, Workload, Ycsb, YcsbConfig};
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
 /// Which workload, with its configuration (its `nodes` is overridden by the run's).
@@ -197,6 +197,30 @@ pub struct RunOutput {
     pub cluster: Cluster,
     /// The P4DB layout of the hot set.
     pub layout: Arc<Layout>,
+    /// The system that ran.
+    pub mode: Mode,
+}
+
+impl RunOutput {
+    /// Every tuple of the database as it stands: each node's partition (inserted rows
+    /// included), with the hot tuples as the switch holds them in P4DB mode (where the nodes'
+    /// copies are not used). Meaningful once the rack is quiet ([`Cluster::drain`]).
+    pub fn snapshot(&self) -> SerialStore {
+        let mut db = SerialStore::default();
+        for node in self.cluster.nodes() {
+            for (key, tuple) in node.store().iter() {
+                db.set(key, tuple.value);
+            }
+        }
+        if self.mode == Mode::P4db {
+            for (key, _) in self.layout.iter() {
+                if let Some(value) = self.cluster.switch_value(&self.layout, key) {
+                    db.set(key, value);
+                }
+            }
+        }
+        db
+    }
 }
 
 /// The declustered layout is a pure function of the workload, the switch, the sample size and
@@ -221,11 +245,40 @@ fn cached_layout(cfg: &RunConfig, fit: impl FnOnce() -> Layout) -> Arc<Layout> {
     layout
 }
 
+/// The tuples to offload to the switch: the workload's hot set, plus every cold tuple that a
+/// sampled transaction links to a hot operation through the accumulator (paper §6.2: a cold
+/// write that depends on a hot read cannot run on the nodes before the switch answers, so that
+/// tuple moves to the switch with the hot set). Repeated until nothing new joins, since a
+/// tuple that joins can link further ones. Sorted.
+pub fn offload_set(hot: &[TupleKey], sample: &[Txn]) -> Vec<TupleKey> {
+    let mut set: BTreeSet<TupleKey> = hot.iter().copied().collect();
+    let linked: Vec<&Txn> =
+        sample.iter().filter(|t| t.ops.iter().any(|op| op.reads_acc() || op.writes_acc())).collect();
+    loop {
+        let before = set.len();
+        for txn in &linked {
+            for (i, j) in txn.dependencies() {
+                let (a, b) = (txn.ops[i].key, txn.ops[j].key);
+                if set.contains(&a) != set.contains(&b) {
+                    set.insert(a);
+                    set.insert(b);
+                }
+            }
+        }
+        if set.len() == before {
+            return set.into_iter().collect();
+        }
+    }
+}
+
 /// Builds the rack of `cfg` without running it.
 pub fn build(cfg: &RunConfig) -> Result<(Cluster, Arc<Layout>), SimError> {
     let config_error = SimError::Config;
-    let base = cfg.workload.build(cfg.nodes, cfg.seed).map_err(config_error)?;
-    let hot = base.hot_tuples();
+    let mut base = cfg.workload.build(cfg.nodes, cfg.seed).map_err(config_error)?;
+    // A sample of whole transactions from the base generator (the nodes have their own).
+    let homes = (0..cfg.nodes).cycle().take(cfg.layout_sample);
+    let whole: Vec<Txn> = homes.map(|home| base.next_txn(home).txn).collect();
+    let hot = offload_set(&base.hot_tuples(), &whole);
     let p4db_config = cfg.p4db_config();
     let target = p4db_config.layout_target(&cfg.profile);
     let layout = cached_layout(cfg, || {
@@ -320,5 +373,31 @@ pub fn run(cfg: &RunConfig) -> Result<RunOutput, SimError> {
         events: cluster.events_processed(),
         trace_hash: format!("{:016x}", cluster.trace_hash()),
     };
-    Ok(RunOutput { result, cluster, layout })
+    Ok(RunOutput { result, cluster, layout, mode: cfg.mode })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pisadb_core::{AccOut, Op, OpKind};
+
+    fn key(row: u64) -> TupleKey {
+        TupleKey::new(0, row)
+    }
+
+    #[test]
+    fn cold_tuples_fed_by_hot_reads_join_the_offloaded_set_transitively() {
+        // Hot 1 is read into the accumulator and added to cold 2; a second transaction feeds
+        // 2 into cold 3. Cold 4 is touched beside hot 1 with no accumulator link: it stays.
+        let feed = |from: u64, to: u64| {
+            Txn::new(vec![
+                Op::read(key(from)).with_acc_out(AccOut::Set),
+                Op::new(key(to), OpKind::Add, 0).with_acc_in(),
+                Op::read(key(4)),
+            ])
+        };
+        let sample = [feed(1, 2), feed(2, 3), Txn::new(vec![Op::read(key(1)), Op::write(key(4), 1)])];
+        assert_eq!(offload_set(&[key(1)], &sample), vec![key(1), key(2), key(3)]);
+        assert_eq!(offload_set(&[key(7)], &sample), vec![key(7)], "no link, no growth");
+    }
 }
