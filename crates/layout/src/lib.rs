@@ -54,7 +54,7 @@ use graph::AccessGraph;
 use pisadb_core::{rng, TupleKey, Txn};
 use rand::seq::SliceRandom;
 use rand::Rng;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Restarts of the max-k-cut heuristic; the best cut wins. Cheap at hot-set sizes (hundreds).
 const MAX_CUT_RESTARTS: u64 = 4;
@@ -63,6 +63,11 @@ const MAX_CUT_RESTARTS: u64 = 4;
 pub fn declustered(hot: &[TupleKey], sample: &[Txn], target: &LayoutTarget, seed: u64) -> Layout {
     let hot = dedup_sorted(hot);
     let (kept, overflow) = split_overflow(&hot, sample, target);
+    // Tuples no sampled transaction touches have no edges: the cut cannot place them better
+    // than anywhere, so they skip it and fill the room left at the end (with hot sets of
+    // hundreds of thousands of tuples that is most of them, and most of the work).
+    let sampled: BTreeSet<TupleKey> = sample.iter().flat_map(|t| t.ops.iter().map(|op| op.key)).collect();
+    let (kept, untouched): (Vec<TupleKey>, Vec<TupleKey>) = kept.into_iter().partition(|k| sampled.contains(k));
     let graph = AccessGraph::build(&kept, sample);
     let k = target.arrays.len();
     let capacity = target.arrays.iter().map(|a| a.capacity as usize).min().unwrap_or(0);
@@ -77,6 +82,17 @@ pub fn declustered(hot: &[TupleKey], sample: &[Txn], target: &LayoutTarget, seed
         let array = &target.arrays[slot];
         layout.insert(key, Placement { stage: array.stage, register: array.register, index: next_index[slot] });
         next_index[slot] += 1;
+    }
+    // The untouched tuples, round robin over the arrays with room (they fit: see split_overflow).
+    let mut slot = 0;
+    for key in untouched {
+        while next_index[slot] >= target.arrays[slot].capacity {
+            slot = (slot + 1) % target.arrays.len();
+        }
+        let array = &target.arrays[slot];
+        layout.insert(key, Placement { stage: array.stage, register: array.register, index: next_index[slot] });
+        next_index[slot] += 1;
+        slot = (slot + 1) % target.arrays.len();
     }
     layout
 }
