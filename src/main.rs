@@ -25,19 +25,14 @@ enum Command {
     /// Lay hot tuples out on the switch (P4DB's declustered layout vs a random one) and report
     /// how many hot transactions then run in a single pipeline pass.
     Layout(commands::layout::Args),
-    /// Compare No-Switch, LM-Switch and P4DB on one simulated YCSB rack (the default job).
+    /// Compare No-Switch, LM-Switch and P4DB on one simulated rack (the default job).
     Compare(commands::bench::CompareArgs),
     /// Run a named experiment of the P4DB paper; write results/<name>.csv and .svg.
     Sweep(commands::sweep::Args),
-    /// Simulate one experiment point and report its figures.
-    #[command(subcommand)]
-    Bench(BenchCommand),
-}
-
-#[derive(Subcommand, Debug)]
-enum BenchCommand {
-    /// YCSB on a simulated rack of nodes and one switch.
-    Ycsb(commands::bench::Args),
+    /// Run every experiment of a paper and write results/<paper>.md beside the CSVs and charts.
+    Reproduce(commands::reproduce::Args),
+    /// Simulate one system on one workload (YCSB, SmallBank or TPC-C) and report its figures.
+    Bench(commands::bench::Args),
 }
 
 fn main() -> ExitCode {
@@ -47,8 +42,9 @@ fn main() -> ExitCode {
     let result = match command {
         Command::Layout(args) => commands::layout::run(&args),
         Command::Compare(args) => commands::bench::run_compare(&args),
-        Command::Bench(BenchCommand::Ycsb(args)) => commands::bench::run_bench(&args),
-        Command::Sweep(args) => commands::sweep::run(&args),
+        Command::Bench(args) => commands::bench::run_bench(&args),
+        Command::Sweep(args) => commands::sweep::run_sweep(&args),
+        Command::Reproduce(args) => commands::reproduce::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,10 +1,10 @@
-//! `pisadb bench ycsb` (one simulated point) and `pisadb compare` (the three systems side by
-//! side): the rack in the simulator, with the figures a user reads.
+//! `pisadb bench` (one simulated point) and `pisadb compare` (the three systems side by side):
+//! the rack in the simulator, with the figures a user reads.
 
 use clap::{Args as ClapArgs, ValueEnum};
 use pisadb_node::{Cc, Mode};
-use pisadb_sim::{run, RunConfig, RunResult, WorkloadSpec};
-use pisadb_workload::{Scheme, YcsbConfig, YcsbMix};
+use pisadb_sim::{run, LayoutChoice, RunConfig, RunResult, WorkloadSpec};
+use pisadb_workload::{Scheme, SmallBankConfig, TpccConfig, YcsbConfig, YcsbMix};
 use serde::Serialize;
 
 /// The system under test, as spelled on the command line.
@@ -48,26 +48,33 @@ impl From<CcArg> for Cc {
     }
 }
 
-/// YCSB workload letter.
+/// The workload, as spelled on the command line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum MixArg {
-    /// 50% writes.
-    A,
-    /// 5% writes.
-    B,
-    /// Read only.
-    C,
+#[serde(rename_all = "kebab-case")]
+pub enum WorkloadArg {
+    /// YCSB-A: 8 operations, 50% writes.
+    #[value(alias = "a")]
+    YcsbA,
+    /// YCSB-B: 5% writes.
+    #[value(alias = "b")]
+    YcsbB,
+    /// YCSB-C: read only.
+    #[value(alias = "c")]
+    YcsbC,
+    /// SmallBank's six transaction types.
+    Smallbank,
+    /// TPC-C NewOrder and Payment, 50/50, with warm transactions.
+    Tpcc,
 }
 
-impl From<MixArg> for YcsbMix {
-    fn from(m: MixArg) -> YcsbMix {
-        match m {
-            MixArg::A => YcsbMix::A,
-            MixArg::B => YcsbMix::B,
-            MixArg::C => YcsbMix::C,
-        }
-    }
+/// How the hot set is laid out, as spelled on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LayoutArg {
+    /// P4DB's declustered layout.
+    Declustered,
+    /// Uniformly random arrays.
+    Random,
 }
 
 /// Partitioning scheme, as spelled on the command line.
@@ -80,7 +87,7 @@ pub enum PartitioningArg {
     Range,
 }
 
-/// The rack and workload flags shared by `bench ycsb`, `compare` and `sweep`.
+/// The rack and workload flags shared by `bench` and `compare`.
 #[derive(ClapArgs, Debug, Clone, Serialize)]
 pub struct RackArgs {
     /// Concurrency control for transactions on the nodes.
@@ -92,21 +99,31 @@ pub struct RackArgs {
     /// Worker cores per node, each running one transaction at a time.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub workers: u16,
-    /// Percent of transactions that span several nodes.
-    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u8).range(0..=100))]
-    pub remote: u8,
-    /// Percent of transactions on the hot set (50 keys per node).
-    #[arg(long, default_value_t = 75, value_parser = clap::value_parser!(u8).range(0..=100))]
-    pub hot_prob: u8,
-    /// YCSB workload: a (50% writes), b (5%), c (read only).
-    #[arg(long, value_enum, default_value = "a")]
-    pub workload: MixArg,
-    /// How rows are spread over the nodes.
-    #[arg(long, value_enum, default_value = "round-robin")]
-    pub partitioning: PartitioningArg,
-    /// Rows of the YCSB table over all nodes (loaded in well under a second at the default).
+    /// The workload.
+    #[arg(long, value_enum, default_value = "ycsb-a")]
+    pub workload: WorkloadArg,
+    /// Percent of distributed transactions (YCSB, SmallBank; default 20). For TPC-C, the
+    /// remote-item and remote-customer probability (default: the standard's 1% and 15%).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=100))]
+    pub remote: Option<u8>,
+    /// Percent of transactions on the hot set (YCSB default 75, SmallBank 90; not TPC-C).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=100))]
+    pub hot_prob: Option<u8>,
+    /// Hot tuples per node (YCSB default 50 keys, SmallBank 15 accounts; not TPC-C).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub hot_per_node: Option<u64>,
+    /// Rows over all nodes: YCSB keys or SmallBank accounts.
     #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub rows: u64,
+    /// TPC-C warehouses (a multiple of --nodes).
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub warehouses: u16,
+    /// How rows are spread over the nodes (YCSB, SmallBank; TPC-C is always by warehouse).
+    #[arg(long, value_enum, default_value = "round-robin")]
+    pub partitioning: PartitioningArg,
+    /// How the hot set is laid out on the switch (P4DB mode).
+    #[arg(long, value_enum, default_value = "declustered")]
+    pub layout: LayoutArg,
     /// Seed of everything; the same seed gives the same run.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -121,33 +138,104 @@ pub struct RackArgs {
 impl RackArgs {
     /// The run configuration for `mode`.
     pub fn config(&self, mode: Mode) -> RunConfig {
-        let ycsb = YcsbConfig {
-            nodes: self.nodes,
-            rows: self.rows,
-            hot_prob: f64::from(self.hot_prob) / 100.0,
-            remote_prob: f64::from(self.remote) / 100.0,
-            mix: self.workload.into(),
-            partitioning: match self.partitioning {
-                PartitioningArg::RoundRobin => Scheme::RoundRobin,
-                PartitioningArg::Range => Scheme::Range,
-            },
-            ..YcsbConfig::default()
+        let pct = |p: u8| f64::from(p) / 100.0;
+        let partitioning = match self.partitioning {
+            PartitioningArg::RoundRobin => Scheme::RoundRobin,
+            PartitioningArg::Range => Scheme::Range,
+        };
+        let ycsb = |mix| {
+            let d = YcsbConfig::default();
+            WorkloadSpec::Ycsb(YcsbConfig {
+                nodes: self.nodes,
+                rows: self.rows,
+                hot_per_node: self.hot_per_node.unwrap_or(d.hot_per_node),
+                hot_prob: self.hot_prob.map_or(d.hot_prob, pct),
+                remote_prob: self.remote.map_or(d.remote_prob, pct),
+                mix,
+                partitioning,
+                ..d
+            })
+        };
+        let workload = match self.workload {
+            WorkloadArg::YcsbA => ycsb(YcsbMix::A),
+            WorkloadArg::YcsbB => ycsb(YcsbMix::B),
+            WorkloadArg::YcsbC => ycsb(YcsbMix::C),
+            WorkloadArg::Smallbank => {
+                let d = SmallBankConfig::default();
+                WorkloadSpec::SmallBank(SmallBankConfig {
+                    nodes: self.nodes,
+                    accounts: self.rows,
+                    hot_per_node: self.hot_per_node.unwrap_or(d.hot_per_node),
+                    hot_prob: self.hot_prob.map_or(d.hot_prob, pct),
+                    remote_prob: self.remote.map_or(d.remote_prob, pct),
+                    partitioning,
+                    ..d
+                })
+            }
+            WorkloadArg::Tpcc => {
+                let d = TpccConfig::default();
+                WorkloadSpec::Tpcc(TpccConfig {
+                    nodes: self.nodes,
+                    warehouses: self.warehouses,
+                    remote_item_prob: self.remote.map_or(d.remote_item_prob, pct),
+                    remote_customer_prob: self.remote.map_or(d.remote_customer_prob, pct),
+                    ..d
+                })
+            }
         };
         RunConfig {
             nodes: self.nodes,
             workers: self.workers,
             mode,
             cc: self.cc.into(),
-            workload: WorkloadSpec::Ycsb(ycsb),
+            workload,
             seed: self.seed,
             warmup_ns: self.warmup_ms * 1_000_000,
             measure_ns: self.measure_ms * 1_000_000,
+            layout: match self.layout {
+                LayoutArg::Declustered => LayoutChoice::Declustered,
+                LayoutArg::Random => LayoutChoice::Random,
+            },
             ..RunConfig::ycsb_default()
         }
     }
+
+    /// One line describing the rack and workload.
+    pub fn describe(&self) -> String {
+        let cfg = self.config(Mode::P4db);
+        let workload = match &cfg.workload {
+            WorkloadSpec::Ycsb(c) => format!(
+                "YCSB-{:?}, {} rows, {} hot per node, {:.0}% hot, {:.0}% distributed, {:?}",
+                c.mix,
+                c.rows,
+                c.hot_per_node,
+                c.hot_prob * 100.0,
+                c.remote_prob * 100.0,
+                c.partitioning
+            ),
+            WorkloadSpec::SmallBank(c) => format!(
+                "SmallBank, {} accounts, {} hot per node, {:.0}% hot, {:.0}% distributed, {:?}",
+                c.accounts,
+                c.hot_per_node,
+                c.hot_prob * 100.0,
+                c.remote_prob * 100.0,
+                c.partitioning
+            ),
+            WorkloadSpec::Tpcc(c) => format!(
+                "TPC-C NewOrder/Payment, {} warehouses, {:.0}% remote items, {:.0}% remote customers",
+                c.warehouses,
+                c.remote_item_prob * 100.0,
+                c.remote_customer_prob * 100.0
+            ),
+        };
+        format!(
+            "{workload} on {} nodes x {} workers, {:?}, {:?} layout, seed {}; {} ms simulated after {} ms warm-up",
+            self.nodes, self.workers, self.cc, self.layout, self.seed, self.measure_ms, self.warmup_ms
+        )
+    }
 }
 
-/// Flags of `pisadb bench ycsb`.
+/// Flags of `pisadb bench`.
 #[derive(ClapArgs, Debug)]
 pub struct Args {
     /// The system under test.
@@ -187,7 +275,7 @@ pub fn run_point(mode: ModeArg, rack: &RackArgs) -> Result<Point, String> {
     Ok(Point { mode, result: out.result, sim_txn_per_wall_s, wall_s, inputs: rack.clone() })
 }
 
-/// Runs `pisadb bench ycsb`.
+/// Runs `pisadb bench`.
 pub fn run_bench(args: &Args) -> Result<(), String> {
     let point = run_point(args.mode, &args.rack)?;
     if args.json {
@@ -230,10 +318,7 @@ pub fn run_compare(args: &CompareArgs) -> Result<(), String> {
 }
 
 fn print_header(r: &RackArgs) {
-    println!(
-        "YCSB-{:?} on {} nodes x {} workers, {}% hot, {}% distributed, {:?}, seed {}; {} ms simulated after {} ms warm-up",
-        r.workload, r.nodes, r.workers, r.hot_prob, r.remote, r.cc, r.seed, r.measure_ms, r.warmup_ms
-    );
+    println!("{}", r.describe());
     println!();
 }
 

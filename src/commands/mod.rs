@@ -1,5 +1,7 @@
 //! The subcommands. Each returns `Err(message)` for the user; `main` prints it and exits 2.
 
 pub mod bench;
+pub mod experiments;
 pub mod layout;
+pub mod reproduce;
 pub mod sweep;

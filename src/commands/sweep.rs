@@ -1,43 +1,21 @@
-//! `pisadb sweep <experiment>`: a named experiment of the P4DB paper, many simulated points,
-//! run in parallel with a progress bar, written to `results/<experiment>.csv` and `.svg`.
+//! `pisadb sweep <experiment>`: one experiment of the P4DB paper ([`super::experiments`]),
+//! its simulated points run in parallel with a progress bar, written to
+//! `results/<experiment>.csv` and `.svg`, and summarised on stdout.
 //!
-//! Each experiment is a list of points (a mode and the rack flags); every point is an
-//! independent, seeded simulation, so running them on several threads changes nothing but the
-//! wall time. The chart puts each mode's figure against the swept knob, one panel per YCSB
-//! workload, as the paper's figures do.
+//! Every point is an independent, seeded simulation, so running them on several threads
+//! changes nothing but the wall time. [`Runner`] also remembers the points it ran: `pisadb
+//! reproduce` shares one runner across experiments, so a configuration two figures need (the
+//! YCSB worker sweep feeds Fig. 11 and Fig. 12) is simulated once.
 
-use crate::commands::bench::{run_point, CcArg, MixArg, ModeArg, PartitioningArg, Point, RackArgs};
-use clap::{Args as ClapArgs, ValueEnum};
-use pisadb_node::Mode;
+use super::bench::CcArg;
+use super::experiments::{plan, Baseline, Chart, Experiment, Options, Plan, PointSpec};
+use clap::Args as ClapArgs;
 use pisadb_report::{write_csv, write_svg, Panel, Progress, Series};
-use std::path::PathBuf;
+use pisadb_sim::{run, RunResult};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
-
-/// The experiments.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-#[allow(clippy::enum_variant_names)] // more experiments (SmallBank, TPC-C) join in later issues
-pub enum Experiment {
-    /// Speedup over No-Switch as workers per node grow, YCSB A/B/C (paper Fig. 11, upper row).
-    YcsbWorkers,
-    /// Speedup over No-Switch as the share of distributed transactions grows (Fig. 11, lower).
-    YcsbRemote,
-    /// Committed hot and cold transactions per second by system (Fig. 12).
-    YcsbBreakdown,
-    /// Throughput as the share of hot transactions grows, YCSB A and C (Fig. 15a/b).
-    YcsbHot,
-}
-
-impl Experiment {
-    fn name(self) -> &'static str {
-        match self {
-            Experiment::YcsbWorkers => "ycsb-workers",
-            Experiment::YcsbRemote => "ycsb-remote",
-            Experiment::YcsbBreakdown => "ycsb-breakdown",
-            Experiment::YcsbHot => "ycsb-hot",
-        }
-    }
-}
 
 /// Flags of `pisadb sweep`.
 #[derive(ClapArgs, Debug)]
@@ -45,294 +23,326 @@ pub struct Args {
     /// The experiment to run.
     #[arg(value_enum)]
     experiment: Experiment,
-    /// Fewer points and a shorter measurement, for a first look.
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+/// Flags shared by `sweep` and `reproduce`.
+#[derive(ClapArgs, Debug, Clone)]
+pub struct CommonArgs {
+    /// Fewer points and shorter simulated windows, for a first look.
     #[arg(long)]
-    quick: bool,
+    pub quick: bool,
     /// Directory for the CSV and SVG files.
     #[arg(long, default_value = "results")]
-    out: PathBuf,
+    pub out: PathBuf,
     /// Simulations run side by side (default: the machine's cores).
-    #[arg(long)]
-    threads: Option<usize>,
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub threads: Option<u16>,
     /// Seed of every point.
     #[arg(long, default_value_t = 1)]
-    seed: u64,
+    pub seed: u64,
     /// Concurrency control on the nodes.
     #[arg(long, value_enum, default_value = "no-wait")]
-    cc: CcArg,
+    pub cc: CcArg,
 }
 
-/// The knob an experiment sweeps.
-#[derive(Clone, Copy)]
-enum Knob {
-    Workers,
-    Remote,
-    HotProb,
-}
-
-impl Knob {
-    fn label(self) -> &'static str {
-        match self {
-            Knob::Workers => "workers per node",
-            Knob::Remote => "distributed transactions (%)",
-            Knob::HotProb => "hot transactions (%)",
-        }
+impl CommonArgs {
+    /// The plan options these flags mean.
+    pub fn options(&self) -> Options {
+        Options { quick: self.quick, seed: self.seed, cc: self.cc.into() }
     }
 
-    fn value(self, r: &RackArgs) -> f64 {
-        match self {
-            Knob::Workers => f64::from(r.workers),
-            Knob::Remote => f64::from(r.remote),
-            Knob::HotProb => f64::from(r.hot_prob),
-        }
+    /// Threads to use.
+    pub fn threads(&self) -> usize {
+        self.threads.map(usize::from).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
     }
 }
 
-const MODES: [ModeArg; 3] = [ModeArg::NoSwitch, ModeArg::LmSwitch, ModeArg::P4db];
+/// A point's figures and what running it cost.
+#[derive(Clone, Debug)]
+pub struct Measured {
+    /// The figures.
+    pub result: RunResult,
+    /// Wall-clock seconds the simulation took.
+    pub wall_s: f64,
+}
 
-/// Runs `pisadb sweep`.
-pub fn run(args: &Args) -> Result<(), String> {
-    let base = RackArgs {
-        cc: args.cc,
-        nodes: 8,
-        workers: 20,
-        remote: 20,
-        hot_prob: 75,
-        workload: MixArg::A,
-        partitioning: PartitioningArg::RoundRobin,
-        rows: 1_000_000,
-        seed: args.seed,
-        measure_ms: if args.quick { 2 } else { 5 },
-        warmup_ms: 1,
-    };
-    let (knob, values, mixes): (Knob, Vec<u32>, Vec<MixArg>) = match (args.experiment, args.quick) {
-        (Experiment::YcsbWorkers | Experiment::YcsbBreakdown, false) => {
-            (Knob::Workers, vec![1, 2, 4, 8, 12, 16, 20], vec![MixArg::A, MixArg::B, MixArg::C])
-        }
-        (Experiment::YcsbWorkers | Experiment::YcsbBreakdown, true) => {
-            (Knob::Workers, vec![1, 8, 20], vec![MixArg::A, MixArg::B, MixArg::C])
-        }
-        (Experiment::YcsbRemote, false) => {
-            (Knob::Remote, vec![0, 20, 40, 60, 80, 100], vec![MixArg::A, MixArg::B, MixArg::C])
-        }
-        (Experiment::YcsbRemote, true) => (Knob::Remote, vec![0, 50, 100], vec![MixArg::A, MixArg::C]),
-        (Experiment::YcsbHot, false) => (Knob::HotProb, vec![0, 25, 50, 75, 90, 100], vec![MixArg::A, MixArg::C]),
-        (Experiment::YcsbHot, true) => (Knob::HotProb, vec![0, 50, 100], vec![MixArg::A]),
-    };
-    let mut points: Vec<(ModeArg, RackArgs)> = Vec::new();
-    for &mix in &mixes {
-        for &v in &values {
-            for mode in MODES {
-                let mut r = RackArgs { workload: mix, ..base.clone() };
-                match knob {
-                    Knob::Workers => r.workers = v as u16,
-                    Knob::Remote => r.remote = v as u8,
-                    Knob::HotProb => r.hot_prob = v as u8,
-                }
-                points.push((mode, r));
+impl Measured {
+    /// Simulated committed transactions per wall-clock second (the simulator's speed).
+    pub fn sim_txn_per_wall_s(&self) -> f64 {
+        (self.result.hot_committed + self.result.cold_committed) as f64 / self.wall_s.max(1e-9)
+    }
+}
+
+/// Runs points on a pool of threads, remembering every configuration it ran.
+pub struct Runner {
+    threads: usize,
+    done: BTreeMap<String, Measured>,
+}
+
+impl Runner {
+    /// A runner with `threads` threads.
+    pub fn new(threads: usize) -> Self {
+        Runner { threads: threads.max(1), done: BTreeMap::new() }
+    }
+
+    /// Runs the points of `plan` not run before; results in the order of the plan's points.
+    pub fn run(&mut self, plan: &Plan) -> Result<Vec<Measured>, String> {
+        let key = |p: &PointSpec| format!("{:?}", p.cfg);
+        let mut todo: Vec<&PointSpec> = Vec::new();
+        for p in &plan.points {
+            if !self.done.contains_key(&key(p)) && !todo.iter().any(|t| key(t) == key(p)) {
+                todo.push(p);
             }
         }
-    }
-    let results = run_all(&points, args.threads, args.experiment.name())?;
-    let name = args.experiment.name();
-    let csv = args.out.join(format!("{name}.csv"));
-    let svg = args.out.join(format!("{name}.svg"));
-    write_csv(&csv, &HEADER, &results.iter().map(|p| row(name, knob, p)).collect::<Vec<_>>())
-        .map_err(|e| e.to_string())?;
-    let panels = match args.experiment {
-        Experiment::YcsbBreakdown => breakdown_panels(&mixes, knob, &results),
-        Experiment::YcsbHot => {
-            value_panels(&mixes, knob, &results, "committed transactions / s", |p, _| p.result.committed_per_s)
+        let name = plan.experiment.name();
+        eprintln!(
+            "{name}: {} simulated points ({} already run) on {} threads",
+            todo.len(),
+            plan.points.len() - todo.len(),
+            self.threads
+        );
+        let progress = Progress::new(todo.len() as u64, name);
+        let next = AtomicUsize::new(0);
+        let slots: Mutex<Vec<Option<Result<Measured, String>>>> = Mutex::new(vec![None; todo.len()]);
+        std::thread::scope(|s| {
+            for _ in 0..self.threads.min(todo.len().max(1)) {
+                s.spawn(|| loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(p) = todo.get(i) else { break };
+                    let result = run_one(p);
+                    progress.inc(&format!("{} {} x={}", p.panel, p.series, p.x));
+                    slots.lock().expect("no panics while holding")[i] = Some(result);
+                });
+            }
+        });
+        progress.finish("done");
+        let slots = slots.into_inner().expect("threads joined");
+        for (p, r) in todo.iter().zip(slots) {
+            let r =
+                r.expect("every point ran").map_err(|e| format!("{name}, {} {} x={}: {e}", p.panel, p.series, p.x))?;
+            self.done.insert(key(p), r);
         }
-        _ => value_panels(&mixes, knob, &results, "speedup over No-Switch", speedup),
-    };
-    write_svg(&svg, &title(args.experiment), panels.len().min(3), &panels).map_err(|e| e.to_string())?;
-    print_summary(knob, &results);
+        Ok(plan.points.iter().map(|p| self.done[&key(p)].clone()).collect())
+    }
+}
+
+/// Runs one point, measuring the wall clock (the simulator's own speed; nothing simulated
+/// reads it).
+fn run_one(p: &PointSpec) -> Result<Measured, String> {
+    #[allow(clippy::disallowed_methods)] // the simulator's speed is a wall-clock figure
+    let started = std::time::Instant::now();
+    let out = run(&p.cfg).map_err(|e| e.to_string())?;
+    Ok(Measured { result: out.result, wall_s: started.elapsed().as_secs_f64() })
+}
+
+/// Runs `pisadb sweep`.
+pub fn run_sweep(args: &Args) -> Result<(), String> {
+    let plan = plan(args.experiment, &args.common.options());
+    let mut runner = Runner::new(args.common.threads());
+    let results = runner.run(&plan)?;
+    let (csv, svg) = write_outputs(&plan, &results, &args.common.out)?;
+    print_summary(&plan, &results);
     println!("\nwrote {} and {}", csv.display(), svg.display());
     Ok(())
 }
 
-fn title(e: Experiment) -> String {
-    match e {
-        Experiment::YcsbWorkers => "YCSB: speedup over No-Switch by workers per node (cf. P4DB Fig. 11, upper row)",
-        Experiment::YcsbRemote => "YCSB: speedup over No-Switch by distributed share (cf. P4DB Fig. 11, lower row)",
-        Experiment::YcsbBreakdown => "YCSB: committed hot and cold transactions per second (cf. P4DB Fig. 12)",
-        Experiment::YcsbHot => "YCSB: throughput by share of hot transactions (cf. P4DB Fig. 15a/b)",
-    }
-    .to_string()
-}
-
-/// Runs every point on `threads` threads; results in the order of `points`.
-fn run_all(points: &[(ModeArg, RackArgs)], threads: Option<usize>, name: &str) -> Result<Vec<Point>, String> {
-    let threads = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
-    eprintln!("{name}: {} simulated points on {threads} threads", points.len());
-    let progress = Progress::new(points.len() as u64, name);
-    let next = AtomicUsize::new(0);
-    let slots: Mutex<Vec<Option<Result<Point, String>>>> = Mutex::new((0..points.len()).map(|_| None).collect());
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some((mode, rack)) = points.get(i) else { break };
-                let result = run_point(*mode, rack);
-                progress.inc(&format!(
-                    "{} {:?} workers={} remote={}%",
-                    Mode::from(*mode).name(),
-                    rack.workload,
-                    rack.workers,
-                    rack.remote
-                ));
-                slots.lock().expect("no panics while holding")[i] = Some(result);
-            });
+/// The speedup of point `i` over its baseline (NaN without one).
+pub fn speedup(plan: &Plan, results: &[Measured], i: usize) -> f64 {
+    let p = &plan.points[i];
+    let base = match &plan.baseline {
+        Baseline::Series(name) => {
+            plan.points.iter().position(|b| b.series == *name && b.panel == p.panel && b.x == p.x)
         }
-    });
-    progress.finish("done");
-    slots.into_inner().expect("threads joined").into_iter().map(|r| r.expect("every point ran")).collect()
+        Baseline::FirstOfPanel => plan.points.iter().position(|b| b.panel == p.panel),
+    };
+    base.map_or(f64::NAN, |b| results[i].result.committed_per_s / results[b].result.committed_per_s)
 }
 
-const HEADER: [&str; 17] = [
+const HEADER: [&str; 25] = [
     "experiment",
+    "panel",
+    "series",
+    "x",
+    "x_name",
     "workload",
     "mode",
-    "knob",
-    "value",
     "workers",
-    "remote_pct",
-    "hot_pct",
     "committed_per_s",
+    "speedup",
     "hot_committed_per_s",
     "cold_committed_per_s",
     "abort_rate",
     "latency_p50_us",
     "latency_p99_us",
+    "latency_mean_us",
+    "retry_us",
+    "lock_read_us",
+    "commit_us",
+    "switch_us",
+    "other_us",
     "switch_passes",
     "recirculations",
+    "switch_drops",
     "sim_txn_per_wall_s",
 ];
 
-fn row(name: &str, knob: Knob, p: &Point) -> Vec<String> {
-    let r = &p.result;
-    let seconds = p.inputs.measure_ms as f64 / 1000.0;
-    vec![
-        name.to_string(),
-        format!("{:?}", p.inputs.workload),
-        Mode::from(p.mode).name().to_string(),
-        knob.label().to_string(),
-        knob.value(&p.inputs).to_string(),
-        p.inputs.workers.to_string(),
-        p.inputs.remote.to_string(),
-        p.inputs.hot_prob.to_string(),
-        format!("{:.0}", r.committed_per_s),
-        format!("{:.0}", r.hot_committed as f64 / seconds),
-        format!("{:.0}", r.cold_committed as f64 / seconds),
-        format!("{:.4}", r.abort_rate),
-        format!("{:.2}", r.latency_p50_us),
-        format!("{:.2}", r.latency_p99_us),
-        r.switch_passes.to_string(),
-        r.recirculations.to_string(),
-        format!("{:.0}", p.sim_txn_per_wall_s),
-    ]
-}
-
-/// The No-Switch point with the same inputs as `p`.
-fn baseline<'a>(p: &Point, all: &'a [Point]) -> Option<&'a Point> {
-    all.iter().find(|b| {
-        b.mode == ModeArg::NoSwitch
-            && b.inputs.workload == p.inputs.workload
-            && b.inputs.workers == p.inputs.workers
-            && b.inputs.remote == p.inputs.remote
-            && b.inputs.hot_prob == p.inputs.hot_prob
-    })
-}
-
-fn speedup(p: &Point, all: &[Point]) -> f64 {
-    baseline(p, all).map_or(f64::NAN, |b| p.result.committed_per_s / b.result.committed_per_s)
-}
-
-fn value_panels(
-    mixes: &[MixArg],
-    knob: Knob,
-    all: &[Point],
-    y: &str,
-    f: impl Fn(&Point, &[Point]) -> f64,
-) -> Vec<Panel> {
-    mixes
+/// Writes `<out>/<experiment>.csv` and `.svg`; returns their paths.
+pub fn write_outputs(plan: &Plan, results: &[Measured], out: &Path) -> Result<(PathBuf, PathBuf), String> {
+    let name = plan.experiment.name();
+    let rows: Vec<Vec<String>> = plan
+        .points
         .iter()
-        .map(|&mix| Panel {
-            title: format!("YCSB-{mix:?}"),
-            x_label: knob.label().into(),
-            y_label: y.into(),
-            series: MODES
-                .iter()
-                .map(|&mode| Series {
-                    name: Mode::from(mode).name().into(),
-                    points: all
+        .zip(results)
+        .enumerate()
+        .map(|(i, (p, m))| {
+            let r = &m.result;
+            let seconds = p.cfg.measure_ns as f64 / 1e9;
+            let b = &r.latency_breakdown;
+            vec![
+                name.to_string(),
+                p.panel.clone(),
+                p.series.clone(),
+                format!("{}", p.x),
+                p.x_name.clone(),
+                p.cfg.workload.name().to_string(),
+                p.cfg.mode.name().to_string(),
+                p.cfg.workers.to_string(),
+                format!("{:.0}", r.committed_per_s),
+                format!("{:.3}", speedup(plan, results, i)),
+                format!("{:.0}", r.hot_committed as f64 / seconds),
+                format!("{:.0}", r.cold_committed as f64 / seconds),
+                format!("{:.4}", r.abort_rate),
+                format!("{:.2}", r.latency_p50_us),
+                format!("{:.2}", r.latency_p99_us),
+                format!("{:.2}", r.latency_mean_us),
+                format!("{:.2}", b.retry_us),
+                format!("{:.2}", b.lock_read_us),
+                format!("{:.2}", b.commit_us),
+                format!("{:.2}", b.switch_us),
+                format!("{:.2}", b.other_us),
+                r.switch_passes.to_string(),
+                r.recirculations.to_string(),
+                r.switch_drops.to_string(),
+                format!("{:.0}", m.sim_txn_per_wall_s()),
+            ]
+        })
+        .collect();
+    let csv = out.join(format!("{name}.csv"));
+    let svg = out.join(format!("{name}.svg"));
+    write_csv(&csv, &HEADER, &rows).map_err(|e| e.to_string())?;
+    let panels: Vec<Panel> = plan.charts.iter().flat_map(|&chart| panels(plan, results, chart)).collect();
+    let columns = panels.len() / plan.charts.len().max(1);
+    write_svg(&svg, &plan.title, columns.max(1), &panels).map_err(|e| e.to_string())?;
+    Ok((csv, svg))
+}
+
+/// Labels in order of first appearance.
+fn distinct<'a>(labels: impl Iterator<Item = &'a String>) -> Vec<&'a String> {
+    let mut seen: Vec<&String> = Vec::new();
+    for l in labels {
+        if !seen.contains(&l) {
+            seen.push(l);
+        }
+    }
+    seen
+}
+
+/// One panel per panel label for `chart`.
+fn panels(plan: &Plan, results: &[Measured], chart: Chart) -> Vec<Panel> {
+    let seconds = |i: usize| plan.points[i].cfg.measure_ns as f64 / 1e9;
+    distinct(plan.points.iter().map(|p| &p.panel))
+        .into_iter()
+        .map(|panel| {
+            let members: Vec<usize> = (0..plan.points.len()).filter(|&i| plan.points[i].panel == *panel).collect();
+            let line = |name: String, series: &String, y: &dyn Fn(usize) -> f64| Series {
+                name,
+                points: members
+                    .iter()
+                    .filter(|&&i| plan.points[i].series == *series)
+                    .map(|&i| (plan.points[i].x, y(i)))
+                    .collect(),
+            };
+            let names = distinct(members.iter().map(|&i| &plan.points[i].series));
+            let series: Vec<Series> = match chart {
+                Chart::Speedup => names
+                    .iter()
+                    .filter(|s| !plan.baseline.is_series(s))
+                    .map(|s| line((*s).clone(), s, &|i| speedup(plan, results, i)))
+                    .collect(),
+                Chart::Throughput => {
+                    names.iter().map(|s| line((*s).clone(), s, &|i| results[i].result.committed_per_s)).collect()
+                }
+                Chart::MeanLatency => {
+                    names.iter().map(|s| line((*s).clone(), s, &|i| results[i].result.latency_mean_us)).collect()
+                }
+                Chart::HotCold => names
+                    .iter()
+                    .flat_map(|s| {
+                        [
+                            line(format!("{s} hot"), s, &|i| results[i].result.hot_committed as f64 / seconds(i)),
+                            line(format!("{s} cold"), s, &|i| results[i].result.cold_committed as f64 / seconds(i)),
+                        ]
+                    })
+                    .collect(),
+                Chart::LatencyBreakdown => {
+                    type Part = (&'static str, fn(&RunResult) -> f64);
+                    let parts: [Part; 5] = [
+                        ("retries", |r| r.latency_breakdown.retry_us),
+                        ("lock + read", |r| r.latency_breakdown.lock_read_us),
+                        ("2PC vote", |r| r.latency_breakdown.commit_us),
+                        ("switch", |r| r.latency_breakdown.switch_us),
+                        ("other", |r| r.latency_breakdown.other_us),
+                    ];
+                    // One line per phase across the systems (x = 1, 2, … in series order).
+                    parts
                         .iter()
-                        .filter(|p| p.mode == mode && p.inputs.workload == mix)
-                        .map(|p| (knob.value(&p.inputs), f(p, all)))
-                        .collect(),
-                })
-                .collect(),
+                        .map(|(part, f)| Series {
+                            name: (*part).to_string(),
+                            points: names
+                                .iter()
+                                .enumerate()
+                                .filter_map(|(k, s)| {
+                                    let i = members.iter().copied().find(|&i| plan.points[i].series == **s)?;
+                                    Some(((k + 1) as f64, f(&results[i].result)))
+                                })
+                                .collect(),
+                        })
+                        .collect()
+                }
+            };
+            let x_label = match chart {
+                Chart::LatencyBreakdown => {
+                    let systems: Vec<String> =
+                        names.iter().enumerate().map(|(k, s)| format!("{} = {s}", k + 1)).collect();
+                    format!("system ({})", systems.join(", "))
+                }
+                _ => plan.x_label.clone(),
+            };
+            Panel { title: panel.clone(), x_label, y_label: chart.label().into(), series }
         })
         .collect()
 }
 
-fn breakdown_panels(mixes: &[MixArg], knob: Knob, all: &[Point]) -> Vec<Panel> {
-    let per_s = |p: &Point, n: u64| n as f64 / (p.inputs.measure_ms as f64 / 1000.0);
-    mixes
-        .iter()
-        .map(|&mix| Panel {
-            title: format!("YCSB-{mix:?}"),
-            x_label: knob.label().into(),
-            y_label: "committed transactions / s".into(),
-            series: MODES
-                .iter()
-                .flat_map(|&mode| {
-                    let of = move |hot: bool| Series {
-                        name: format!("{} {}", Mode::from(mode).name(), if hot { "hot" } else { "cold" }),
-                        points: all
-                            .iter()
-                            .filter(|p| p.mode == mode && p.inputs.workload == mix)
-                            .map(|p| {
-                                let n = if hot { p.result.hot_committed } else { p.result.cold_committed };
-                                (knob.value(&p.inputs), per_s(p, n))
-                            })
-                            .collect(),
-                    };
-                    [of(true), of(false)]
-                })
-                .collect(),
-        })
-        .collect()
-}
-
-fn print_summary(knob: Knob, all: &[Point]) {
+/// Prints one line per point.
+pub fn print_summary(plan: &Plan, results: &[Measured]) {
     println!(
-        "{:<9} {:>8} {:<10} {:>12} {:>8} {:>7} {:>9} {:>9}",
-        "workload",
-        match knob {
-            Knob::Workers => "workers",
-            Knob::Remote => "remote%",
-            Knob::HotProb => "hot%",
-        },
-        "system",
-        "commits/s",
-        "speedup",
-        "aborts",
-        "p50 us",
-        "p99 us"
+        "{:<24} {:<30} {:>10} {:>12} {:>8} {:>7} {:>9} {:>9}",
+        "panel", "series", "x", "commits/s", "speedup", "aborts", "mean us", "p99 us"
     );
-    for p in all {
+    for (i, (p, m)) in plan.points.iter().zip(results).enumerate() {
+        let x = if p.x_name.is_empty() { format!("{}", p.x) } else { p.x_name.clone() };
         println!(
-            "{:<9} {:>8} {:<10} {:>12.0} {:>7.2}x {:>6.1}% {:>9.1} {:>9.1}",
-            format!("YCSB-{:?}", p.inputs.workload),
-            knob.value(&p.inputs),
-            Mode::from(p.mode).name(),
-            p.result.committed_per_s,
-            speedup(p, all),
-            p.result.abort_rate * 100.0,
-            p.result.latency_p50_us,
-            p.result.latency_p99_us
+            "{:<24} {:<30} {:>10} {:>12.0} {:>7.2}x {:>6.1}% {:>9.1} {:>9.1}",
+            p.panel,
+            p.series,
+            x,
+            m.result.committed_per_s,
+            speedup(plan, results, i),
+            m.result.abort_rate * 100.0,
+            m.result.latency_mean_us,
+            m.result.latency_p99_us,
         );
     }
 }

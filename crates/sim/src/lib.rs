@@ -13,5 +13,5 @@ pub mod switch;
 
 pub use cluster::{Cluster, SimError, Window};
 pub use net::{LinkParams, Topology};
-pub use run::{run, LatencyBreakdown, LayoutChoice, RunConfig, RunOutput, RunResult, WorkloadSpec};
+pub use run::{build, run, LatencyBreakdown, LayoutChoice, Rack, RunConfig, RunOutput, RunResult, WorkloadSpec};
 pub use switch::RackSwitch;

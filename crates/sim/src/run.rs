@@ -15,7 +15,7 @@ use pisadb_node::{Cc, CpuCosts, Mode, Node, NodeConfig, SwitchView};
 use pisadb_switch::programs::lock_manager::{LockManager, LockManagerConfig};
 use pisadb_switch::programs::p4db::{multicast_groups, P4dbConfig, P4dbEngine};
 use pisadb_switch::{Switch, SwitchProfile};
-use pisadb_workload::{SmallBank, SmallBankConfig, Workload, Ycsb, YcsbConfig};
+use pisadb_workload::{GeneratedTxn, SmallBank, SmallBankConfig, Tpcc, TpccConfig, Workload, Ycsb, YcsbConfig};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -27,6 +27,8 @@ pub enum WorkloadSpec {
     Ycsb(YcsbConfig),
     /// SmallBank.
     SmallBank(SmallBankConfig),
+    /// TPC-C's NewOrder and Payment.
+    Tpcc(TpccConfig),
 }
 
 impl WorkloadSpec {
@@ -35,6 +37,7 @@ impl WorkloadSpec {
         match self {
             WorkloadSpec::Ycsb(_) => "ycsb",
             WorkloadSpec::SmallBank(_) => "smallbank",
+            WorkloadSpec::Tpcc(_) => "tpcc",
         }
     }
 
@@ -46,6 +49,9 @@ impl WorkloadSpec {
             }
             WorkloadSpec::SmallBank(c) => {
                 Box::new(SmallBank::new(SmallBankConfig { nodes, ..c.clone() }, seed).map_err(|e| e.to_string())?)
+            }
+            WorkloadSpec::Tpcc(c) => {
+                Box::new(Tpcc::new(TpccConfig { nodes, ..c.clone() }, seed).map_err(|e| e.to_string())?)
             }
         })
     }
@@ -199,6 +205,8 @@ pub struct RunOutput {
     pub layout: Arc<Layout>,
     /// The system that ran.
     pub mode: Mode,
+    /// The workload's database and invariants (its stream is not the nodes').
+    pub workload: Box<dyn Workload>,
 }
 
 impl RunOutput {
@@ -220,6 +228,17 @@ impl RunOutput {
             }
         }
         db
+    }
+
+    /// Drains the rack and checks the workload's invariants (money conserved, TPC-C's
+    /// consistency conditions) on the [`snapshot`](Self::snapshot) against the committed
+    /// transactions. Needs a run with `record_history`, so that every commit is known.
+    pub fn check_invariants(&mut self, max_events: u64) -> Result<(), String> {
+        self.cluster.drain(max_events).map_err(|e| e.to_string())?;
+        let db = self.snapshot();
+        let committed: Vec<(&GeneratedTxn, &[i64])> =
+            self.cluster.records().iter().map(|r| (&r.gen, r.outputs.as_slice())).collect();
+        self.workload.check_invariants(&db, &committed)
     }
 }
 
@@ -271,8 +290,18 @@ pub fn offload_set(hot: &[TupleKey], sample: &[Txn]) -> Vec<TupleKey> {
     }
 }
 
+/// A rack built from a [`RunConfig`], ready to run.
+pub struct Rack {
+    /// The nodes, the switch and the network.
+    pub cluster: Cluster,
+    /// The P4DB layout of the hot set.
+    pub layout: Arc<Layout>,
+    /// The workload's database and invariants (its stream is not the nodes').
+    pub workload: Box<dyn Workload>,
+}
+
 /// Builds the rack of `cfg` without running it.
-pub fn build(cfg: &RunConfig) -> Result<(Cluster, Arc<Layout>), SimError> {
+pub fn build(cfg: &RunConfig) -> Result<Rack, SimError> {
     let config_error = SimError::Config;
     let mut base = cfg.workload.build(cfg.nodes, cfg.seed).map_err(config_error)?;
     // A sample of whole transactions from the base generator (the nodes have their own).
@@ -325,7 +354,8 @@ pub fn build(cfg: &RunConfig) -> Result<(Cluster, Arc<Layout>), SimError> {
                 switch_timeout_ns: cfg.switch_timeout_ns,
                 record_history: cfg.record_history,
             };
-            let workload = cfg.workload.build(cfg.nodes, splitmix64(cfg.seed ^ (u64::from(id) << 32)))?;
+            // The same database on every node, each with its own stream of transactions.
+            let workload = base.with_stream(splitmix64(cfg.seed ^ (u64::from(id) << 32)));
             let view = SwitchView {
                 layout: layout.clone(),
                 engine: engine.clone(),
@@ -336,12 +366,12 @@ pub fn build(cfg: &RunConfig) -> Result<(Cluster, Arc<Layout>), SimError> {
         })
         .collect::<Result<Vec<_>, String>>()
         .map_err(config_error)?;
-    Ok((Cluster::new(nodes, switch, &cfg.link), layout))
+    Ok(Rack { cluster: Cluster::new(nodes, switch, &cfg.link), layout, workload: base })
 }
 
 /// Runs one point.
 pub fn run(cfg: &RunConfig) -> Result<RunOutput, SimError> {
-    let (mut cluster, layout) = build(cfg)?;
+    let Rack { mut cluster, layout, workload } = build(cfg)?;
     let w = cluster.run(cfg.warmup_ns, cfg.measure_ns, cfg.max_events)?.clone();
     let seconds = cfg.measure_ns as f64 / 1e9;
     let attempts = w.committed + w.aborts;
@@ -373,7 +403,7 @@ pub fn run(cfg: &RunConfig) -> Result<RunOutput, SimError> {
         events: cluster.events_processed(),
         trace_hash: format!("{:016x}", cluster.trace_hash()),
     };
-    Ok(RunOutput { result, cluster, layout, mode: cfg.mode })
+    Ok(RunOutput { result, cluster, layout, mode: cfg.mode, workload })
 }
 
 #[cfg(test)]

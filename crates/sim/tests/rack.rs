@@ -86,8 +86,9 @@ fn smallbank_runs_in_every_mode() {
     for mode in [Mode::P4db, Mode::NoSwitch, Mode::LmSwitch] {
         let sb = SmallBankConfig { nodes: 4, accounts: 20_000, hot_per_node: 5, ..SmallBankConfig::default() };
         let cfg = RunConfig { workload: WorkloadSpec::SmallBank(sb), ..small(mode, Cc::NoWait, 5) };
-        let out = run(&cfg).unwrap();
+        let mut out = run(&cfg).unwrap();
         assert!(out.result.hot_committed > 0 && out.result.cold_committed > 0, "{mode:?}: {:?}", out.result);
+        out.check_invariants(5_000_000).unwrap_or_else(|e| panic!("{mode:?}: {e}"));
     }
 }
 

@@ -8,17 +8,20 @@
 use pisadb_check::History;
 use pisadb_node::{Cc, Mode};
 use pisadb_sim::{run, RunConfig, WorkloadSpec};
-use pisadb_workload::{Scheme, SmallBankConfig, YcsbConfig};
+use pisadb_workload::{Scheme, SmallBankConfig, TpccConfig, YcsbConfig};
 
+/// The committed history of a run, after checking the workload's invariants on it.
 fn history(cfg: RunConfig) -> History {
     let mut out = run(&cfg).unwrap();
-    out.cluster.drain(5_000_000).unwrap();
+    out.check_invariants(5_000_000)
+        .unwrap_or_else(|e| panic!("{} {:?} seed {}: {e}", cfg.workload.name(), cfg.mode, cfg.seed));
     let mut history = History::new();
     out.cluster.records().iter().filter_map(|r| r.history.clone()).for_each(|t| history.record(t));
     history
 }
 
-/// Random seeds, both schemes, every mode, YCSB-A and SmallBank on a small contended rack.
+/// Several seeds, both schemes, every mode, YCSB-A, SmallBank and TPC-C on a small contended
+/// rack (TPC-C partitions by warehouse, so it runs round robin only).
 #[test]
 fn committed_histories_are_conflict_serializable() {
     for seed in 1..=3 {
@@ -41,7 +44,15 @@ fn committed_histories_are_conflict_serializable() {
                     partitioning,
                     ..SmallBankConfig::default()
                 };
-                for workload in [WorkloadSpec::Ycsb(ycsb), WorkloadSpec::SmallBank(sb)] {
+                let tpcc = TpccConfig {
+                    nodes: 4,
+                    warehouses: 4,
+                    items: 1_000,
+                    customers_per_district: 50,
+                    hot_items: 8,
+                    ..TpccConfig::default()
+                };
+                for workload in [WorkloadSpec::Ycsb(ycsb), WorkloadSpec::SmallBank(sb), WorkloadSpec::Tpcc(tpcc)] {
                     let cfg = RunConfig {
                         nodes: 4,
                         workers: 4,
@@ -55,10 +66,11 @@ fn committed_histories_are_conflict_serializable() {
                         record_history: true,
                         ..RunConfig::ycsb_default()
                     };
+                    let name = cfg.workload.name();
                     let h = history(cfg);
-                    assert!(h.len() > 50, "{mode:?} {cc:?} seed {seed}: only {} transactions", h.len());
+                    assert!(h.len() > 50, "{name} {mode:?} {cc:?} seed {seed}: only {} transactions", h.len());
                     if let Err(why) = h.check() {
-                        panic!("{mode:?} {cc:?} seed {seed}: {why}");
+                        panic!("{name} {mode:?} {cc:?} seed {seed}: {why}");
                     }
                 }
             }

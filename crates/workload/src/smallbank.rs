@@ -37,7 +37,7 @@ use crate::partition::KeySpace;
 use crate::partition::Scheme;
 use crate::{ConfigError, GeneratedTxn, NodeId, Partitioning, TxnClass, Workload};
 use pisadb_core::rng::{self, splitmix64, SeededRng};
-use pisadb_core::{AccOut, Op, OpKind, TupleKey, Txn};
+use pisadb_core::{AccOut, Op, OpKind, SerialStore, TupleKey, Txn};
 use rand::distr::weighted::WeightedIndex;
 use rand::distr::Distribution;
 use rand::Rng;
@@ -284,6 +284,31 @@ impl Workload for SmallBank {
         let homes = (0..self.shape.space.partitioning.nodes).cycle().take(n);
         homes.map(|home| self.shape.generate(&mut rng, home, TxnClass::Hot).txn).collect()
     }
+
+    fn with_stream(&self, stream_seed: u64) -> Box<dyn Workload> {
+        Box::new(Self { rng: rng::derive(stream_seed, "smallbank"), ..self.clone() })
+    }
+
+    /// Conservation of money: the balances sum to their initial sum plus the committed
+    /// transactions' [`external_flow`].
+    fn check_invariants(&self, db: &SerialStore, committed: &[(&GeneratedTxn, &[i64])]) -> Result<(), String> {
+        let initial: i64 = self
+            .tables()
+            .iter()
+            .flat_map(|&(t, rows)| (0..rows).map(move |r| TupleKey::new(t, r)))
+            .map(|k| self.initial_balance(k))
+            .sum();
+        let now: i64 = db.iter().filter(|(k, _)| matches!(k.table, SAVINGS | CHECKING)).map(|(_, v)| v).sum();
+        let flow: i64 = committed.iter().map(|(g, outputs)| external_flow(&g.txn, outputs)).sum();
+        if now == initial + flow {
+            Ok(())
+        } else {
+            Err(format!(
+                "the balances sum to {now}, but started at {initial} and the committed transactions moved {flow} in or out (off by {})",
+                now - initial - flow
+            ))
+        }
+    }
 }
 
 /// How much money an executed SmallBank transaction moved into (+) or out of (−) the bank,
@@ -319,7 +344,6 @@ pub fn external_flow(txn: &Txn, outputs: &[i64]) -> i64 {
 mod tests {
     use super::*;
     use crate::tests::{assert_well_formed, stream};
-    use pisadb_core::SerialStore;
     use proptest::prelude::*;
     use std::collections::BTreeMap;
 

@@ -1,0 +1,474 @@
+//! The P4DB paper's experiments as data.
+//!
+//! An experiment is a list of simulated points ([`PointSpec`]): a full [`RunConfig`] plus the
+//! labels that place its result in a figure (panel, series, x). Nothing here runs anything:
+//! `pisadb sweep` runs one experiment, `pisadb reproduce` runs them all, and both read the same
+//! plans, so a figure means the same thing whichever command drew it.
+//!
+//! The charts an experiment draws ([`Chart`]) are computed from the results by label: a
+//! speedup divides a point's throughput by its baseline's — the point with the same panel and
+//! x in the series [`Plan::baseline`] names, or, for an ablation, the first point of the panel.
+//!
+//! Sizes follow the paper's setup (§7.1–7.2: 8 nodes, 8 to 20 workers per node, YCSB with 50
+//! hot keys per node and 75% hot transactions, SmallBank with 5/10/15 hot accounts per node and
+//! 90% hot, TPC-C with 8/16/32 warehouses, 20% distributed unless swept) at simulated windows of
+//! a few milliseconds. `--quick` keeps the shape of every figure with fewer points and shorter
+//! windows.
+
+use clap::ValueEnum;
+use pisadb_node::{Cc, Mode};
+use pisadb_sim::{LayoutChoice, RunConfig, WorkloadSpec};
+use pisadb_switch::programs::p4db::P4dbConfig;
+use pisadb_switch::SwitchProfile;
+use pisadb_workload::{SmallBankConfig, TpccConfig, YcsbConfig, YcsbMix};
+
+/// The experiments, named as on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
+pub enum Experiment {
+    /// YCSB A/B/C: speedup over No-Switch as workers per node grow (paper Fig. 11, upper row).
+    YcsbWorkers,
+    /// YCSB: speedup as the share of distributed transactions grows (Fig. 11, lower row).
+    YcsbRemote,
+    /// YCSB: committed hot and cold transactions per second by system (Fig. 12).
+    YcsbBreakdown,
+    /// YCSB A and C: throughput as the share of hot transactions grows (Fig. 15a/b).
+    YcsbHot,
+    /// SmallBank with 5/10/15 hot accounts per node: speedup by workers (Fig. 13, upper row).
+    SmallbankWorkers,
+    /// SmallBank: speedup by share of distributed transactions (Fig. 13, lower row).
+    SmallbankRemote,
+    /// TPC-C with 8/16/32 warehouses: speedup by workers, 20% distributed (Fig. 14, upper row).
+    TpccWorkers,
+    /// TPC-C: speedup by remote item / remote customer probability (Fig. 14, lower row).
+    TpccRemote,
+    /// Hot YCSB-A on P4DB: random layout without optimizations, then fast recirculation,
+    /// fine-grained locks, and the declustered layout added one at a time (Fig. 15c).
+    SwitchOptimizations,
+    /// Throughput and mean latency under the declustered and a random layout, YCSB-A,
+    /// SmallBank and TPC-C (Fig. 16).
+    Layout,
+    /// YCSB-A with hot sets larger than the switch, for several tuple widths (Fig. 17).
+    HotOverflow,
+    /// TPC-C: where the latency of committed transactions goes, No-Switch vs P4DB (Fig. 18a).
+    TpccLatencyBreakdown,
+}
+
+impl Experiment {
+    /// The name used for files and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Experiment::YcsbWorkers => "ycsb-workers",
+            Experiment::YcsbRemote => "ycsb-remote",
+            Experiment::YcsbBreakdown => "ycsb-breakdown",
+            Experiment::YcsbHot => "ycsb-hot",
+            Experiment::SmallbankWorkers => "smallbank-workers",
+            Experiment::SmallbankRemote => "smallbank-remote",
+            Experiment::TpccWorkers => "tpcc-workers",
+            Experiment::TpccRemote => "tpcc-remote",
+            Experiment::SwitchOptimizations => "switch-optimizations",
+            Experiment::Layout => "layout",
+            Experiment::HotOverflow => "hot-overflow",
+            Experiment::TpccLatencyBreakdown => "tpcc-latency-breakdown",
+        }
+    }
+
+    /// Every experiment, in the paper's order.
+    pub fn all() -> &'static [Experiment] {
+        Experiment::value_variants()
+    }
+}
+
+/// What a chart plots on its y axis.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Chart {
+    /// Throughput divided by the baseline's.
+    Speedup,
+    /// Committed transactions per second.
+    Throughput,
+    /// Committed hot and cold transactions per second, one line each.
+    HotCold,
+    /// Mean latency, µs.
+    MeanLatency,
+    /// Mean latency split by phase, µs, one line per phase.
+    LatencyBreakdown,
+}
+
+impl Chart {
+    /// The y-axis label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Chart::Speedup => "speedup",
+            Chart::Throughput | Chart::HotCold => "committed transactions / s",
+            Chart::MeanLatency => "mean latency (us)",
+            Chart::LatencyBreakdown => "mean latency (us)",
+        }
+    }
+}
+
+/// What a speedup is relative to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Baseline {
+    /// The point of this series with the same panel and x.
+    Series(&'static str),
+    /// The first point of the same panel (an ablation's unoptimized start).
+    FirstOfPanel,
+}
+
+impl Baseline {
+    /// Whether the baseline is the series `name` (which then is not drawn as a speedup).
+    pub fn is_series(&self, name: &str) -> bool {
+        matches!(self, Baseline::Series(s) if *s == name)
+    }
+}
+
+/// One simulated point and where its result goes.
+#[derive(Clone, Debug)]
+pub struct PointSpec {
+    /// The panel of the figure (e.g. "YCSB-A", "8 warehouses").
+    pub panel: String,
+    /// The line within the panel (e.g. "P4DB", "random layout").
+    pub series: String,
+    /// The x value.
+    pub x: f64,
+    /// A label for x where it is a category (the ablation's steps), else empty.
+    pub x_name: String,
+    /// The simulation.
+    pub cfg: RunConfig,
+}
+
+/// An experiment, ready to run.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// The experiment.
+    pub experiment: Experiment,
+    /// The figure's title.
+    pub title: String,
+    /// The x-axis label.
+    pub x_label: String,
+    /// The charts drawn, one figure row each.
+    pub charts: Vec<Chart>,
+    /// What speedups are relative to.
+    pub baseline: Baseline,
+    /// The points, in the order they are reported.
+    pub points: Vec<PointSpec>,
+}
+
+/// Options shared by every plan.
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// Fewer points, shorter windows.
+    pub quick: bool,
+    /// Seed of every point.
+    pub seed: u64,
+    /// Concurrency control on the nodes.
+    pub cc: Cc,
+}
+
+const ALL_MODES: [Mode; 3] = [Mode::NoSwitch, Mode::LmSwitch, Mode::P4db];
+/// The paper drops LM-Switch after YCSB (§7.4: "only minimal gains").
+const TWO_MODES: [Mode; 2] = [Mode::NoSwitch, Mode::P4db];
+
+impl Options {
+    fn base(&self, workload: WorkloadSpec, mode: Mode, workers: u16) -> RunConfig {
+        RunConfig {
+            nodes: 8,
+            workers,
+            mode,
+            cc: self.cc,
+            workload,
+            seed: self.seed,
+            warmup_ns: if self.quick { 500_000 } else { 1_000_000 },
+            measure_ns: if self.quick { 2_000_000 } else { 5_000_000 },
+            ..RunConfig::ycsb_default()
+        }
+    }
+
+    fn pick<T: Clone>(&self, full: &[T], quick: &[T]) -> Vec<T> {
+        if self.quick {
+            quick.to_vec()
+        } else {
+            full.to_vec()
+        }
+    }
+}
+
+fn ycsb(mix: YcsbMix, remote_pct: u32, hot_pct: u32) -> WorkloadSpec {
+    WorkloadSpec::Ycsb(YcsbConfig {
+        mix,
+        remote_prob: f64::from(remote_pct) / 100.0,
+        hot_prob: f64::from(hot_pct) / 100.0,
+        ..YcsbConfig::default()
+    })
+}
+
+fn smallbank(hot_per_node: u64, remote_pct: u32) -> WorkloadSpec {
+    WorkloadSpec::SmallBank(SmallBankConfig {
+        hot_per_node,
+        remote_prob: f64::from(remote_pct) / 100.0,
+        ..SmallBankConfig::default()
+    })
+}
+
+/// TPC-C with `warehouses` where a share `distributed_pct` of each transaction type is remote
+/// when every warehouse is on its own node (the paper's Fig. 14 upper row: "a fixed ratio of 20%
+/// distributed transactions"): Payment's customer is remote with that probability, and each of
+/// an order's lines with the probability that makes an average 10-line order remote with it.
+fn tpcc(warehouses: u16, distributed_pct: u32) -> WorkloadSpec {
+    let p = f64::from(distributed_pct) / 100.0;
+    let remote_item_prob = 1.0 - (1.0 - p).powf(0.1);
+    WorkloadSpec::Tpcc(TpccConfig { warehouses, remote_item_prob, remote_customer_prob: p, ..TpccConfig::default() })
+}
+
+/// TPC-C with `warehouses` where each order line's item and each payment's customer come from
+/// a remote warehouse with probability `remote_pct` (the knob of the paper's Fig. 14, lower row).
+fn tpcc_remote(warehouses: u16, remote_pct: u32) -> WorkloadSpec {
+    let p = f64::from(remote_pct) / 100.0;
+    WorkloadSpec::Tpcc(TpccConfig { warehouses, remote_item_prob: p, remote_customer_prob: p, ..TpccConfig::default() })
+}
+
+/// A system's name in figures and reports.
+pub fn system(mode: Mode) -> &'static str {
+    match mode {
+        Mode::NoSwitch => "No-Switch",
+        Mode::LmSwitch => "LM-Switch",
+        Mode::P4db => "P4DB",
+    }
+}
+
+fn mix_name(mix: YcsbMix) -> String {
+    format!("YCSB-{mix:?}")
+}
+
+const WORKERS_FULL: [u16; 7] = [1, 2, 4, 8, 12, 16, 20];
+const WORKERS_QUICK: [u16; 3] = [1, 8, 20];
+const REMOTE_FULL: [u32; 6] = [0, 20, 40, 60, 80, 100];
+const REMOTE_QUICK: [u32; 3] = [0, 50, 100];
+
+/// The plan of `experiment`.
+pub fn plan(experiment: Experiment, o: &Options) -> Plan {
+    let mut points = Vec::new();
+    let mut push = |panel: String, series: &str, x: f64, cfg: RunConfig| {
+        points.push(PointSpec { panel, series: series.to_string(), x, x_name: String::new(), cfg });
+    };
+    let (title, x_label, charts, baseline) = match experiment {
+        Experiment::YcsbWorkers | Experiment::YcsbBreakdown => {
+            for mix in [YcsbMix::A, YcsbMix::B, YcsbMix::C] {
+                for w in o.pick(&WORKERS_FULL, &WORKERS_QUICK) {
+                    for mode in ALL_MODES {
+                        push(mix_name(mix), system(mode), f64::from(w), o.base(ycsb(mix, 20, 75), mode, w));
+                    }
+                }
+            }
+            if experiment == Experiment::YcsbWorkers {
+                (
+                    "YCSB: speedup over No-Switch by workers per node (cf. P4DB Fig. 11, upper row)",
+                    "workers per node",
+                    vec![Chart::Speedup, Chart::Throughput],
+                    Baseline::Series("No-Switch"),
+                )
+            } else {
+                (
+                    "YCSB: committed hot and cold transactions per second (cf. P4DB Fig. 12)",
+                    "workers per node",
+                    vec![Chart::HotCold],
+                    Baseline::Series("No-Switch"),
+                )
+            }
+        }
+        Experiment::YcsbRemote => {
+            for mix in o.pick(&[YcsbMix::A, YcsbMix::B, YcsbMix::C], &[YcsbMix::A, YcsbMix::C]) {
+                for r in o.pick(&REMOTE_FULL, &REMOTE_QUICK) {
+                    for mode in ALL_MODES {
+                        push(mix_name(mix), system(mode), f64::from(r), o.base(ycsb(mix, r, 75), mode, 20));
+                    }
+                }
+            }
+            (
+                "YCSB: speedup over No-Switch by distributed share (cf. P4DB Fig. 11, lower row)",
+                "distributed transactions (%)",
+                vec![Chart::Speedup, Chart::Throughput],
+                Baseline::Series("No-Switch"),
+            )
+        }
+        Experiment::YcsbHot => {
+            for mix in o.pick(&[YcsbMix::A, YcsbMix::C], &[YcsbMix::A]) {
+                for h in o.pick(&[0, 25, 50, 75, 90, 100], &[0, 50, 100]) {
+                    for mode in ALL_MODES {
+                        push(mix_name(mix), system(mode), f64::from(h), o.base(ycsb(mix, 20, h), mode, 20));
+                    }
+                }
+            }
+            (
+                "YCSB: throughput by share of hot transactions, 20% distributed (cf. P4DB Fig. 15a/b)",
+                "hot transactions (%)",
+                vec![Chart::Throughput, Chart::Speedup],
+                Baseline::Series("No-Switch"),
+            )
+        }
+        Experiment::SmallbankWorkers => {
+            for hot in o.pick(&[5, 10, 15], &[5, 15]) {
+                for w in o.pick(&WORKERS_FULL, &WORKERS_QUICK) {
+                    for mode in TWO_MODES {
+                        push(
+                            format!("{hot} hot accounts / node"),
+                            system(mode),
+                            f64::from(w),
+                            o.base(smallbank(hot, 20), mode, w),
+                        );
+                    }
+                }
+            }
+            (
+                "SmallBank: speedup over No-Switch by workers per node (cf. P4DB Fig. 13, upper row)",
+                "workers per node",
+                vec![Chart::Speedup, Chart::Throughput],
+                Baseline::Series("No-Switch"),
+            )
+        }
+        Experiment::SmallbankRemote => {
+            for hot in o.pick(&[5, 10, 15], &[5, 15]) {
+                for r in o.pick(&REMOTE_FULL, &REMOTE_QUICK) {
+                    for mode in TWO_MODES {
+                        push(
+                            format!("{hot} hot accounts / node"),
+                            system(mode),
+                            f64::from(r),
+                            o.base(smallbank(hot, r), mode, 20),
+                        );
+                    }
+                }
+            }
+            (
+                "SmallBank: speedup over No-Switch by distributed share (cf. P4DB Fig. 13, lower row)",
+                "distributed transactions (%)",
+                vec![Chart::Speedup, Chart::Throughput],
+                Baseline::Series("No-Switch"),
+            )
+        }
+        Experiment::TpccWorkers => {
+            for wh in o.pick(&[8, 16, 32], &[8, 32]) {
+                for w in o.pick(&WORKERS_FULL, &WORKERS_QUICK) {
+                    for mode in TWO_MODES {
+                        push(format!("{wh} warehouses"), system(mode), f64::from(w), o.base(tpcc(wh, 20), mode, w));
+                    }
+                }
+            }
+            (
+                "TPC-C NewOrder/Payment: speedup over No-Switch by workers per node (cf. P4DB Fig. 14, upper row)",
+                "workers per node",
+                vec![Chart::Speedup, Chart::Throughput],
+                Baseline::Series("No-Switch"),
+            )
+        }
+        Experiment::TpccRemote => {
+            for wh in o.pick(&[8, 16, 32], &[8]) {
+                for r in o.pick(&REMOTE_FULL, &REMOTE_QUICK) {
+                    for mode in TWO_MODES {
+                        push(
+                            format!("{wh} warehouses"),
+                            system(mode),
+                            f64::from(r),
+                            o.base(tpcc_remote(wh, r), mode, 20),
+                        );
+                    }
+                }
+            }
+            (
+                "TPC-C: speedup over No-Switch by remote item / customer probability (cf. P4DB Fig. 14, lower row)",
+                "remote item / customer probability (%)",
+                vec![Chart::Speedup, Chart::Throughput],
+                Baseline::Series("No-Switch"),
+            )
+        }
+        Experiment::SwitchOptimizations => {
+            let steps = [
+                ("no optimization", LayoutChoice::Random, false, false),
+                ("+ fast recirculation", LayoutChoice::Random, true, false),
+                ("+ fine-grained locks", LayoutChoice::Random, true, true),
+                ("+ declustered layout", LayoutChoice::Declustered, true, true),
+            ];
+            let profile = SwitchProfile::tofino1();
+            for (i, (name, layout, fast, fine)) in steps.into_iter().enumerate() {
+                let p4db = P4dbConfig {
+                    fast_recirculation: fast,
+                    fine_grained_locks: fine,
+                    ..P4dbConfig::for_profile(&profile)
+                };
+                let cfg = RunConfig { layout, p4db: Some(p4db), ..o.base(ycsb(YcsbMix::A, 20, 100), Mode::P4db, 20) };
+                points.push(PointSpec {
+                    panel: "hot YCSB-A".into(),
+                    series: "P4DB".into(),
+                    x: (i + 1) as f64,
+                    x_name: name.into(),
+                    cfg,
+                });
+            }
+            ("P4DB's switch optimizations on hot YCSB-A, 1 = none, 2 = + fast recirculation, 3 = + fine-grained locks, 4 = + declustered layout (cf. Fig. 15c)", "optimizations applied", vec![Chart::Throughput, Chart::Speedup], Baseline::FirstOfPanel)
+        }
+        Experiment::Layout => {
+            let workloads =
+                [("YCSB-A", ycsb(YcsbMix::A, 20, 75)), ("SmallBank", smallbank(15, 20)), ("TPC-C", tpcc(8, 20))];
+            for (name, w) in workloads {
+                for workers in o.pick(&[8, 12, 16, 20], &[8, 20]) {
+                    for (series, layout) in
+                        [("declustered layout", LayoutChoice::Declustered), ("random layout", LayoutChoice::Random)]
+                    {
+                        let cfg = RunConfig { layout, ..o.base(w.clone(), Mode::P4db, workers) };
+                        push(name.to_string(), series, f64::from(workers), cfg);
+                    }
+                }
+            }
+            (
+                "P4DB under the declustered and a random layout (cf. P4DB Fig. 16)",
+                "workers per node",
+                vec![Chart::Throughput, Chart::MeanLatency],
+                Baseline::Series("random layout"),
+            )
+        }
+        Experiment::HotOverflow => {
+            // Tuple widths shrink the switch: a 32-bit cell per 4 bytes of tuple.
+            let widths: Vec<u32> = o.pick(&[4, 8, 16, 32], &[4, 16]);
+            let sizes: Vec<u64> = o.pick(
+                &[10_000, 50_000, 100_000, 300_000, 650_000, 1_000_000, 2_000_000],
+                &[50_000, 650_000, 2_000_000],
+            );
+            let profile = SwitchProfile::tofino1();
+            let full = P4dbConfig::for_profile(&profile);
+            for &hot in &sizes {
+                let per_node = hot / 8;
+                let workload = WorkloadSpec::Ycsb(YcsbConfig {
+                    hot_per_node: per_node,
+                    rows: (per_node * 8 * 4).max(1_000_000),
+                    ..YcsbConfig::default()
+                });
+                let x = (hot as f64).log10();
+                for &width in &widths {
+                    let entries = full.entries_per_array / (width / 4);
+                    let capacity = u64::from(entries) * u64::from(full.data_stages) * u64::from(full.arrays_per_stage);
+                    let p4db = P4dbConfig { entries_per_array: entries, ..full.clone() };
+                    let cfg = RunConfig { p4db: Some(p4db), ..o.base(workload.clone(), Mode::P4db, 20) };
+                    push("YCSB-A".into(), &format!("P4DB, {width} B tuples ({}k rows fit)", capacity / 1000), x, cfg);
+                }
+                push("YCSB-A".into(), "No-Switch", x, o.base(workload, Mode::NoSwitch, 20));
+            }
+            (
+                "YCSB-A with hot sets beyond the switch's capacity (cf. P4DB Fig. 17)",
+                "hot-set size (log10 tuples)",
+                vec![Chart::Throughput],
+                Baseline::Series("No-Switch"),
+            )
+        }
+        Experiment::TpccLatencyBreakdown => {
+            for mode in TWO_MODES {
+                push("8 warehouses".into(), system(mode), 20.0, o.base(tpcc(8, 20), mode, 20));
+            }
+            (
+                "TPC-C, 8 warehouses, 8 nodes x 20 workers: where the latency goes (cf. P4DB Fig. 18a)",
+                "workers per node",
+                vec![Chart::LatencyBreakdown],
+                Baseline::Series("No-Switch"),
+            )
+        }
+    };
+    Plan { experiment, title: title.into(), x_label: x_label.into(), charts, baseline, points }
+}
