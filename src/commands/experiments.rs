@@ -447,9 +447,17 @@ pub fn plan(experiment: Experiment, o: &Options) -> Plan {
                     let capacity = u64::from(entries) * u64::from(full.data_stages) * u64::from(full.arrays_per_stage);
                     let p4db = P4dbConfig { entries_per_array: entries, ..full.clone() };
                     let cfg = RunConfig { p4db: Some(p4db), ..o.base(workload.clone(), Mode::P4db, 20) };
-                    push("YCSB-A".into(), &format!("P4DB, {width} B tuples ({}k rows fit)", capacity / 1000), x, cfg);
+                    let series = format!("P4DB, {width} B tuples ({}k rows fit)", capacity / 1000);
+                    points.push(PointSpec { panel: "YCSB-A".into(), series, x, x_name: hot.to_string(), cfg });
                 }
-                push("YCSB-A".into(), "No-Switch", x, o.base(workload, Mode::NoSwitch, 20));
+                let cfg = o.base(workload, Mode::NoSwitch, 20);
+                points.push(PointSpec {
+                    panel: "YCSB-A".into(),
+                    series: "No-Switch".into(),
+                    x,
+                    x_name: hot.to_string(),
+                    cfg,
+                });
             }
             (
                 "YCSB-A with hot sets beyond the switch's capacity (cf. P4DB Fig. 17)",

@@ -30,10 +30,33 @@ pub struct Args {
     common: CommonArgs,
 }
 
-/// Wall-clock seconds one simulated millisecond of one worker core takes, measured with
-/// `pisadb reproduce p4db --quick` on the project's 2-core machine (all experiments, divided
-/// by the simulated core-milliseconds they ran). Only used to announce the expected duration.
-const WALL_S_PER_CORE_MS: f64 = 0.0012;
+/// The wall-clock cost model behind the announced duration: seconds per distinct point (build:
+/// loading tables, fitting the layout) and per simulated core-millisecond (running), on one
+/// thread of the project's 2-core machine. Fitted (two equations, two unknowns) to the CPU
+/// time of `pisadb reproduce p4db` and `--quick` there: 630 s for 339 points and 244,368
+/// core-ms, 134 s for 115 points and 34,740 core-ms (5.4 and 1.2 minutes of wall time on 2
+/// threads). Only used to tell the user what to expect.
+const WALL_S_PER_POINT: f64 = 0.66;
+const WALL_S_PER_CORE_MS: f64 = 0.00166;
+
+/// The distinct points of `plans` (a sweep runs a configuration shared by several experiments
+/// once) and the simulated core-milliseconds they add up to.
+fn workload_size(plans: &[Plan]) -> (usize, f64) {
+    let mut seen = std::collections::BTreeSet::new();
+    let core_ms = plans
+        .iter()
+        .flat_map(|p| &p.points)
+        .filter(|p| seen.insert(format!("{:?}", p.cfg)))
+        .map(|p| (p.cfg.warmup_ns + p.cfg.measure_ns) as f64 / 1e6 * f64::from(p.cfg.nodes) * f64::from(p.cfg.workers))
+        .sum();
+    (seen.len(), core_ms)
+}
+
+/// The expected wall-clock minutes of running `plans` on `threads` threads.
+fn expected_minutes(plans: &[Plan], threads: usize) -> f64 {
+    let (points, core_ms) = workload_size(plans);
+    (points as f64 * WALL_S_PER_POINT + core_ms * WALL_S_PER_CORE_MS) / threads.max(1) as f64 / 60.0
+}
 
 /// Runs `pisadb reproduce`.
 pub fn run(args: &Args) -> Result<(), String> {
@@ -41,19 +64,13 @@ pub fn run(args: &Args) -> Result<(), String> {
     let options = args.common.options();
     let plans: Vec<Plan> = Experiment::all().iter().map(|&e| plan(e, &options)).collect();
     let threads = args.common.threads();
-    let mut seen = std::collections::BTreeSet::new();
-    let core_ms: f64 = plans
-        .iter()
-        .flat_map(|p| &p.points)
-        .filter(|p| seen.insert(format!("{:?}", p.cfg)))
-        .map(|p| (p.cfg.warmup_ns + p.cfg.measure_ns) as f64 / 1e6 * f64::from(p.cfg.nodes) * f64::from(p.cfg.workers))
-        .sum();
-    let expected_min = core_ms * WALL_S_PER_CORE_MS / threads as f64 / 60.0;
+    let (points, _) = workload_size(&plans);
+    let expected_min = expected_minutes(&plans, threads);
     eprintln!(
         "reproducing P4DB{}: {} experiments, {} distinct simulated points on {threads} threads; expected about {:.0} minutes on a 2-core machine like the project's",
         if options.quick { " (quick)" } else { "" },
         plans.len(),
-        seen.len(),
+        points,
         expected_min.max(1.0)
     );
     #[allow(clippy::disallowed_methods)] // wall time of the whole run, reported to the user
@@ -327,6 +344,42 @@ fn table(done: &[(Plan, Vec<Measured>)]) -> String {
     s
 }
 
+/// Figures from the runs that explain the largest gaps to the paper: how many pipeline passes
+/// a switch transaction takes (multi-pass transactions hold the pipeline lock, which caps the
+/// switch's throughput), and how No-Switch fares where nothing conflicts (our nodes pay no
+/// latch contention, so uncontended work scales with the cores).
+fn diagnostics(done: &[(Plan, Vec<Measured>)]) -> String {
+    let mut s = String::new();
+    let Some((plan, r)) = done.iter().find(|(p, _)| p.experiment == Experiment::YcsbWorkers) else {
+        return "(`ycsb-workers` was not run)\n".into();
+    };
+    for mix in ["YCSB-A", "YCSB-C"] {
+        let x = last_x(plan, mix);
+        if let Some((_, m)) = find(plan, r, mix, "P4DB", x) {
+            let switch_txns = m.result.switch_committed.max(1) as f64;
+            let _ = writeln!(
+                s,
+                "- {mix}, P4DB, {x} workers: {:.2} M hot txn/s on the switch, {:.1} pipeline passes and {:.1} \
+                 recirculations per committed switch transaction (waiting for the pipeline lock included).",
+                m.result.committed_per_s * m.result.hot_committed as f64
+                    / (m.result.hot_committed + m.result.cold_committed).max(1) as f64
+                    / 1e6,
+                m.result.switch_passes as f64 / switch_txns,
+                m.result.recirculations as f64 / switch_txns,
+            );
+        }
+        if let Some((_, m)) = find(plan, r, mix, "No-Switch", x) {
+            let _ = writeln!(
+                s,
+                "- {mix}, No-Switch, {x} workers: {} with {:.1}% aborted attempts.",
+                mtps(Some((0, m))),
+                m.result.abort_rate * 100.0
+            );
+        }
+    }
+    s
+}
+
 fn report(done: &[(Plan, Vec<Measured>)], quick: bool, seed: u64, wall_min: f64) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# P4DB (seed 000) reproduced by PisaDB's simulator\n");
@@ -340,10 +393,32 @@ fn report(done: &[(Plan, Vec<Measured>)], quick: bool, seed: u64, wall_min: f64)
         done.len()
     );
     let _ = writeln!(s, "## Headline ratios\n\n{}", table(done));
+    let _ = writeln!(s, "## What the model says about the gaps\n\n{}", diagnostics(done));
     let _ = writeln!(s, "## Files\n");
     for (plan, _) in done {
         let n = plan.experiment.name();
         let _ = writeln!(s, "- {} — [`{n}.csv`]({n}.csv), [`{n}.svg`]({n}.svg)", plan.title);
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::commands::experiments::Options;
+    use pisadb_node::Cc;
+
+    fn plans(quick: bool) -> Vec<Plan> {
+        let options = Options { quick, seed: 1, cc: Cc::NoWait };
+        Experiment::all().iter().map(|&e| plan(e, &options)).collect()
+    }
+
+    #[test]
+    fn the_quick_reproduction_is_expected_to_take_under_ten_minutes_on_two_threads() {
+        let (quick, full) = (plans(true), plans(false));
+        println!("quick: {:?}, full: {:?}", workload_size(&quick), workload_size(&full));
+        let minutes = expected_minutes(&quick, 2);
+        assert!(minutes < 10.0, "{minutes:.1} minutes");
+        assert!(expected_minutes(&full, 2) > minutes);
+    }
 }
