@@ -32,9 +32,10 @@ pub struct Args {
     /// Database nodes (each contributes its own hot set).
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=1024))]
     nodes: u16,
-    /// Hot tuples per node: accounts for SmallBank (the paper uses 5-15), keys for YCSB (50).
-    #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..))]
-    hot_size: u64,
+    /// Hot tuples per node: accounts for SmallBank (default 15; the paper uses 5-15), keys for
+    /// YCSB (default 50, as in the paper).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    hot_size: Option<u64>,
     /// Seed for the samples and the random layout; the same seed gives the same output.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -77,7 +78,7 @@ pub fn run(args: &Args) -> Result<(), String> {
     let report = Report {
         workload: args.workload,
         nodes: args.nodes,
-        hot_size: args.hot_size,
+        hot_size: hot_size(args),
         seed: args.seed,
         profile: profile.name.clone(),
         hot_tuples: hot.len(),
@@ -94,18 +95,26 @@ pub fn run(args: &Args) -> Result<(), String> {
     Ok(())
 }
 
+/// `--hot-size`, or the workload's default (SmallBank 15 accounts, YCSB 50 keys per node).
+fn hot_size(args: &Args) -> u64 {
+    args.hot_size.unwrap_or(match args.workload {
+        WorkloadName::Ycsb => YcsbConfig::default().hot_per_node,
+        WorkloadName::Smallbank => SmallBankConfig::default().hot_per_node,
+    })
+}
+
 fn build_workload(args: &Args) -> Result<Box<dyn Workload>, String> {
     let seed = args.seed;
     Ok(match args.workload {
         WorkloadName::Ycsb => {
             let config =
-                YcsbConfig { nodes: args.nodes, hot_per_node: args.hot_size, hot_prob: 1.0, ..YcsbConfig::default() };
+                YcsbConfig { nodes: args.nodes, hot_per_node: hot_size(args), hot_prob: 1.0, ..YcsbConfig::default() };
             Box::new(Ycsb::new(config, seed).map_err(|e| e.to_string())?)
         }
         WorkloadName::Smallbank => {
             let config = SmallBankConfig {
                 nodes: args.nodes,
-                hot_per_node: args.hot_size,
+                hot_per_node: hot_size(args),
                 hot_prob: 1.0,
                 ..SmallBankConfig::default()
             };
