@@ -136,6 +136,14 @@ pub struct PointSpec {
     pub cfg: RunConfig,
 }
 
+impl PointSpec {
+    /// Identifies the simulation: points of different experiments with equal keys are the same
+    /// run, simulated once.
+    pub fn key(&self) -> String {
+        format!("{:?}", self.cfg)
+    }
+}
+
 /// An experiment, ready to run.
 #[derive(Clone, Debug)]
 pub struct Plan {
@@ -239,6 +247,40 @@ fn mix_name(mix: YcsbMix) -> String {
     format!("YCSB-{mix:?}")
 }
 
+fn hot_accounts(hot: u64) -> String {
+    format!("{hot} hot accounts / node")
+}
+
+fn warehouse_panel(warehouses: u16) -> String {
+    format!("{warehouses} warehouses")
+}
+
+/// Adds one point per panel, x and system, in that order: the shape of most of the paper's
+/// figures. `panel_name` titles a panel, `cfg` builds the simulation of one point.
+fn grid<P: Copy, X: Copy + Into<f64>>(
+    points: &mut Vec<PointSpec>,
+    panels: &[P],
+    panel_name: impl Fn(P) -> String,
+    xs: &[X],
+    modes: &[Mode],
+    cfg: impl Fn(P, X, Mode) -> RunConfig,
+) {
+    for &panel in panels {
+        for &x in xs {
+            for &mode in modes {
+                let (panel_name, series) = (panel_name(panel), system(mode).to_string());
+                points.push(PointSpec {
+                    panel: panel_name,
+                    series,
+                    x: x.into(),
+                    x_name: String::new(),
+                    cfg: cfg(panel, x, mode),
+                });
+            }
+        }
+    }
+}
+
 const WORKERS_FULL: [u16; 7] = [1, 2, 4, 8, 12, 16, 20];
 const WORKERS_QUICK: [u16; 3] = [1, 8, 20];
 const REMOTE_FULL: [u32; 6] = [0, 20, 40, 60, 80, 100];
@@ -252,13 +294,11 @@ pub fn plan(experiment: Experiment, o: &Options) -> Plan {
     };
     let (title, x_label, charts, baseline) = match experiment {
         Experiment::YcsbWorkers | Experiment::YcsbBreakdown => {
-            for mix in [YcsbMix::A, YcsbMix::B, YcsbMix::C] {
-                for w in o.pick(&WORKERS_FULL, &WORKERS_QUICK) {
-                    for mode in ALL_MODES {
-                        push(mix_name(mix), system(mode), f64::from(w), o.base(ycsb(mix, 20, 75), mode, w));
-                    }
-                }
-            }
+            let mixes = [YcsbMix::A, YcsbMix::B, YcsbMix::C];
+            let workers = o.pick(&WORKERS_FULL, &WORKERS_QUICK);
+            grid(&mut points, &mixes, mix_name, &workers, &ALL_MODES, |mix, w, mode| {
+                o.base(ycsb(mix, 20, 75), mode, w)
+            });
             if experiment == Experiment::YcsbWorkers {
                 (
                     "YCSB: speedup over No-Switch by workers per node (cf. P4DB Fig. 11, upper row)",
@@ -276,13 +316,9 @@ pub fn plan(experiment: Experiment, o: &Options) -> Plan {
             }
         }
         Experiment::YcsbRemote => {
-            for mix in o.pick(&[YcsbMix::A, YcsbMix::B, YcsbMix::C], &[YcsbMix::A, YcsbMix::C]) {
-                for r in o.pick(&REMOTE_FULL, &REMOTE_QUICK) {
-                    for mode in ALL_MODES {
-                        push(mix_name(mix), system(mode), f64::from(r), o.base(ycsb(mix, r, 75), mode, 20));
-                    }
-                }
-            }
+            let mixes = o.pick(&[YcsbMix::A, YcsbMix::B, YcsbMix::C], &[YcsbMix::A, YcsbMix::C]);
+            let remote = o.pick(&REMOTE_FULL, &REMOTE_QUICK);
+            grid(&mut points, &mixes, mix_name, &remote, &ALL_MODES, |mix, r, mode| o.base(ycsb(mix, r, 75), mode, 20));
             (
                 "YCSB: speedup over No-Switch by distributed share (cf. P4DB Fig. 11, lower row)",
                 "distributed transactions (%)",
@@ -291,13 +327,9 @@ pub fn plan(experiment: Experiment, o: &Options) -> Plan {
             )
         }
         Experiment::YcsbHot => {
-            for mix in o.pick(&[YcsbMix::A, YcsbMix::C], &[YcsbMix::A]) {
-                for h in o.pick(&[0, 25, 50, 75, 90, 100], &[0, 50, 100]) {
-                    for mode in ALL_MODES {
-                        push(mix_name(mix), system(mode), f64::from(h), o.base(ycsb(mix, 20, h), mode, 20));
-                    }
-                }
-            }
+            let mixes = o.pick(&[YcsbMix::A, YcsbMix::C], &[YcsbMix::A]);
+            let hot: Vec<u32> = o.pick(&[0, 25, 50, 75, 90, 100], &[0, 50, 100]);
+            grid(&mut points, &mixes, mix_name, &hot, &ALL_MODES, |mix, h, mode| o.base(ycsb(mix, 20, h), mode, 20));
             (
                 "YCSB: throughput by share of hot transactions, 20% distributed (cf. P4DB Fig. 15a/b)",
                 "hot transactions (%)",
@@ -306,18 +338,9 @@ pub fn plan(experiment: Experiment, o: &Options) -> Plan {
             )
         }
         Experiment::SmallbankWorkers => {
-            for hot in o.pick(&[5, 10, 15], &[5, 15]) {
-                for w in o.pick(&WORKERS_FULL, &WORKERS_QUICK) {
-                    for mode in TWO_MODES {
-                        push(
-                            format!("{hot} hot accounts / node"),
-                            system(mode),
-                            f64::from(w),
-                            o.base(smallbank(hot, 20), mode, w),
-                        );
-                    }
-                }
-            }
+            let hot = o.pick(&[5, 10, 15], &[5, 15]);
+            let workers = o.pick(&WORKERS_FULL, &WORKERS_QUICK);
+            grid(&mut points, &hot, hot_accounts, &workers, &TWO_MODES, |h, w, mode| o.base(smallbank(h, 20), mode, w));
             (
                 "SmallBank: speedup over No-Switch by workers per node (cf. P4DB Fig. 13, upper row)",
                 "workers per node",
@@ -326,18 +349,9 @@ pub fn plan(experiment: Experiment, o: &Options) -> Plan {
             )
         }
         Experiment::SmallbankRemote => {
-            for hot in o.pick(&[5, 10, 15], &[5, 15]) {
-                for r in o.pick(&REMOTE_FULL, &REMOTE_QUICK) {
-                    for mode in TWO_MODES {
-                        push(
-                            format!("{hot} hot accounts / node"),
-                            system(mode),
-                            f64::from(r),
-                            o.base(smallbank(hot, r), mode, 20),
-                        );
-                    }
-                }
-            }
+            let hot = o.pick(&[5, 10, 15], &[5, 15]);
+            let remote = o.pick(&REMOTE_FULL, &REMOTE_QUICK);
+            grid(&mut points, &hot, hot_accounts, &remote, &TWO_MODES, |h, r, mode| o.base(smallbank(h, r), mode, 20));
             (
                 "SmallBank: speedup over No-Switch by distributed share (cf. P4DB Fig. 13, lower row)",
                 "distributed transactions (%)",
@@ -346,13 +360,11 @@ pub fn plan(experiment: Experiment, o: &Options) -> Plan {
             )
         }
         Experiment::TpccWorkers => {
-            for wh in o.pick(&[8, 16, 32], &[8, 32]) {
-                for w in o.pick(&WORKERS_FULL, &WORKERS_QUICK) {
-                    for mode in TWO_MODES {
-                        push(format!("{wh} warehouses"), system(mode), f64::from(w), o.base(tpcc(wh, 20), mode, w));
-                    }
-                }
-            }
+            let warehouses = o.pick(&[8, 16, 32], &[8, 32]);
+            let workers = o.pick(&WORKERS_FULL, &WORKERS_QUICK);
+            grid(&mut points, &warehouses, warehouse_panel, &workers, &TWO_MODES, |wh, w, mode| {
+                o.base(tpcc(wh, 20), mode, w)
+            });
             (
                 "TPC-C NewOrder/Payment: speedup over No-Switch by workers per node (cf. P4DB Fig. 14, upper row)",
                 "workers per node",
@@ -361,18 +373,11 @@ pub fn plan(experiment: Experiment, o: &Options) -> Plan {
             )
         }
         Experiment::TpccRemote => {
-            for wh in o.pick(&[8, 16, 32], &[8]) {
-                for r in o.pick(&REMOTE_FULL, &REMOTE_QUICK) {
-                    for mode in TWO_MODES {
-                        push(
-                            format!("{wh} warehouses"),
-                            system(mode),
-                            f64::from(r),
-                            o.base(tpcc_remote(wh, r), mode, 20),
-                        );
-                    }
-                }
-            }
+            let warehouses = o.pick(&[8, 16, 32], &[8]);
+            let remote = o.pick(&REMOTE_FULL, &REMOTE_QUICK);
+            grid(&mut points, &warehouses, warehouse_panel, &remote, &TWO_MODES, |wh, r, mode| {
+                o.base(tpcc_remote(wh, r), mode, 20)
+            });
             (
                 "TPC-C: speedup over No-Switch by remote item / customer probability (cf. P4DB Fig. 14, lower row)",
                 "remote item / customer probability (%)",

@@ -46,7 +46,7 @@ fn workload_size(plans: &[Plan]) -> (usize, f64) {
     let core_ms = plans
         .iter()
         .flat_map(|p| &p.points)
-        .filter(|p| seen.insert(format!("{:?}", p.cfg)))
+        .filter(|p| seen.insert(p.key()))
         .map(|p| (p.cfg.warmup_ns + p.cfg.measure_ns) as f64 / 1e6 * f64::from(p.cfg.nodes) * f64::from(p.cfg.workers))
         .sum();
     (seen.len(), core_ms)
@@ -174,10 +174,7 @@ fn claims(plan: &Plan, r: &[Measured]) -> Vec<Claim> {
         }
         Experiment::YcsbBreakdown => {
             let x = last_x(plan, "YCSB-A");
-            let hot = |series: &str| {
-                find(plan, r, "YCSB-A", series, x)
-                    .map(|(i, m)| m.result.hot_committed as f64 / (plan.points[i].cfg.measure_ns as f64 / 1e9))
-            };
+            let hot = |series: &str| find(plan, r, "YCSB-A", series, x).map(|(_, m)| m.result.hot_committed_per_s());
             let ours = match (hot("P4DB"), hot("No-Switch")) {
                 (Some(p), Some(n)) if n > 0.0 => {
                     format!("{:.2}x ({:.2} M vs {:.2} M hot txn/s)", p / n, p / 1e6, n / 1e6)
@@ -361,9 +358,7 @@ fn diagnostics(done: &[(Plan, Vec<Measured>)]) -> String {
                 s,
                 "- {mix}, P4DB, {x} workers: {:.2} M hot txn/s on the switch, {:.1} pipeline passes and {:.1} \
                  recirculations per committed switch transaction (waiting for the pipeline lock included).",
-                m.result.committed_per_s * m.result.hot_committed as f64
-                    / (m.result.hot_committed + m.result.cold_committed).max(1) as f64
-                    / 1e6,
+                m.result.hot_committed_per_s() / 1e6,
                 m.result.switch_passes as f64 / switch_txns,
                 m.result.recirculations as f64 / switch_txns,
             );

@@ -89,10 +89,9 @@ impl Runner {
 
     /// Runs the points of `plan` not run before; results in the order of the plan's points.
     pub fn run(&mut self, plan: &Plan) -> Result<Vec<Measured>, String> {
-        let key = |p: &PointSpec| format!("{:?}", p.cfg);
         let mut todo: Vec<&PointSpec> = Vec::new();
         for p in &plan.points {
-            if !self.done.contains_key(&key(p)) && !todo.iter().any(|t| key(t) == key(p)) {
+            if !self.done.contains_key(&p.key()) && !todo.iter().any(|t| t.key() == p.key()) {
                 todo.push(p);
             }
         }
@@ -122,9 +121,9 @@ impl Runner {
         for (p, r) in todo.iter().zip(slots) {
             let r =
                 r.expect("every point ran").map_err(|e| format!("{name}, {} {} x={}: {e}", p.panel, p.series, p.x))?;
-            self.done.insert(key(p), r);
+            self.done.insert(p.key(), r);
         }
-        Ok(plan.points.iter().map(|p| self.done[&key(p)].clone()).collect())
+        Ok(plan.points.iter().map(|p| self.done[&p.key()].clone()).collect())
     }
 }
 
@@ -198,7 +197,6 @@ pub fn write_outputs(plan: &Plan, results: &[Measured], out: &Path) -> Result<(P
         .enumerate()
         .map(|(i, (p, m))| {
             let r = &m.result;
-            let seconds = p.cfg.measure_ns as f64 / 1e9;
             let b = &r.latency_breakdown;
             vec![
                 name.to_string(),
@@ -211,8 +209,8 @@ pub fn write_outputs(plan: &Plan, results: &[Measured], out: &Path) -> Result<(P
                 p.cfg.workers.to_string(),
                 format!("{:.0}", r.committed_per_s),
                 format!("{:.3}", speedup(plan, results, i)),
-                format!("{:.0}", r.hot_committed as f64 / seconds),
-                format!("{:.0}", r.cold_committed as f64 / seconds),
+                format!("{:.0}", r.hot_committed_per_s()),
+                format!("{:.0}", r.cold_committed_per_s()),
                 format!("{:.4}", r.abort_rate),
                 format!("{:.2}", r.latency_p50_us),
                 format!("{:.2}", r.latency_p99_us),
@@ -251,7 +249,6 @@ fn distinct<'a>(labels: impl Iterator<Item = &'a String>) -> Vec<&'a String> {
 
 /// One panel per panel label for `chart`.
 fn panels(plan: &Plan, results: &[Measured], chart: Chart) -> Vec<Panel> {
-    let seconds = |i: usize| plan.points[i].cfg.measure_ns as f64 / 1e9;
     distinct(plan.points.iter().map(|p| &p.panel))
         .into_iter()
         .map(|panel| {
@@ -281,8 +278,8 @@ fn panels(plan: &Plan, results: &[Measured], chart: Chart) -> Vec<Panel> {
                     .iter()
                     .flat_map(|s| {
                         [
-                            line(format!("{s} hot"), s, &|i| results[i].result.hot_committed as f64 / seconds(i)),
-                            line(format!("{s} cold"), s, &|i| results[i].result.cold_committed as f64 / seconds(i)),
+                            line(format!("{s} hot"), s, &|i| results[i].result.hot_committed_per_s()),
+                            line(format!("{s} cold"), s, &|i| results[i].result.cold_committed_per_s()),
                         ]
                     })
                     .collect(),

@@ -161,6 +161,15 @@ pub struct PhaseTimes {
     pub switch_ns: Nanos,
 }
 
+impl std::ops::AddAssign for PhaseTimes {
+    fn add_assign(&mut self, other: PhaseTimes) {
+        self.retry_ns += other.retry_ns;
+        self.lock_read_ns += other.lock_read_ns;
+        self.commit_ns += other.commit_ns;
+        self.switch_ns += other.switch_ns;
+    }
+}
+
 /// What a committed transaction did, for checkers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Record {

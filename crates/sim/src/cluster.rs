@@ -360,11 +360,7 @@ impl Cluster {
         self.window.switch_committed += u64::from(f.on_switch);
         self.window.latency.saturating_record(end - f.started);
         self.window.latency_sum_ns += end - f.started;
-        let (sum, p) = (&mut self.window.phases_sum, f.phases);
-        sum.retry_ns += p.retry_ns;
-        sum.lock_read_ns += p.lock_read_ns;
-        sum.commit_ns += p.commit_ns;
-        sum.switch_ns += p.switch_ns;
+        self.window.phases_sum += f.phases;
     }
 
     fn drain_switch(&mut self, now: Nanos) {

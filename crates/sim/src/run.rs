@@ -179,6 +179,28 @@ pub struct RunResult {
     pub trace_hash: String,
 }
 
+impl RunResult {
+    /// Committed hot transactions per simulated second.
+    pub fn hot_committed_per_s(&self) -> f64 {
+        self.committed_per_s * self.share(self.hot_committed)
+    }
+
+    /// Committed cold transactions per simulated second.
+    pub fn cold_committed_per_s(&self) -> f64 {
+        self.committed_per_s * self.share(self.cold_committed)
+    }
+
+    /// `count` as a share of the committed transactions.
+    fn share(&self, count: u64) -> f64 {
+        let committed = self.hot_committed + self.cold_committed;
+        if committed == 0 {
+            0.0
+        } else {
+            count as f64 / committed as f64
+        }
+    }
+}
+
 /// The mean latency of committed transactions split by phase (paper Fig. 18a), µs. The parts
 /// add up to the mean latency.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]

@@ -55,7 +55,7 @@
 //!
 //! ## Consistency
 //!
-//! [`Tpcc::check_consistency`] checks the standard's consistency conditions that NewOrder and
+//! [`Workload::check_invariants`](crate::Workload::check_invariants) checks the standard's consistency conditions that NewOrder and
 //! Payment can break (clause 3.3.2: 1, 2, 3, 6, 8, 9 restricted to these two transactions)
 //! on a database snapshot after a run.
 
@@ -286,24 +286,6 @@ impl Tpcc {
     pub fn hot_items(&self) -> &[u64] {
         &self.model.hot_items
     }
-
-    /// Checks TPC-C's consistency conditions (clause 3.3.2) that NewOrder and Payment can
-    /// break, on `db`, a snapshot of the whole database after running `committed` (each
-    /// committed transaction with its outputs) from the initial values:
-    ///
-    /// 1. `W_YTD = Σ D_YTD` over the warehouse's districts;
-    /// 2. and 3. a district's orders and new-orders are exactly ids `FIRST_ORDER_ID ..
-    ///    D_NEXT_O_ID` (no gap, none twice), so `D_NEXT_O_ID − 1` is the largest;
-    /// 6. every order has as many order lines as its line count;
-    /// 8. and 9. `W_YTD` and `D_YTD` grew by exactly the warehouse's (district's) payments
-    ///    in HISTORY;
-    ///
-    /// plus what the committed list pins down: as many orders and history rows as committed
-    /// NewOrders and Payments, and the stock's year-to-date quantities grew by exactly the
-    /// committed order lines' quantities.
-    pub fn check_consistency(&self, db: &SerialStore, committed: &[(&GeneratedTxn, &[i64])]) -> Result<(), String> {
-        self.model.check_consistency(db, committed)
-    }
 }
 
 impl Model {
@@ -431,7 +413,20 @@ impl Model {
         (ops, vec![history])
     }
 
-    /// [`Tpcc::check_consistency`].
+    /// Checks TPC-C's consistency conditions (clause 3.3.2) that NewOrder and Payment can
+    /// break, on `db`, a snapshot of the whole database after running `committed` (each
+    /// committed transaction with its outputs) from the initial values:
+    ///
+    /// 1. `W_YTD = Σ D_YTD` over the warehouse's districts;
+    /// 2. and 3. a district's orders and new-orders are exactly ids `FIRST_ORDER_ID ..
+    ///    D_NEXT_O_ID` (no gap, none twice), so `D_NEXT_O_ID − 1` is the largest;
+    /// 6. every order has as many order lines as its line count;
+    /// 8. and 9. `W_YTD` and `D_YTD` grew by exactly the warehouse's (district's) payments
+    ///    in HISTORY;
+    ///
+    /// plus what the committed list pins down: as many orders and history rows as committed
+    /// NewOrders and Payments, and the stock's year-to-date quantities grew by exactly the
+    /// committed order lines' quantities.
     fn check_consistency(&self, db: &SerialStore, committed: &[(&GeneratedTxn, &[i64])]) -> Result<(), String> {
         let w_count = self.w;
         let mut table: BTreeMap<u16, Vec<(u64, i64)>> = BTreeMap::new();
@@ -447,8 +442,8 @@ impl Model {
             paid_w[(row % w_count) as usize] += amount;
         }
         let mut paid_d: BTreeMap<u64, i64> = BTreeMap::new();
-        for (g, _) in committed.iter().filter(|(g, _)| g.kind == "Payment") {
-            *paid_d.entry(g.txn.ops[1].key.row).or_default() += g.txn.ops[1].data;
+        for op in committed.iter().flat_map(|(g, _)| &g.txn.ops).filter(|op| op.key.table == D_YTD) {
+            *paid_d.entry(op.key.row).or_default() += op.data;
         }
         for w in 0..w_count {
             let ytd = value(W_YTD, w);
@@ -756,16 +751,16 @@ mod tests {
     fn consistency_check_catches_a_lost_payment_and_a_skipped_order_id() {
         let mut t = Tpcc::new(small(2, 4), 4).unwrap();
         let (db, committed) = serial_run(&mut t, 300);
-        t.check_consistency(&db, &as_refs(&committed)).unwrap();
+        t.check_invariants(&db, &as_refs(&committed)).unwrap();
         let mut lost_payment = db.clone();
         let w_ytd = TupleKey::new(W_YTD, 1);
         lost_payment.set(w_ytd, db.get(w_ytd) - 5);
-        assert!(t.check_consistency(&lost_payment, &as_refs(&committed)).unwrap_err().contains("condition 1"));
+        assert!(t.check_invariants(&lost_payment, &as_refs(&committed)).unwrap_err().contains("condition 1"));
         let mut skipped = db.clone();
         let next = TupleKey::new(D_NEXT_O_ID, 3);
         skipped.set(next, db.get(next) + 1);
-        assert!(t.check_consistency(&skipped, &as_refs(&committed)).unwrap_err().contains("conditions 2, 3"));
-        assert!(t.check_consistency(&db, &as_refs(&committed[1..])).is_err(), "a committed txn unaccounted for");
+        assert!(t.check_invariants(&skipped, &as_refs(&committed)).unwrap_err().contains("conditions 2, 3"));
+        assert!(t.check_invariants(&db, &as_refs(&committed[1..])).is_err(), "a committed txn unaccounted for");
     }
 
     proptest! {
@@ -777,7 +772,7 @@ mod tests {
             for (g, _) in &committed {
                 assert_well_formed(&t, g);
             }
-            prop_assert_eq!(t.check_consistency(&db, &as_refs(&committed)), Ok(()));
+            prop_assert_eq!(t.check_invariants(&db, &as_refs(&committed)), Ok(()));
         }
     }
 }
