@@ -45,6 +45,21 @@
 //! it, with no extra round trip (§6.2, Fig. 10). The control plane installs one group per set
 //! of nodes, numbered by the set's bitmask ([`multicast_group`]).
 //!
+//! ## At most once, over a lossy network
+//!
+//! A node sends a switch transaction again when no answer came in time, so the switch may see
+//! a transaction twice: the first copy or its answer was lost, or it is still recirculating.
+//! Executing it twice would apply its writes twice. The engine therefore keeps, per worker
+//! slot (the transaction id's node and worker), the last transaction it admitted and, once
+//! that one finished, its answer (GID, results, accumulator): a copy of the same transaction
+//! gets the stored answer again without touching the data, a copy of one still in flight is
+//! dropped (its answer is on its way), and a copy of an older one is dropped as stale. Workers
+//! run one transaction at a time, so one entry per slot suffices. In hardware this is a
+//! first-stage register array of last sequence numbers plus one result array per instruction
+//! position; for 8 nodes x 64 workers that is about 70 KiB of the ~120 Mbit of SRAM. The
+//! answers are also what a rebuilt switch restores from the nodes' logs (see
+//! [`P4dbEngine::remember`]). The paper assumes a lossless fabric and does not need this.
+//!
 //! ## Constrained writes
 //!
 //! A write that must keep a value non-negative (SmallBank) is the `AddIfNonNegative` action:
@@ -60,6 +75,7 @@ use pisadb_layout::{plan_passes, ArraySlot, Layout, LayoutTarget};
 use pisadb_wire::p4db::{Instruction, LockPair, TxnPacket, INSTRUCTION_BYTES, MAX_INSTRUCTIONS};
 use pisadb_wire::{Frame, Kind, FRAME_BYTES, SWITCH_ID};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use thiserror::Error;
 
 /// Register id of the pipeline lock in stage 0.
@@ -209,6 +225,31 @@ pub struct P4dbEngine {
     config: P4dbConfig,
     /// Stage of each data register id; `u8::MAX` where the id is not a data array.
     stage_of: [u8; 256],
+    /// Per worker slot (`txn_id >> 32`): the last transaction admitted and its answer once it
+    /// finished (see "At most once" above).
+    last: BTreeMap<u32, LastTxn>,
+    /// Copies answered from `last` without executing.
+    pub replayed: u64,
+}
+
+/// The last transaction a worker slot got admitted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct LastTxn {
+    /// Its full id.
+    txn_id: u64,
+    /// Its answer, once its last pass ran.
+    answer: Option<Answer>,
+}
+
+/// What a finished switch transaction answered: enough to answer a copy again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Answer {
+    /// Its global transaction id.
+    pub gid: u64,
+    /// Each instruction's result, in packet order.
+    pub results: Vec<i32>,
+    /// The accumulator at the end.
+    pub acc: i32,
 }
 
 /// Why a transaction cannot be sent to the switch as one packet.
@@ -229,7 +270,39 @@ impl P4dbEngine {
     /// The engine with `config`.
     pub fn new(config: P4dbConfig) -> Self {
         let stage_of = crate::program::stage_map(config.data_arrays());
-        P4dbEngine { config, stage_of }
+        P4dbEngine { config, stage_of, last: BTreeMap::new(), replayed: 0 }
+    }
+
+    /// Records that transaction `txn_id` finished with `answer`, so a copy of it is answered
+    /// without executing: what the switch learns again from the nodes' logs when it is rebuilt.
+    pub fn remember(&mut self, txn_id: u64, answer: Answer) {
+        let slot = (txn_id >> 32) as u32;
+        let newer = self.last.get(&slot).is_some_and(|l| is_older(txn_id, l.txn_id));
+        if !newer {
+            self.last.insert(slot, LastTxn { txn_id, answer: Some(answer) });
+        }
+    }
+
+    /// How a copy of `txn_id` arriving now is treated: `None` to execute it, or the decision.
+    fn check_duplicate(&mut self, p: &mut P4dbPacket) -> Option<PassDecision> {
+        let id = p.txn.txn_id;
+        let last = self.last.get(&((id >> 32) as u32))?;
+        if is_older(id, last.txn_id) {
+            return Some(PassDecision::Drop("stale_duplicate"));
+        }
+        if last.txn_id != id {
+            return None;
+        }
+        let Some(answer) = &last.answer else { return Some(PassDecision::Drop("duplicate_in_flight")) };
+        if answer.results.len() != p.txn.instrs.len() {
+            return Some(PassDecision::Drop("duplicate_mismatch"));
+        }
+        for (instr, &r) in p.txn.instrs.iter_mut().zip(&answer.results) {
+            instr.data = r;
+        }
+        (p.txn.gid, p.txn.acc) = (answer.gid, answer.acc);
+        self.replayed += 1;
+        Some(finished(&p.txn))
     }
 
     /// The engine's configuration.
@@ -354,6 +427,20 @@ impl P4dbEngine {
     }
 }
 
+/// Where a finished transaction's answer goes.
+fn finished(txn: &TxnPacket) -> PassDecision {
+    match txn.multicast {
+        0 => PassDecision::Reply,
+        group => PassDecision::Multicast(group),
+    }
+}
+
+/// Whether transaction id `a` is an earlier attempt of the same worker than `b` (sequence
+/// numbers in the low 32 bits, compared with wrap-around).
+fn is_older(a: u64, b: u64) -> bool {
+    (a >> 32) == (b >> 32) && ((a as u32).wrapping_sub(b as u32) as i32) < 0
+}
+
 /// Running state of the per-pass checks of [`P4dbEngine::check_plan`].
 #[derive(Default)]
 struct PassCheck {
@@ -453,6 +540,11 @@ impl Program for P4dbEngine {
         } else {
             None
         };
+        if first_pass && !p.holds_locks {
+            if let Some(decision) = self.check_duplicate(p) {
+                return decision;
+            }
+        }
         if let Some(action) = lock_step {
             let granted = match ctx.execute(LOCK_REGISTER, action, 0, want_left, want_right) {
                 Ok(out) => out == 1 || action == UNLOCK,
@@ -465,6 +557,8 @@ impl Program for P4dbEngine {
             if first_pass {
                 p.txn.gid = ctx.stamp_gid();
                 p.holds_locks = action == TRY_LOCK;
+                let slot = (p.txn.txn_id >> 32) as u32;
+                self.last.insert(slot, LastTxn { txn_id: p.txn.txn_id, answer: None });
             }
             if action == UNLOCK {
                 p.holds_locks = false;
@@ -474,10 +568,10 @@ impl Program for P4dbEngine {
             return PassDecision::Drop("rule_violation");
         }
         if p.passes_left == 0 {
-            match p.txn.multicast {
-                0 => PassDecision::Reply,
-                group => PassDecision::Multicast(group),
-            }
+            let answer =
+                Answer { gid: p.txn.gid, results: p.txn.instrs.iter().map(|i| i.data).collect(), acc: p.txn.acc };
+            self.remember(p.txn.txn_id, answer);
+            finished(&p.txn)
         } else if self.config.fast_recirculation {
             PassDecision::Recirculate(Recirc::Fast)
         } else {
