@@ -88,6 +88,19 @@ pub struct NodeConfig {
     pub switch_timeout_ns: u64,
     /// Record every committed transaction's reads and writes for the serializability checker.
     pub record_history: bool,
+    /// Put write-ahead log records in the outbox ([`crate::wal`]); the driver makes them durable.
+    #[serde(default)]
+    pub log: bool,
+    /// How long a worker waits for another node's answer before it aborts the attempt, and (twice
+    /// that) how long a node serves an unprepared request before it drops it, or waits before it
+    /// asks a prepared transaction's coordinator for the outcome. 0: wait forever (a network
+    /// that loses nothing and nodes that never crash, as the default simulation).
+    #[serde(default)]
+    pub peer_timeout_ns: u64,
+    /// How many times this node started before (part of its transaction ids, so ids never repeat
+    /// across a crash); set by recovery.
+    #[serde(default)]
+    pub incarnation: u16,
 }
 
 impl NodeConfig {
@@ -95,6 +108,8 @@ impl NodeConfig {
     pub const NODES_MAX: u16 = 1024;
     /// See [`NodeConfig::NODES_MAX`].
     pub const WORKERS_MAX: u16 = 64;
+    /// Incarnations the transaction-id layout tells apart (they wrap around after that).
+    pub const INCARNATIONS: u16 = 1024;
 
     /// Why this configuration cannot run, if it cannot.
     pub fn validate(&self) -> Result<(), String> {

@@ -51,6 +51,7 @@
 use crate::config::{Cc, Mode, NodeConfig};
 use crate::locks::{Acquire, LockTable, TxnId};
 use crate::store::{Store, Tuple};
+use crate::wal::LogRecord;
 use crate::CommittedTxn;
 use pisadb_core::{rng, InsertRow, Nanos, OpKind, TupleKey, Txn};
 use pisadb_layout::Layout;
@@ -63,7 +64,7 @@ use pisadb_wire::{Frame, Kind, SWITCH_ID};
 use pisadb_workload::{GeneratedTxn, TxnClass, Workload};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// Tag on lock-manager packets that release locks: their replies are not waited for.
@@ -94,6 +95,25 @@ pub enum Timer {
         /// The attempt it was for.
         txn: TxnId,
     },
+    /// Another node has not answered an attempt in time (with `peer_timeout_ns`).
+    PeerTimeout {
+        /// The worker.
+        worker: u16,
+        /// The attempt it was for.
+        txn: TxnId,
+    },
+    /// A transaction this node serves for another has outlived its lease (with
+    /// `peer_timeout_ns`): drop it if unprepared, else ask its coordinator for the outcome.
+    Lease {
+        /// The transaction.
+        txn: TxnId,
+    },
+    /// After a restart: a logged switch transaction whose answer is not in the log is sent
+    /// (again) until it is answered.
+    RecoveredSwitchTxn {
+        /// The transaction.
+        txn: TxnId,
+    },
 }
 
 impl Timer {
@@ -101,7 +121,9 @@ impl Timer {
     pub fn worker(&self) -> u16 {
         match *self {
             Timer::Begin { worker } | Timer::Retry { worker } | Timer::Resume { worker } => worker,
-            Timer::SwitchTimeout { worker, .. } => worker,
+            Timer::SwitchTimeout { worker, .. } | Timer::PeerTimeout { worker, .. } => worker,
+            // Work for no particular worker runs on the first core.
+            Timer::Lease { .. } | Timer::RecoveredSwitchTxn { .. } => 0,
         }
     }
 }
@@ -207,6 +229,22 @@ pub struct Outbox {
     pub finished: Vec<Finished>,
     /// CPU time the handler took.
     pub cpu_ns: Nanos,
+    /// Write-ahead log records (with `log`): the driver makes them durable before it sends
+    /// `sends` or reports `finished`.
+    pub log: Vec<LogRecord>,
+}
+
+/// What [`Node::recover`] found in the log.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RecoveryReport {
+    /// The node's incarnation from now on.
+    pub incarnation: u16,
+    /// Committed transactions redone.
+    pub committed: u64,
+    /// Switch transactions logged as sent whose answer is not in the log (sent again).
+    pub switch_pending: usize,
+    /// Transactions prepared here whose outcome is not in the log (their coordinator is asked).
+    pub in_doubt: usize,
 }
 
 /// Counters of one node.
@@ -216,6 +254,14 @@ pub struct NodeStats {
     pub aborts: u64,
     /// Switch transactions sent again after a timeout.
     pub switch_resends: u64,
+    /// Attempts aborted because another node did not answer in time.
+    pub peer_timeouts: u64,
+    /// Served transactions dropped, unprepared, when their lease ran out.
+    pub leases_expired: u64,
+    /// Outcome inquiries sent for prepared transactions.
+    pub inquiries: u64,
+    /// Switch transactions recovered from the log that committed after a restart.
+    pub recovered_commits: u64,
     /// Datagrams dropped because they were malformed or unexpected, by reason.
     pub rejected: BTreeMap<&'static str, u64>,
 }
@@ -239,6 +285,8 @@ struct Served {
     values: Vec<(i64, u64)>,
     held: Vec<TupleKey>,
     prepared: Vec<(TupleKey, i64)>,
+    /// Voted yes (a remote coordinator's `Prepare`): only the coordinator may end it now.
+    voted: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -343,6 +391,21 @@ pub struct Node {
     stopped: bool,
     /// Next number for rows keyed by a node sequence ([`pisadb_core::InsertRow::Sequence`]).
     insert_seq: u64,
+    /// Transactions this node coordinated that committed with remote writers (the answer to
+    /// a participant's inquiry; anything else it does not run any more is presumed aborted).
+    decided: BTreeSet<TxnId>,
+    /// After a restart: logged switch transactions still waiting for their answer.
+    recovering: BTreeMap<TxnId, PendingSwitchTxn>,
+}
+
+/// A switch transaction recovered from the log whose answer was not logged yet.
+#[derive(Clone, Debug)]
+struct PendingSwitchTxn {
+    packet: TxnPacket,
+    writers: Vec<u16>,
+    outputs: Vec<i64>,
+    instr_order: Vec<u16>,
+    inserts: Vec<pisadb_core::Insert>,
 }
 
 /// What the switch offers a node (one of the engines is used, depending on the mode).
@@ -386,7 +449,118 @@ impl Node {
             stats: NodeStats::default(),
             stopped: false,
             insert_seq: 0,
+            decided: BTreeSet::new(),
+            recovering: BTreeMap::new(),
         })
+    }
+
+    /// A node restarted from its write-ahead log (P4DB §6.1, A.3 case 2): the partition is
+    /// loaded as at first start and every committed transaction's writes are redone in log
+    /// order: transactions on the nodes committed here, prepared ones resolved as committed,
+    /// and switch transactions whose intent was logged (they count as committed once logged).
+    /// What stays open is finished after [`Node::start`]: a switch transaction without its
+    /// logged answer is sent again (the switch answers a copy of one it already ran from its
+    /// memory, or runs it), and a transaction prepared here without a logged outcome keeps its
+    /// locks and asks its coordinator. The new incarnation is one past the last logged one.
+    pub fn recover(
+        mut cfg: NodeConfig,
+        workload: Box<dyn Workload>,
+        switch: SwitchView,
+        seed: u64,
+        log: &[LogRecord],
+    ) -> Result<(Self, RecoveryReport), String> {
+        let last = log.iter().rev().find_map(|r| match r {
+            LogRecord::Started { incarnation } => Some(*incarnation),
+            _ => None,
+        });
+        cfg.incarnation = last.map_or(0, |i| i.wrapping_add(1) % NodeConfig::INCARNATIONS);
+        let rng_seed = seed ^ u64::from(cfg.incarnation).rotate_left(40);
+        let mut node = Node::new(cfg, workload, switch, rng_seed)?;
+        let mut report = RecoveryReport { incarnation: node.cfg.incarnation, ..RecoveryReport::default() };
+        let mut prepared: BTreeMap<TxnId, (u16, Vec<(TupleKey, i64)>)> = BTreeMap::new();
+        for record in log {
+            match record {
+                LogRecord::Started { .. } => {}
+                LogRecord::Committed { txn, writes, inserted, insert_seq } => {
+                    node.redo(*txn, writes, inserted, *insert_seq);
+                    node.decided.insert(*txn);
+                    report.committed += 1;
+                }
+                LogRecord::Prepared { txn, coordinator, writes } => {
+                    prepared.insert(*txn, (*coordinator, writes.clone()));
+                }
+                LogRecord::Resolved { txn, commit } => {
+                    if let Some((_, writes)) = prepared.remove(txn).filter(|_| *commit) {
+                        node.redo(*txn, &writes, &[], node.insert_seq);
+                        report.committed += 1;
+                    }
+                }
+                LogRecord::SwitchIntent { txn, packet, local_writes, writers, outputs, instr_order, inserts } => {
+                    node.redo(*txn, local_writes, &[], node.insert_seq);
+                    let packet =
+                        TxnPacket::decode(packet).map_err(|e| format!("log: switch transaction {txn:#x}: {e}"))?;
+                    let pending = PendingSwitchTxn {
+                        packet,
+                        writers: writers.clone(),
+                        outputs: outputs.clone(),
+                        instr_order: instr_order.clone(),
+                        inserts: inserts.clone(),
+                    };
+                    node.recovering.insert(*txn, pending);
+                }
+                LogRecord::SwitchResult { txn, inserted, insert_seq, .. } => {
+                    let Some(p) = node.recovering.remove(txn) else {
+                        return Err(format!("log: answer of switch transaction {txn:#x} without its intent"));
+                    };
+                    node.redo(*txn, &[], inserted, *insert_seq);
+                    if !p.writers.is_empty() {
+                        node.decided.insert(*txn);
+                    }
+                    report.committed += 1;
+                }
+            }
+        }
+        report.switch_pending = node.recovering.len();
+        report.in_doubt = prepared.len();
+        for (txn, (coordinator, writes)) in prepared {
+            node.hold_in_doubt(txn, coordinator, writes);
+        }
+        Ok((node, report))
+    }
+
+    /// Redoes a committed transaction's writes and inserts.
+    fn redo(&mut self, txn: TxnId, writes: &[(TupleKey, i64)], inserted: &[(TupleKey, i64)], insert_seq: u64) {
+        for &(key, value) in writes {
+            self.store.set(key, Tuple { value, version: txn });
+        }
+        for &(key, value) in inserted {
+            self.store.insert(key, Tuple { value, version: txn });
+        }
+        self.insert_seq = self.insert_seq.max(insert_seq);
+    }
+
+    /// Takes back the locks of a transaction prepared before the crash, whose outcome only its
+    /// coordinator knows; its writes wait for that outcome.
+    fn hold_in_doubt(&mut self, txn: TxnId, coordinator: u16, writes: Vec<(TupleKey, i64)>) {
+        let keys: Vec<TupleKey> = writes.iter().map(|&(k, _)| k).collect();
+        for &key in &keys {
+            // Two prepared transactions never hold the same tuple: both had it locked exclusively.
+            let granted = self.locks.acquire(key, txn, 0, LockMode::Exclusive, OnConflict::Deny);
+            debug_assert_eq!(granted, Acquire::Granted, "in-doubt transactions overlap on {key:?}");
+        }
+        let entries = keys.iter().map(|&k| (k, LockMode::Exclusive)).collect::<Vec<_>>();
+        let served = Served {
+            requester: Requester::Remote(coordinator),
+            ts: 0,
+            policy: OnConflict::Deny,
+            next: entries.len(),
+            entries,
+            values: Vec::new(),
+            held: keys,
+            prepared: writes,
+            voted: true,
+        };
+        self.served.insert(txn, served);
     }
 
     /// The node's configuration.
@@ -414,10 +588,29 @@ impl Node {
         self.stopped = true;
     }
 
-    /// Starts every worker.
+    /// Starts every worker, and finishes what recovery left open: switch transactions without
+    /// their answer are sent again, prepared transactions ask their coordinator.
     pub fn start(&mut self, now: Nanos, out: &mut Outbox) {
+        if self.cfg.log {
+            out.log.push(LogRecord::Started { incarnation: self.cfg.incarnation });
+        }
+        for &txn in self.recovering.keys() {
+            out.timers.push((now, Timer::RecoveredSwitchTxn { txn }));
+        }
+        for (&txn, _) in self.served.iter().filter(|(_, s)| s.voted) {
+            out.timers.push((now, Timer::Lease { txn }));
+        }
         for worker in 0..self.cfg.workers {
             out.timers.push((now, Timer::Begin { worker }));
+        }
+    }
+
+    /// How long to wait before asking again (an inquiry, a recovered switch transaction).
+    fn retry_interval_ns(&self) -> Nanos {
+        if self.cfg.peer_timeout_ns > 0 {
+            2 * self.cfg.peer_timeout_ns
+        } else {
+            self.cfg.switch_timeout_ns
         }
     }
 
@@ -466,6 +659,38 @@ impl Node {
                     self.send_switch(Kind::P4dbTxn, |b| pkt.encode(b), out);
                     out.timers.push((now + self.cfg.switch_timeout_ns, Timer::SwitchTimeout { worker, txn }));
                 }
+            }
+            Timer::PeerTimeout { worker, txn } => {
+                let w = &self.workers[usize::from(worker)];
+                let waiting = w
+                    .current
+                    .as_ref()
+                    .is_some_and(|a| a.id == txn && matches!(a.phase, Phase::LockRead | Phase::Prepare));
+                if waiting {
+                    self.stats.peer_timeouts += 1;
+                    self.abort(now, worker, out);
+                }
+            }
+            Timer::Lease { txn } => {
+                let Some(s) = self.served.get(&txn) else { return };
+                let Requester::Remote(coordinator) = s.requester else { return };
+                if s.voted {
+                    // Only the coordinator may end a prepared transaction: ask it.
+                    self.stats.inquiries += 1;
+                    self.send_node(coordinator, &NodeMsg::Inquire { txn }, out);
+                    out.timers.push((now + self.retry_interval_ns(), Timer::Lease { txn }));
+                } else {
+                    // Its coordinator gave up on it (or crashed): it will vote no if asked.
+                    self.stats.leases_expired += 1;
+                    self.abort_served(now, txn, out);
+                }
+            }
+            Timer::RecoveredSwitchTxn { txn } => {
+                let Some(p) = self.recovering.get(&txn) else { return };
+                let pkt = p.packet.clone();
+                self.stats.switch_resends += 1;
+                self.send_switch(Kind::P4dbTxn, |b| pkt.encode(b), out);
+                out.timers.push((now + self.cfg.switch_timeout_ns, Timer::RecoveredSwitchTxn { txn }));
             }
         }
     }
@@ -522,7 +747,7 @@ impl Node {
     ) {
         let w = &mut self.workers[usize::from(worker)];
         w.seq = w.seq.wrapping_add(1);
-        let id = txn_id(self.cfg.id, worker, w.seq);
+        let id = txn_id(self.cfg.id, self.cfg.incarnation, worker, w.seq);
         let mut attempt = Attempt {
             id,
             ts,
@@ -649,6 +874,10 @@ impl Node {
             }
             a.pending = by_owner.len();
             a.contacted = by_owner.keys().copied().filter(|&n| n != self.cfg.id).collect();
+            if self.cfg.peer_timeout_ns > 0 && !a.contacted.is_empty() {
+                // One deadline for the attempt's remote work: locks, reads and votes.
+                out.timers.push((now + self.cfg.peer_timeout_ns, Timer::PeerTimeout { worker, txn: a.id }));
+            }
             (a.id, a.ts, by_owner)
         };
         for (owner, entries) in by_owner {
@@ -778,6 +1007,21 @@ impl Node {
         let pkt = a.switch_packet.as_mut().expect("a switch packet");
         pkt.multicast = group;
         let (id, pkt) = (a.id, pkt.clone());
+        if self.cfg.log {
+            // From here on it counts as committed: it can no longer abort (§6.1).
+            let mut packet = Vec::with_capacity(pkt.encoded_len());
+            pkt.encode(&mut packet);
+            let local_writes = self.served.get(&id).map(|s| s.prepared.clone()).unwrap_or_default();
+            out.log.push(LogRecord::SwitchIntent {
+                txn: id,
+                packet,
+                local_writes,
+                writers: a.writers.clone(),
+                outputs: a.outputs.clone(),
+                instr_order: a.instr_order.iter().map(|&i| i as u16).collect(),
+                inserts: a.gen.inserts.clone(),
+            });
+        }
         out.cpu_ns += self.cfg.costs.message_ns + self.cfg.costs.stack_ns;
         self.send_switch(Kind::P4dbTxn, |b| pkt.encode(b), out);
         out.timers.push((now + self.cfg.switch_timeout_ns, Timer::SwitchTimeout { worker, txn: id }));
@@ -785,31 +1029,98 @@ impl Node {
 
     /// Commits the worker's attempt on this node once every other participant is told or will
     /// be (by `Commit` or the switch's multicast): inserts the rows it creates, applies its
-    /// local writes and releases its local locks, and reports it.
-    fn commit_coordinator(&mut self, now: Nanos, worker: u16, gid: Option<u64>, out: &mut Outbox) {
+    /// local writes and releases its local locks, and reports it. `answer` is the switch's, for
+    /// a hot or warm transaction.
+    fn commit_coordinator(&mut self, now: Nanos, worker: u16, answer: Option<&TxnPacket>, out: &mut Outbox) {
         let a = self.workers[usize::from(worker)].current.as_mut().expect("an attempt");
-        let id = a.id;
-        let mut refused = 0;
-        for insert in &a.gen.inserts {
-            let sequence = matches!(insert.row, InsertRow::Sequence { .. });
-            let Some(key) = insert.key(&a.outputs, self.insert_seq) else {
-                refused += 1;
-                continue;
-            };
-            self.insert_seq += u64::from(sequence);
-            out.cpu_ns += self.cfg.costs.tuple_ns;
-            if self.store.insert(key, Tuple { value: insert.value, version: id }) {
-                a.inserted.push((key, insert.value));
-            } else {
-                refused += 1;
-            }
+        let (id, inserts, outputs) = (a.id, std::mem::take(&mut a.gen.inserts), std::mem::take(&mut a.outputs));
+        let inserted = self.insert_rows(id, &inserts, &outputs, out);
+        let a = self.workers[usize::from(worker)].current.as_mut().expect("an attempt");
+        (a.gen.inserts, a.outputs, a.inserted) = (inserts, outputs, inserted.clone());
+        if !a.writers.is_empty() {
+            self.decided.insert(id);
         }
-        debug_assert_eq!(refused, 0, "node {}: an insert of {id:#x} was refused", self.cfg.id);
-        for _ in 0..refused {
-            self.reject("insert_refused");
+        if self.cfg.log {
+            let local_writes = self.served.get(&id).map(|s| s.prepared.clone()).unwrap_or_default();
+            out.log.extend(self.commit_record(id, answer, local_writes, inserted));
         }
         self.commit_local(now, id, out);
-        self.finish(now, worker, gid, out);
+        self.finish(now, worker, answer.map(|p| p.gid), out);
+    }
+
+    /// The log record of a commit: the switch's answer, or the redo record of a transaction on
+    /// the nodes (none for one that wrote nothing).
+    fn commit_record(
+        &self,
+        txn: TxnId,
+        answer: Option<&TxnPacket>,
+        writes: Vec<(TupleKey, i64)>,
+        inserted: Vec<(TupleKey, i64)>,
+    ) -> Option<LogRecord> {
+        let insert_seq = self.insert_seq;
+        match answer {
+            Some(p) => Some(LogRecord::SwitchResult {
+                txn,
+                gid: p.gid,
+                results: p.instrs.iter().map(|i| i.data).collect(),
+                acc: p.acc,
+                inserted,
+                insert_seq,
+            }),
+            None if writes.is_empty() && inserted.is_empty() && !self.decided.contains(&txn) => None,
+            None => Some(LogRecord::Committed { txn, writes, inserted, insert_seq }),
+        }
+    }
+
+    /// Inserts the rows `inserts` create, keyed from `outputs` and the node's sequence.
+    fn insert_rows(
+        &mut self,
+        txn: TxnId,
+        inserts: &[pisadb_core::Insert],
+        outputs: &[i64],
+        out: &mut Outbox,
+    ) -> Vec<(TupleKey, i64)> {
+        let mut inserted = Vec::with_capacity(inserts.len());
+        for insert in inserts {
+            let sequence = matches!(insert.row, InsertRow::Sequence { .. });
+            let key = insert.key(outputs, self.insert_seq);
+            self.insert_seq += u64::from(sequence && key.is_some());
+            out.cpu_ns += self.cfg.costs.tuple_ns;
+            match key {
+                Some(key) if self.store.insert(key, Tuple { value: insert.value, version: txn }) => {
+                    inserted.push((key, insert.value));
+                }
+                _ => {
+                    debug_assert!(false, "node {}: an insert of {txn:#x} was refused", self.cfg.id);
+                    self.reject("insert_refused");
+                }
+            }
+        }
+        inserted
+    }
+
+    /// A switch transaction recovered from the log got its answer: it commits now, as it would
+    /// have before the crash (its coordinator's attempt is gone, so nothing is reported).
+    fn finish_recovered(&mut self, txn: TxnId, p: PendingSwitchTxn, answer: &TxnPacket, out: &mut Outbox) {
+        let mut outputs = p.outputs.clone();
+        for (instr, &op) in answer.instrs.iter().zip(&p.instr_order) {
+            if let Some(slot) = outputs.get_mut(usize::from(op)) {
+                *slot = i64::from(instr.data);
+            }
+        }
+        let inserted = self.insert_rows(txn, &p.inserts, &outputs, out);
+        if answer.multicast == 0 {
+            for &n in &p.writers {
+                self.send_node(n, &NodeMsg::Commit { txn }, out);
+            }
+        }
+        if !p.writers.is_empty() {
+            self.decided.insert(txn);
+        }
+        if self.cfg.log {
+            out.log.extend(self.commit_record(txn, Some(answer), Vec::new(), inserted));
+        }
+        self.stats.recovered_commits += 1;
     }
 
     fn commit_local(&mut self, now: Nanos, id: TxnId, out: &mut Outbox) {
@@ -897,6 +1208,9 @@ impl Node {
             }
             return self.commit_served(now, id, out);
         }
+        if let Some(p) = self.recovering.remove(&id) {
+            return self.finish_recovered(id, p, &pkt, out);
+        }
         if worker_of(id) >= self.cfg.workers {
             return self.reject("reply_for_unknown_worker");
         }
@@ -917,7 +1231,7 @@ impl Node {
                 self.send_node(n, &NodeMsg::Commit { txn: id }, out);
             }
         }
-        self.commit_coordinator(now, worker, Some(pkt.gid), out);
+        self.commit_coordinator(now, worker, Some(&pkt), out);
     }
 
     fn on_switch_lock_reply(&mut self, now: Nanos, pkt: LockPacket, out: &mut Outbox) {
@@ -962,20 +1276,37 @@ impl Node {
                     values,
                     held: Vec::new(),
                     prepared: Vec::new(),
+                    voted: false,
                 };
                 self.served.insert(txn, served);
+                if self.cfg.peer_timeout_ns > 0 && matches!(from, Requester::Remote(_)) {
+                    out.timers.push((now + self.retry_interval_ns(), Timer::Lease { txn }));
+                }
                 self.continue_lock_read(now, txn, out);
             }
             NodeMsg::Prepare { txn, writes } => {
                 let Requester::Remote(coordinator) = from else { return };
+                // Yes only for a request this node still serves, with every lock granted.
                 let yes = match self.served.get_mut(&txn) {
-                    Some(s) => {
+                    Some(s) if s.next == s.entries.len() && !s.voted => {
+                        if self.cfg.log {
+                            out.log.push(LogRecord::Prepared { txn, coordinator, writes: writes.clone() });
+                        }
                         s.prepared = writes;
+                        s.voted = true;
                         true
                     }
-                    None => false,
+                    _ => false,
                 };
                 self.send_node(coordinator, &NodeMsg::Vote { txn, yes }, out);
+            }
+            NodeMsg::Inquire { txn } => {
+                let Requester::Remote(asker) = from else { return };
+                match self.outcome(txn) {
+                    Some(true) => self.send_node(asker, &NodeMsg::Commit { txn }, out),
+                    Some(false) => self.send_node(asker, &NodeMsg::Abort { txn }, out),
+                    None => {} // not decided yet: the participant asks again
+                }
             }
             NodeMsg::Commit { txn } => {
                 if self.served.contains_key(&txn) {
@@ -984,6 +1315,25 @@ impl Node {
             }
             NodeMsg::Abort { txn } => self.abort_served(now, txn, out),
             NodeMsg::LockReadReply { .. } | NodeMsg::Vote { .. } => self.reject("reply_as_request"),
+        }
+    }
+
+    /// The outcome of a transaction this node coordinates, for a participant that asks:
+    /// committed, aborted, or not decided yet (`None`). A transaction it neither committed nor
+    /// still runs was aborted (presumed abort: a commit is always logged first). A warm one
+    /// waiting for the switch is decided but not answered until the switch has run its hot
+    /// part, so that no one sees its cold writes before its hot ones are ordered.
+    fn outcome(&self, txn: TxnId) -> Option<bool> {
+        if self.decided.contains(&txn) {
+            return Some(true);
+        }
+        if self.recovering.contains_key(&txn) {
+            return None;
+        }
+        let worker = self.workers.get(usize::from(worker_of(txn))).filter(|_| owner_node(txn) == self.cfg.id);
+        match worker.and_then(|w| w.current.as_ref()).filter(|a| a.id == txn) {
+            Some(a) if matches!(a.phase, Phase::Prepare | Phase::WarmSwitch) => None,
+            _ => Some(false),
         }
     }
 
@@ -1033,6 +1383,9 @@ impl Node {
 
     fn commit_served(&mut self, now: Nanos, txn: TxnId, out: &mut Outbox) {
         let Some(s) = self.served.remove(&txn) else { return };
+        if s.voted && self.cfg.log {
+            out.log.push(LogRecord::Resolved { txn, commit: true });
+        }
         for (key, value) in s.prepared {
             out.cpu_ns += self.cfg.costs.tuple_ns;
             let stored = self.store.set(key, Tuple { value, version: txn });
@@ -1043,6 +1396,9 @@ impl Node {
 
     fn abort_served(&mut self, now: Nanos, txn: TxnId, out: &mut Outbox) {
         let Some(s) = self.served.remove(&txn) else { return };
+        if s.voted && self.cfg.log {
+            out.log.push(LogRecord::Resolved { txn, commit: false });
+        }
         let mut keys = s.held;
         // A request parked in a queue is withdrawn too.
         if let Some(&(key, mode)) = s.entries.get(s.next) {
@@ -1103,9 +1459,12 @@ fn parts_independent(txn: &Txn, on_switch: &[usize]) -> bool {
     txn.dependencies().iter().all(|&(i, j)| switch(i) == switch(j))
 }
 
-/// A transaction attempt id: node, worker and the worker's attempt counter.
-pub fn txn_id(node: u16, worker: u16, seq: u32) -> TxnId {
-    (u64::from(node) << 48) | (u64::from(worker) << 32) | u64::from(seq)
+/// A transaction attempt id: node (bits 48..63), the node's incarnation (38..47), worker
+/// (32..37) and the worker's attempt counter (0..31). The upper half names a worker slot of
+/// one incarnation, which is how the switch tells a resent transaction from a new one.
+pub fn txn_id(node: u16, incarnation: u16, worker: u16, seq: u32) -> TxnId {
+    let incarnation = incarnation % NodeConfig::INCARNATIONS;
+    (u64::from(node) << 48) | (u64::from(incarnation) << 38) | (u64::from(worker) << 32) | u64::from(seq)
 }
 
 /// The node of an attempt id.
@@ -1115,7 +1474,7 @@ pub fn owner_node(id: TxnId) -> u16 {
 
 /// The worker of an attempt id.
 pub fn worker_of(id: TxnId) -> u16 {
-    ((id >> 32) & 0xFFFF) as u16
+    ((id >> 32) & 0x3F) as u16
 }
 
 /// The WAIT_DIE timestamp of a transaction first started at `now` by `worker` of `node`:

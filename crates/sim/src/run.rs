@@ -375,6 +375,9 @@ pub fn build(cfg: &RunConfig) -> Result<Rack, SimError> {
                 backoff_max_ns: cfg.backoff_max_ns,
                 switch_timeout_ns: cfg.switch_timeout_ns,
                 record_history: cfg.record_history,
+                log: false,
+                peer_timeout_ns: 0,
+                incarnation: 0,
             };
             // The same database on every node, each with its own stream of transactions.
             let workload = base.with_stream(splitmix64(cfg.seed ^ (u64::from(id) << 32)));

@@ -13,6 +13,7 @@
 //! | `Vote` | owner → coordinator | phase 1 answer |
 //! | `Commit` | coordinator → owner | apply the prepared writes (if any) and release `txn`'s locks |
 //! | `Abort` | coordinator → owner | drop `txn`'s writes and locks, and any waiting request |
+//! | `Inquire` | owner → coordinator | what became of `txn`, which I prepared? (answered by `Commit` or `Abort`) |
 
 use crate::DecodeError;
 use pisadb_core::TupleKey;
@@ -89,6 +90,12 @@ pub enum NodeMsg {
         /// The transaction attempt.
         txn: u64,
     },
+    /// A participant that prepared `txn` asks its coordinator for the outcome (after a lost
+    /// `Commit`, or a restart); the answer is `Commit` or `Abort`.
+    Inquire {
+        /// The transaction attempt.
+        txn: u64,
+    },
 }
 
 const LOCK_READ: u8 = 1;
@@ -97,6 +104,7 @@ const PREPARE: u8 = 3;
 const VOTE: u8 = 4;
 const COMMIT: u8 = 5;
 const ABORT: u8 = 6;
+const INQUIRE: u8 = 7;
 
 impl NodeMsg {
     /// The transaction attempt the message is about.
@@ -107,7 +115,8 @@ impl NodeMsg {
             | NodeMsg::Prepare { txn, .. }
             | NodeMsg::Vote { txn, .. }
             | NodeMsg::Commit { txn }
-            | NodeMsg::Abort { txn } => *txn,
+            | NodeMsg::Abort { txn }
+            | NodeMsg::Inquire { txn } => *txn,
         }
     }
 
@@ -150,6 +159,7 @@ impl NodeMsg {
             }
             NodeMsg::Commit { txn } => header(out, COMMIT, *txn, 0),
             NodeMsg::Abort { txn } => header(out, ABORT, *txn, 0),
+            NodeMsg::Inquire { txn } => header(out, INQUIRE, *txn, 0),
         }
     }
 
@@ -161,7 +171,7 @@ impl NodeMsg {
                 NodeMsg::LockReadReply { values, .. } => 1 + values.len() * 16,
                 NodeMsg::Prepare { writes, .. } => writes.len() * (KEY + 8),
                 NodeMsg::Vote { .. } => 1,
-                NodeMsg::Commit { .. } | NodeMsg::Abort { .. } => 0,
+                NodeMsg::Commit { .. } | NodeMsg::Abort { .. } | NodeMsg::Inquire { .. } => 0,
             }
     }
 
@@ -211,6 +221,7 @@ impl NodeMsg {
             VOTE => NodeMsg::Vote { txn, yes: r.flag("yes")? },
             COMMIT => NodeMsg::Commit { txn },
             ABORT => NodeMsg::Abort { txn },
+            INQUIRE => NodeMsg::Inquire { txn },
             v => return Err(DecodeError::BadField { field: "node_msg_type", value: u64::from(v) }),
         };
         if r.at != bytes.len() {
@@ -300,6 +311,7 @@ mod tests {
             (any::<u64>(), any::<bool>()).prop_map(|(txn, yes)| NodeMsg::Vote { txn, yes }),
             any::<u64>().prop_map(|txn| NodeMsg::Commit { txn }),
             any::<u64>().prop_map(|txn| NodeMsg::Abort { txn }),
+            any::<u64>().prop_map(|txn| NodeMsg::Inquire { txn }),
         ]
     }
 
