@@ -33,6 +33,13 @@ enum Command {
     Reproduce(commands::reproduce::Args),
     /// Simulate one system on one workload (YCSB, SmallBank or TPC-C) and report its figures.
     Bench(commands::bench::Args),
+    /// Real mode: start a software switch and N node processes on loopback (UDP, write-ahead
+    /// logs), run a workload, optionally kill -9 and restart some, and check the result.
+    Cluster(commands::real::ClusterArgs),
+    /// Real mode: the software switch process (started by `cluster`).
+    Switch(commands::real::SwitchArgs),
+    /// Real mode: a database node process (started by `cluster`).
+    Node(commands::real::NodeArgs),
 }
 
 fn main() -> ExitCode {
@@ -45,6 +52,9 @@ fn main() -> ExitCode {
         Command::Bench(args) => commands::bench::run_bench(&args),
         Command::Sweep(args) => commands::sweep::run_sweep(&args),
         Command::Reproduce(args) => commands::reproduce::run(&args),
+        Command::Cluster(args) => commands::real::run_cluster_command(&args),
+        Command::Switch(args) => commands::real::run_switch(&args),
+        Command::Node(args) => commands::real::run_node(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

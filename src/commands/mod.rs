@@ -3,5 +3,6 @@
 pub mod bench;
 pub mod experiments;
 pub mod layout;
+pub mod real;
 pub mod reproduce;
 pub mod sweep;

@@ -10,6 +10,7 @@ pub mod calibration;
 pub mod config;
 pub mod locks;
 pub mod node;
+pub mod rebuild;
 pub mod store;
 pub mod wal;
 

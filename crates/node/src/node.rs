@@ -583,6 +583,12 @@ impl Node {
         self.locks.len()
     }
 
+    /// Whether nothing is in flight: no worker runs a transaction, none is served for another
+    /// node, no recovered switch transaction waits for its answer.
+    pub fn is_idle(&self) -> bool {
+        self.workers.iter().all(|w| w.current.is_none()) && self.served.is_empty() && self.recovering.is_empty()
+    }
+
     /// Stops starting new transactions; those in flight (and their retries) still finish.
     pub fn stop(&mut self) {
         self.stopped = true;

@@ -13,5 +13,7 @@ pub mod switch;
 
 pub use cluster::{Cluster, SimError, Window};
 pub use net::{LinkParams, Topology};
-pub use run::{build, run, LatencyBreakdown, LayoutChoice, Rack, RunConfig, RunOutput, RunResult, WorkloadSpec};
+pub use run::{
+    build, plan, run, LatencyBreakdown, LayoutChoice, Rack, RackPlan, RunConfig, RunOutput, RunResult, WorkloadSpec,
+};
 pub use switch::RackSwitch;

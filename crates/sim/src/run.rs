@@ -16,12 +16,12 @@ use pisadb_switch::programs::lock_manager::{LockManager, LockManagerConfig};
 use pisadb_switch::programs::p4db::{multicast_groups, P4dbConfig, P4dbEngine};
 use pisadb_switch::{Switch, SwitchProfile};
 use pisadb_workload::{GeneratedTxn, SmallBank, SmallBankConfig, Tpcc, TpccConfig, Workload, Ycsb, YcsbConfig};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
 /// Which workload, with its configuration (its `nodes` is overridden by the run's).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum WorkloadSpec {
     /// YCSB.
     Ycsb(YcsbConfig),
@@ -58,7 +58,7 @@ impl WorkloadSpec {
 }
 
 /// How the hot set is laid out on the switch's register arrays.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum LayoutChoice {
     /// P4DB's declustered layout, fitted on a sample of hot transactions (§4).
@@ -69,7 +69,7 @@ pub enum LayoutChoice {
 }
 
 /// Everything one simulated point needs.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunConfig {
     /// Database nodes.
     pub nodes: u16,
@@ -322,10 +322,24 @@ pub struct Rack {
     pub workload: Box<dyn Workload>,
 }
 
-/// Builds the rack of `cfg` without running it.
-pub fn build(cfg: &RunConfig) -> Result<Rack, SimError> {
-    let config_error = SimError::Config;
-    let mut base = cfg.workload.build(cfg.nodes, cfg.seed).map_err(config_error)?;
+/// Everything the switch and the nodes of a rack are built from: the same on every process of
+/// the real runtime, which each build their part from the same [`RunConfig`].
+pub struct RackPlan {
+    /// The workload's database and invariants (its stream is not the nodes').
+    pub workload: Box<dyn Workload>,
+    /// The P4DB layout of the hot set.
+    pub layout: Arc<Layout>,
+    /// Where each hot tuple's lock lives in the LM-Switch lock manager.
+    pub lock_layout: Arc<Layout>,
+    /// The P4DB engine.
+    pub engine: P4dbEngine,
+    /// The lock manager.
+    pub lock_manager: LockManager,
+}
+
+/// Plans the rack of `cfg`: generates the workload and fits the layouts.
+pub fn plan(cfg: &RunConfig) -> Result<RackPlan, SimError> {
+    let mut base = cfg.workload.build(cfg.nodes, cfg.seed).map_err(SimError::Config)?;
     // A sample of whole transactions from the base generator (the nodes have their own).
     let homes = (0..cfg.nodes).cycle().take(cfg.layout_sample);
     let whole: Vec<Txn> = homes.map(|home| base.next_txn(home).txn).collect();
@@ -343,55 +357,79 @@ pub fn build(cfg: &RunConfig) -> Result<Rack, SimError> {
     let lock_layout = Arc::new(pisadb_layout::random(&hot, &lm_config.layout_target(&cfg.profile), cfg.seed));
     let engine = P4dbEngine::new(p4db_config);
     let lock_manager = LockManager::new(lm_config);
-    let switch = match cfg.mode {
-        Mode::P4db | Mode::NoSwitch => {
-            let mut s =
-                Switch::new(cfg.profile.clone(), engine.clone()).map_err(|e| SimError::Config(e.to_string()))?;
-            if cfg.mode == Mode::P4db {
-                for (group, members) in multicast_groups(cfg.nodes) {
-                    s.set_multicast_group(group, members);
+    Ok(RackPlan { workload: base, layout, lock_layout, engine, lock_manager })
+}
+
+impl RackPlan {
+    /// The switch with its program loaded, multicast groups set and (P4DB) the hot tuples'
+    /// initial values in its registers; nodes still have to be attached.
+    pub fn switch(&self, cfg: &RunConfig) -> Result<RackSwitch, SimError> {
+        let config_error = |e: String| SimError::Config(e);
+        Ok(match cfg.mode {
+            Mode::P4db | Mode::NoSwitch => {
+                let mut s =
+                    Switch::new(cfg.profile.clone(), self.engine.clone()).map_err(|e| config_error(e.to_string()))?;
+                if cfg.mode == Mode::P4db {
+                    for (group, members) in multicast_groups(cfg.nodes) {
+                        s.set_multicast_group(group, members);
+                    }
+                    for (key, p) in self.layout.iter() {
+                        s.registers_mut()
+                            .write(p.register, p.index, self.workload.initial_value(key), 0)
+                            .map_err(|e| config_error(e.to_string()))?;
+                    }
                 }
-                for (key, p) in layout.iter() {
-                    s.registers_mut()
-                        .write(p.register, p.index, base.initial_value(key), 0)
-                        .map_err(|e| SimError::Config(e.to_string()))?;
-                }
+                RackSwitch::P4db(s)
             }
-            RackSwitch::P4db(s)
-        }
-        Mode::LmSwitch => RackSwitch::LockManager(
-            Switch::new(cfg.profile.clone(), lock_manager.clone()).map_err(|e| SimError::Config(e.to_string()))?,
-        ),
-    };
-    let nodes = (0..cfg.nodes)
-        .map(|id| {
-            let node_cfg = NodeConfig {
-                id,
-                nodes: cfg.nodes,
-                workers: cfg.workers,
-                mode: cfg.mode,
-                cc: cfg.cc,
-                costs: cfg.costs.clone(),
-                backoff_max_ns: cfg.backoff_max_ns,
-                switch_timeout_ns: cfg.switch_timeout_ns,
-                record_history: cfg.record_history,
-                log: false,
-                peer_timeout_ns: 0,
-                incarnation: 0,
-            };
-            // The same database on every node, each with its own stream of transactions.
-            let workload = base.with_stream(splitmix64(cfg.seed ^ (u64::from(id) << 32)));
-            let view = SwitchView {
-                layout: layout.clone(),
-                engine: engine.clone(),
-                lock_layout: lock_layout.clone(),
-                lock_manager: lock_manager.clone(),
-            };
-            Node::new(node_cfg, workload, view, cfg.seed)
+            Mode::LmSwitch => RackSwitch::LockManager(
+                Switch::new(cfg.profile.clone(), self.lock_manager.clone()).map_err(|e| config_error(e.to_string()))?,
+            ),
         })
+    }
+
+    /// Node `id`'s configuration.
+    pub fn node_config(&self, cfg: &RunConfig, id: u16) -> NodeConfig {
+        NodeConfig {
+            id,
+            nodes: cfg.nodes,
+            workers: cfg.workers,
+            mode: cfg.mode,
+            cc: cfg.cc,
+            costs: cfg.costs.clone(),
+            backoff_max_ns: cfg.backoff_max_ns,
+            switch_timeout_ns: cfg.switch_timeout_ns,
+            record_history: cfg.record_history,
+            log: false,
+            peer_timeout_ns: 0,
+            incarnation: 0,
+        }
+    }
+
+    /// Node `id`'s workload: the same database on every node, each with its own stream.
+    pub fn node_workload(&self, cfg: &RunConfig, id: u16) -> Box<dyn Workload> {
+        self.workload.with_stream(splitmix64(cfg.seed ^ (u64::from(id) << 32)))
+    }
+
+    /// What the switch offers a node.
+    pub fn switch_view(&self) -> SwitchView {
+        SwitchView {
+            layout: self.layout.clone(),
+            engine: self.engine.clone(),
+            lock_layout: self.lock_layout.clone(),
+            lock_manager: self.lock_manager.clone(),
+        }
+    }
+}
+
+/// Builds the rack of `cfg` without running it.
+pub fn build(cfg: &RunConfig) -> Result<Rack, SimError> {
+    let plan = plan(cfg)?;
+    let switch = plan.switch(cfg)?;
+    let nodes = (0..cfg.nodes)
+        .map(|id| Node::new(plan.node_config(cfg, id), plan.node_workload(cfg, id), plan.switch_view(), cfg.seed))
         .collect::<Result<Vec<_>, String>>()
-        .map_err(config_error)?;
-    Ok(Rack { cluster: Cluster::new(nodes, switch, &cfg.link), layout, workload: base })
+        .map_err(SimError::Config)?;
+    Ok(Rack { cluster: Cluster::new(nodes, switch, &cfg.link), layout: plan.layout, workload: plan.workload })
 }
 
 /// Runs one point.

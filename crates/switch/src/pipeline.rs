@@ -220,6 +220,23 @@ impl<P: Program> Switch<P> {
         &mut self.registers
     }
 
+    /// The program, for the control plane (e.g. restoring what a rebuilt switch remembers).
+    pub fn program_mut(&mut self) -> &mut P {
+        &mut self.program
+    }
+
+    /// Continues global transaction ids after `gid` (a switch rebuilt from the nodes' logs
+    /// must not hand out an id that is already logged).
+    pub fn set_last_gid(&mut self, gid: u64) {
+        self.gid = gid;
+        self.stats.last_gid = gid;
+    }
+
+    /// The last global transaction id stamped.
+    pub fn last_gid(&self) -> u64 {
+        self.gid
+    }
+
     /// What the switch has done so far.
     pub fn stats(&self) -> &SwitchStats {
         &self.stats

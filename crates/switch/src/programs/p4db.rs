@@ -283,6 +283,14 @@ impl P4dbEngine {
         }
     }
 
+    /// Forgets what slot `txn_id` remembers about it (a rebuild undoing a trial execution).
+    pub fn forget(&mut self, txn_id: u64) {
+        let slot = (txn_id >> 32) as u32;
+        if self.last.get(&slot).is_some_and(|l| l.txn_id == txn_id) {
+            self.last.remove(&slot);
+        }
+    }
+
     /// How a copy of `txn_id` arriving now is treated: `None` to execute it, or the decision.
     fn check_duplicate(&mut self, p: &mut P4dbPacket) -> Option<PassDecision> {
         let id = p.txn.txn_id;

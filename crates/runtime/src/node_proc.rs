@@ -1,0 +1,319 @@
+//! A database node as a process: [`pisadb_node::Node`] driven by a UDP socket, a timer heap and
+//! the wall clock, with its write-ahead log on disk.
+//!
+//! ## The event loop
+//!
+//! One thread runs rounds. A round reads the clock once, runs the timers that are due, receives
+//! a batch of datagrams (waiting at most until the next timer) and hands each to the node. The
+//! log records all these handlers produced are then written and made durable with one
+//! `fdatasync` (group commit), and only then are their datagrams sent and their commits
+//! counted: nothing anyone can see is ahead of the log. A node's workers are logical (each runs
+//! one transaction at a time, closed loop); they share the thread, as they share the state
+//! machine.
+//!
+//! ## Start, stop, restart
+//!
+//! At start the node opens its log in its data directory. An empty log is a fresh node;
+//! otherwise [`pisadb_node::Node::recover`] redoes what the log holds and the node carries on
+//! in a new incarnation. At the config's stop time the workers stop starting transactions; the
+//! node keeps serving until nothing is in flight (or a grace period ends) and writes its report
+//! (`report.json`) to the data directory. SIGINT or SIGTERM stops it the same way.
+
+use crate::udp::BatchSocket;
+use crate::wal_file::WalFile;
+use crate::{stop_requested, unix_now_ns, RealConfig};
+use hdrhistogram::Histogram;
+use pisadb_core::{Insert, Nanos, TupleKey, Txn};
+use pisadb_node::{Finished, Node, NodeStats, Outbox, RecoveryReport, Timer};
+use pisadb_wire::SWITCH_ID;
+use pisadb_workload::TxnClass;
+use serde::{Deserialize, Serialize};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::path::Path;
+use std::time::Duration;
+
+/// How long a stopping node keeps serving others' transactions and finishing its own.
+const DRAIN_GRACE_NS: u64 = 3_000_000_000;
+
+/// A committed transaction, as the end-of-run checks want it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CommittedTxn {
+    /// Its type.
+    pub kind: String,
+    /// Hot, cold or warm.
+    pub class: TxnClass,
+    /// Whether it spanned nodes.
+    pub distributed: bool,
+    /// Its coordinator.
+    pub home: u16,
+    /// Its operations.
+    pub txn: Txn,
+    /// The rows it inserted.
+    pub inserts: Vec<Insert>,
+    /// Each operation's output.
+    pub outputs: Vec<i64>,
+}
+
+/// What a node reports when it stops (`report.json` in its data directory).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct NodeReport {
+    /// The node.
+    pub id: u16,
+    /// Its incarnation (0 unless it was restarted).
+    pub incarnation: u16,
+    /// Committed transactions reported by workers, in this incarnation.
+    pub committed: u64,
+    /// Of those, on the switch.
+    pub on_switch: u64,
+    /// Of those, all-hot.
+    pub hot: u64,
+    /// Aborted attempts.
+    pub aborts: u64,
+    /// Latency percentiles, µs.
+    pub latency_p50_us: f64,
+    /// 99th percentile, µs.
+    pub latency_p99_us: f64,
+    /// Seconds between the first round and the stop time.
+    pub seconds: f64,
+    /// Counters of the state machine.
+    pub switch_resends: u64,
+    /// Attempts aborted on a peer timeout.
+    pub peer_timeouts: u64,
+    /// Served transactions dropped when their lease ran out.
+    pub leases_expired: u64,
+    /// Datagrams rejected, by reason.
+    pub rejected: Vec<(String, u64)>,
+    /// Datagrams from an address other than the switch's.
+    pub not_from_switch: u64,
+    /// Log: `fdatasync` calls and records written in this incarnation.
+    pub log_syncs: u64,
+    /// Log records written.
+    pub log_records: u64,
+    /// What recovery found (a restarted node).
+    pub recovered_committed: u64,
+    /// Switch transactions without a logged answer at restart.
+    pub recovered_switch_pending: usize,
+    /// Prepared transactions without a logged outcome at restart.
+    pub recovered_in_doubt: usize,
+    /// Whether every transaction in flight finished before the grace period ended.
+    pub drained: bool,
+    /// With `verify`: every tuple of the node at the end.
+    pub store: Vec<(TupleKey, i64)>,
+    /// With `verify`: every transaction committed in this incarnation.
+    pub committed_txns: Vec<CommittedTxn>,
+}
+
+/// Runs node `id` of `cfg` until it is stopped; writes and returns its report.
+pub fn run_node(cfg: &RealConfig, id: u16, data_dir: &Path) -> Result<NodeReport, String> {
+    let plan = pisadb_sim::plan(&cfg.run).map_err(|e| e.to_string())?;
+    let mut node_cfg = plan.node_config(&cfg.run, id);
+    node_cfg.log = cfg.durable;
+    node_cfg.peer_timeout_ns = cfg.peer_timeout_ms * 1_000_000;
+    node_cfg.record_history = cfg.verify;
+    let listen = *cfg.nodes.get(usize::from(id)).ok_or_else(|| format!("node {id}: no address in the config"))?;
+    let mut wal = None;
+    let mut records = Vec::new();
+    if cfg.durable {
+        let opened = WalFile::open(data_dir)?;
+        if let Some((why, bytes)) = &opened.torn_tail {
+            eprintln!("node {id}: the log ended in a torn record ({why}, {bytes} bytes): cut off, as a crash mid-write leaves it");
+        }
+        records = opened.records;
+        wal = Some(opened.wal);
+    }
+    let (mut node, recovery) =
+        Node::recover(node_cfg, plan.node_workload(&cfg.run, id), plan.switch_view(), cfg.run.seed, &records)?;
+    if !records.is_empty() {
+        eprintln!(
+            "node {id}: recovered from {} log records: {} committed transactions redone, {} switch transactions \
+             to finish, {} prepared transactions to resolve; now incarnation {}",
+            records.len(),
+            recovery.committed,
+            recovery.switch_pending,
+            recovery.in_doubt,
+            recovery.incarnation
+        );
+    }
+    drop(records);
+    let mut socket = BatchSocket::bind(listen)?;
+    // Every node starts its workers at the rack's epoch (a restarted one at once).
+    let wait = cfg.epoch_unix_ns.saturating_sub(unix_now_ns());
+    std::thread::sleep(Duration::from_nanos(wait));
+    let mut driver = Driver::new(cfg, id, recovery);
+    driver.run(&mut node, &mut socket, wal.as_mut())?;
+    let mut report = driver.report(&node, wal.as_ref());
+    if cfg.verify {
+        report.store = node.store().iter().map(|(k, t)| (k, t.value)).collect();
+    }
+    let path = data_dir.join("report.json");
+    std::fs::create_dir_all(data_dir).map_err(|e| format!("{}: {e}", data_dir.display()))?;
+    std::fs::write(&path, serde_json::to_vec(&report).expect("report serializes"))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(report)
+}
+
+struct Driver<'a> {
+    cfg: &'a RealConfig,
+    id: u16,
+    timers: BinaryHeap<Reverse<(Nanos, u64, Timer)>>,
+    seq: u64,
+    latency: Histogram<u64>,
+    committed: u64,
+    on_switch: u64,
+    hot: u64,
+    not_from_switch: u64,
+    committed_txns: Vec<CommittedTxn>,
+    recovery: RecoveryReport,
+    started_ns: Nanos,
+    drained: bool,
+}
+
+impl<'a> Driver<'a> {
+    fn new(cfg: &'a RealConfig, id: u16, recovery: RecoveryReport) -> Self {
+        Driver {
+            cfg,
+            id,
+            timers: BinaryHeap::new(),
+            seq: 0,
+            latency: Histogram::new_with_bounds(1, 100_000_000_000, 3).expect("valid bounds"),
+            committed: 0,
+            on_switch: 0,
+            hot: 0,
+            not_from_switch: 0,
+            committed_txns: Vec::new(),
+            recovery,
+            started_ns: 0,
+            drained: false,
+        }
+    }
+
+    /// The rack's time: nanoseconds since its epoch.
+    fn now(&self) -> Nanos {
+        unix_now_ns().saturating_sub(self.cfg.epoch_unix_ns)
+    }
+
+    fn run(&mut self, node: &mut Node, socket: &mut BatchSocket, mut wal: Option<&mut WalFile>) -> Result<(), String> {
+        let stop_at = self.cfg.stop_unix_ns.saturating_sub(self.cfg.epoch_unix_ns);
+        let mut now = self.now();
+        self.started_ns = now;
+        let mut out = Outbox::default();
+        node.start(now, &mut out);
+        let mut stopping_since = None;
+        loop {
+            self.flush(&mut out, socket, wal.as_deref_mut())?;
+            now = self.now().max(now);
+            if stopping_since.is_none() && (now >= stop_at || stop_requested()) {
+                node.stop();
+                stopping_since = Some(now);
+            }
+            if let Some(since) = stopping_since {
+                if node.is_idle() {
+                    self.drained = true;
+                    return Ok(());
+                }
+                if now - since > DRAIN_GRACE_NS {
+                    eprintln!("node {}: transactions still in flight after the grace period; stopping anyway", self.id);
+                    return Ok(());
+                }
+            }
+            while let Some(&Reverse((at, _, timer))) = self.timers.peek() {
+                if at > now {
+                    break;
+                }
+                self.timers.pop();
+                node.handle_timer(now, timer, &mut out);
+            }
+            if !out.timers.is_empty() || !out.sends.is_empty() {
+                continue; // flush first: a timer due now must not wait for the socket
+            }
+            let next_timer = self.timers.peek().map_or(now + 1_000_000, |Reverse((at, _, _))| *at);
+            let wait = Duration::from_nanos(next_timer.saturating_sub(now).clamp(1_000, 1_000_000));
+            let switch = self.cfg.switch;
+            let not_from_switch = &mut self.not_from_switch;
+            socket.recv_batch(wait, |from, bytes| {
+                if from == switch {
+                    node.handle_datagram(now, bytes, &mut out);
+                } else {
+                    *not_from_switch += 1;
+                }
+            })?;
+        }
+    }
+
+    /// Group commit: makes the round's log records durable, then sends, sets timers and counts
+    /// commits.
+    fn flush(&mut self, out: &mut Outbox, socket: &mut BatchSocket, wal: Option<&mut WalFile>) -> Result<(), String> {
+        if let Some(wal) = wal {
+            wal.commit(&out.log)?;
+        }
+        out.log.clear();
+        let switch = self.cfg.switch;
+        let datagrams: Vec<_> = out
+            .sends
+            .drain(..)
+            .map(|s| {
+                debug_assert!(s.dst == SWITCH_ID || usize::from(s.dst) < self.cfg.nodes.len());
+                (switch, s.bytes)
+            })
+            .collect();
+        socket.send_batch(&datagrams);
+        for (at, timer) in out.timers.drain(..) {
+            self.seq += 1;
+            self.timers.push(Reverse((at, self.seq, timer)));
+        }
+        let now = self.now();
+        for f in out.finished.drain(..) {
+            self.count(now, f);
+        }
+        out.cpu_ns = 0;
+        Ok(())
+    }
+
+    fn count(&mut self, now: Nanos, f: Finished) {
+        self.committed += 1;
+        self.on_switch += u64::from(f.on_switch);
+        self.hot += u64::from(f.hot);
+        self.latency.saturating_record(now.saturating_sub(f.started).max(1));
+        if let Some(r) = f.record {
+            self.committed_txns.push(CommittedTxn {
+                kind: r.gen.kind.to_string(),
+                class: r.gen.class,
+                distributed: r.gen.distributed,
+                home: r.gen.home,
+                txn: r.gen.txn,
+                inserts: r.gen.inserts,
+                outputs: r.outputs,
+            });
+        }
+    }
+
+    fn report(&mut self, node: &Node, wal: Option<&WalFile>) -> NodeReport {
+        let stats: &NodeStats = node.stats();
+        let stop_at = self.cfg.stop_unix_ns.saturating_sub(self.cfg.epoch_unix_ns);
+        NodeReport {
+            id: self.id,
+            incarnation: node.config().incarnation,
+            committed: self.committed,
+            on_switch: self.on_switch,
+            hot: self.hot,
+            aborts: stats.aborts,
+            latency_p50_us: self.latency.value_at_quantile(0.5) as f64 / 1e3,
+            latency_p99_us: self.latency.value_at_quantile(0.99) as f64 / 1e3,
+            seconds: stop_at.saturating_sub(self.started_ns) as f64 / 1e9,
+            switch_resends: stats.switch_resends,
+            peer_timeouts: stats.peer_timeouts,
+            leases_expired: stats.leases_expired,
+            rejected: stats.rejected.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            not_from_switch: self.not_from_switch,
+            log_syncs: wal.map_or(0, |w| w.syncs),
+            log_records: wal.map_or(0, |w| w.records),
+            recovered_committed: self.recovery.committed,
+            recovered_switch_pending: self.recovery.switch_pending,
+            recovered_in_doubt: self.recovery.in_doubt,
+            drained: self.drained,
+            store: Vec::new(),
+            committed_txns: std::mem::take(&mut self.committed_txns),
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! The software switch as a process: the pipeline model ([`pisadb_sim::RackSwitch`], the same
+//! one the simulator drives) behind a UDP socket.
+//!
+//! Each round receives a batch of datagrams, maps each sender's address to its node id (the
+//! config's table; anything else is counted as unregistered and dropped, never executed), hands
+//! them to the model with the current time, runs what the model has due (recirculated packets
+//! re-entering), and sends what leaves it in one batch. The model's own latencies (a pass,
+//! recirculation) are hundreds of nanoseconds, below the loop's granularity: packets go out as
+//! soon as the model has produced them.
+//!
+//! ## Restart
+//!
+//! Started with the nodes' data directories (`--recover-from`), the switch first rebuilds its
+//! registers from their logs ([`pisadb_node::rebuild`]) and only then opens its socket, so no
+//! transaction runs on a half-built state. Nodes resend what went unanswered; the rebuilt
+//! switch answers those it replayed from its memory of answers.
+
+use crate::udp::BatchSocket;
+use crate::wal_file::read_dir_log;
+use crate::{stop_requested, unix_now_ns, RealConfig};
+use pisadb_core::{Nanos, TupleKey};
+use pisadb_node::rebuild::{rebuild_switch, RebuildReport};
+use pisadb_sim::{RackPlan, RackSwitch};
+use pisadb_switch::SwitchStats;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// What the switch reports when it stops.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct SwitchReport {
+    /// Datagrams received.
+    pub datagrams_in: u64,
+    /// Datagrams sent.
+    pub datagrams_out: u64,
+    /// Datagrams from addresses not in the table.
+    pub unregistered: u64,
+    /// Seconds the switch ran.
+    pub seconds: f64,
+    /// Pipeline passes.
+    pub passes: u64,
+    /// Passes that recirculated.
+    pub recirculations: u64,
+    /// Datagrams forwarded node to node.
+    pub forwarded: u64,
+    /// Program packets sent out.
+    pub emitted: u64,
+    /// Packets dropped after admission, by reason.
+    pub dropped: BTreeMap<String, u64>,
+    /// Datagrams refused, by reason (malformed, unknown node, spoofed sender, …).
+    pub rejected: BTreeMap<String, u64>,
+    /// The last GID stamped.
+    pub last_gid: u64,
+    /// Copies of finished transactions answered again without running them.
+    pub replayed_answers: u64,
+    /// What the rebuild did, if the switch was rebuilt from the logs.
+    pub rebuild: Option<RebuildSummary>,
+    /// P4DB mode: every hot tuple's value at the end.
+    pub hot_values: Vec<(TupleKey, i64)>,
+}
+
+/// [`RebuildReport`] in the report.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct RebuildSummary {
+    /// Replayed in GID order.
+    pub by_gid: usize,
+    /// Placed by dependency.
+    pub placed_by_dependency: usize,
+    /// Appended.
+    pub appended: usize,
+}
+
+impl From<RebuildReport> for RebuildSummary {
+    fn from(r: RebuildReport) -> Self {
+        RebuildSummary { by_gid: r.by_gid, placed_by_dependency: r.placed_by_dependency, appended: r.appended }
+    }
+}
+
+/// Builds the switch of `cfg`, rebuilt from the logs in `recover_from` if any are given.
+pub fn build_switch(
+    cfg: &RealConfig,
+    recover_from: &[PathBuf],
+) -> Result<(RackPlan, RackSwitch, Option<RebuildSummary>), String> {
+    let plan = pisadb_sim::plan(&cfg.run).map_err(|e| e.to_string())?;
+    let mut switch = plan.switch(&cfg.run).map_err(|e| e.to_string())?;
+    for id in 0..cfg.run.nodes {
+        switch.attach(id);
+    }
+    let mut rebuilt = None;
+    if !recover_from.is_empty() {
+        let logs = recover_from.iter().map(|d| read_dir_log(d)).collect::<Result<Vec<_>, _>>()?;
+        if let RackSwitch::P4db(s) = &mut switch {
+            let report = rebuild_switch(s, &logs)?;
+            eprintln!(
+                "switch: rebuilt from {} logs: {} transactions in GID order, {} placed by dependency, {} unanswered appended",
+                logs.len(),
+                report.by_gid,
+                report.placed_by_dependency,
+                report.appended
+            );
+            rebuilt = Some(report.into());
+        }
+    }
+    Ok((plan, switch, rebuilt))
+}
+
+/// The hot tuples' values in a P4DB switch.
+pub fn hot_values(plan: &RackPlan, switch: &RackSwitch) -> Vec<(TupleKey, i64)> {
+    plan.layout.iter().filter_map(|(k, p)| switch.register_value(p.register, p.index).map(|v| (k, v))).collect()
+}
+
+/// Runs the switch until SIGINT/SIGTERM; writes its report to `report` if given.
+pub fn run_switch(cfg: &RealConfig, recover_from: &[PathBuf], report: Option<&Path>) -> Result<SwitchReport, String> {
+    let (plan, mut switch, rebuild) = build_switch(cfg, recover_from)?;
+    let mut socket = BatchSocket::bind(cfg.switch)?;
+    let mut out = SwitchReport { rebuild, ..SwitchReport::default() };
+    let clock = || unix_now_ns().saturating_sub(cfg.epoch_unix_ns);
+    let started = clock();
+    let mut now: Nanos = started;
+    let mut outgoing = Vec::new();
+    while !stop_requested() {
+        let wait = switch.poll_timeout().map_or(1_000_000, |t| t.saturating_sub(now)).clamp(1_000, 1_000_000);
+        socket.recv_batch(Duration::from_nanos(wait), |from, bytes| {
+            out.datagrams_in += 1;
+            match cfg.node_at(from) {
+                Some(node) => switch.handle_datagram(now, node, bytes),
+                None => out.unregistered += 1,
+            }
+        })?;
+        // The model needs time to move forward only.
+        now = clock().max(now);
+        switch.handle_timeout(now);
+        while let Some(t) = switch.poll_transmit() {
+            if let Some(&to) = cfg.nodes.get(usize::from(t.dst)) {
+                outgoing.push((to, t.bytes));
+            }
+        }
+        out.datagrams_out += socket.send_batch(&outgoing) as u64;
+        outgoing.clear();
+    }
+    out.seconds = clock().saturating_sub(started) as f64 / 1e9;
+    let stats: &SwitchStats = switch.stats();
+    let named = |m: &BTreeMap<&'static str, u64>| m.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+    (out.passes, out.recirculations, out.forwarded, out.emitted) =
+        (stats.passes, stats.recirculations, stats.forwarded, stats.emitted);
+    (out.dropped, out.rejected, out.last_gid) = (named(&stats.dropped), named(&stats.rejected), stats.last_gid);
+    if let RackSwitch::P4db(s) = &switch {
+        out.replayed_answers = s.program().replayed;
+        if cfg.run.mode == pisadb_node::Mode::P4db {
+            out.hot_values = hot_values(&plan, &switch);
+        }
+    }
+    if let Some(path) = report {
+        std::fs::write(path, serde_json::to_vec(&out).expect("report serializes"))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(out)
+}

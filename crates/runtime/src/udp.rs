@@ -1,0 +1,90 @@
+//! A UDP socket that moves datagrams in batches: one `recvmmsg` or `sendmmsg` system call for
+//! up to [`BATCH`] datagrams, which is what keeps a software switch or node from spending its
+//! time in the kernel. Receiving blocks for at most the timeout given (`SO_RCVTIMEO` with
+//! `MSG_WAITFORONE`: wait for the first datagram, then take what is already queued).
+
+use nix::sys::socket::{recvmmsg, sendmmsg, MsgFlags, MultiHeaders, SockaddrIn, SockaddrStorage};
+use std::io::{IoSlice, IoSliceMut};
+use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::time::Duration;
+
+/// Datagrams per system call.
+pub const BATCH: usize = 64;
+/// The largest datagram we send or accept (a P4DB packet of 32 instructions is ~300 bytes).
+pub const MAX_DATAGRAM: usize = 2048;
+
+/// A bound UDP socket with batched I/O, IPv4 only (loopback and our own namespaces).
+pub struct BatchSocket {
+    socket: UdpSocket,
+    buffers: Vec<[u8; MAX_DATAGRAM]>,
+    headers: MultiHeaders<SockaddrIn>,
+}
+
+impl BatchSocket {
+    /// Binds `addr` (an IPv4 address: loopback or a namespace's).
+    pub fn bind(addr: SocketAddr) -> Result<Self, String> {
+        if !addr.is_ipv4() {
+            return Err(format!("{addr}: only IPv4 addresses are supported"));
+        }
+        let socket = UdpSocket::bind(addr).map_err(|e| format!("cannot bind UDP {addr}: {e}"))?;
+        Ok(BatchSocket {
+            socket,
+            buffers: vec![[0; MAX_DATAGRAM]; BATCH],
+            headers: MultiHeaders::preallocate(BATCH, None),
+        })
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.socket.local_addr().expect("a bound socket has an address")
+    }
+
+    /// Receives up to [`BATCH`] datagrams, waiting at most `timeout` for the first; calls
+    /// `each(from, bytes)` for each one.
+    pub fn recv_batch(&mut self, timeout: Duration, mut each: impl FnMut(SocketAddr, &[u8])) -> Result<usize, String> {
+        let timeout = timeout.max(Duration::from_micros(1));
+        self.socket.set_read_timeout(Some(timeout)).map_err(|e| format!("set_read_timeout: {e}"))?;
+        let fd = self.socket.as_raw_fd();
+        let received: Vec<(Option<SocketAddr>, usize)> = {
+            let mut slices: Vec<[IoSliceMut<'_>; 1]> =
+                self.buffers.iter_mut().map(|b| [IoSliceMut::new(&mut b[..])]).collect();
+            match recvmmsg(fd, &mut self.headers, slices.iter_mut(), MsgFlags::MSG_WAITFORONE, None) {
+                Ok(msgs) => msgs.map(|m| (m.address.map(|a| SocketAddr::V4(SocketAddrV4::from(a))), m.bytes)).collect(),
+                Err(nix::errno::Errno::EAGAIN | nix::errno::Errno::EINTR) => return Ok(0),
+                // A datagram sent earlier bounced off a closed port (a peer is down): not an error here.
+                Err(nix::errno::Errno::ECONNREFUSED) => return Ok(0),
+                Err(e) => return Err(format!("recvmmsg: {e}")),
+            }
+        };
+        for (i, (from, len)) in received.iter().enumerate() {
+            if let Some(from) = from {
+                each(*from, &self.buffers[i][..(*len).min(MAX_DATAGRAM)]);
+            }
+        }
+        Ok(received.len())
+    }
+
+    /// Sends every `(to, bytes)`, [`BATCH`] per system call. A datagram the kernel refuses
+    /// (a full buffer, a peer that is down) is lost, as on a wire: the protocols retry.
+    /// Returns how many were handed to the kernel.
+    pub fn send_batch(&mut self, datagrams: &[(SocketAddr, Vec<u8>)]) -> usize {
+        let mut sent = 0;
+        for chunk in datagrams.chunks(BATCH) {
+            let slices: Vec<[IoSlice<'_>; 1]> = chunk.iter().map(|(_, b)| [IoSlice::new(b)]).collect();
+            let addrs: Vec<Option<SockaddrStorage>> =
+                chunk.iter().map(|(a, _)| Some(SockaddrStorage::from(*a))).collect();
+            let mut headers: MultiHeaders<SockaddrStorage> = MultiHeaders::preallocate(chunk.len(), None);
+            match sendmmsg(self.socket.as_raw_fd(), &mut headers, &slices, &addrs, [], MsgFlags::MSG_DONTWAIT) {
+                Ok(results) => sent += results.count(),
+                Err(_) => {
+                    // Some datagram of the batch failed: send the rest one by one.
+                    for (to, bytes) in chunk {
+                        sent += usize::from(self.socket.send_to(bytes, to).is_ok());
+                    }
+                }
+            }
+        }
+        sent
+    }
+}
