@@ -237,6 +237,7 @@ fn to_json(args: &ClusterArgs, opts: &ClusterOptions, r: &ClusterResult) -> serd
                 "latency_p50_us": n.latency_p50_us, "latency_p99_us": n.latency_p99_us,
                 "switch_resends": n.switch_resends, "peer_timeouts": n.peer_timeouts,
                 "log_syncs": n.log_syncs, "log_records": n.log_records, "drained": n.drained,
+                "not_from_switch": n.not_from_switch,
                 "rejected": n.rejected,
             })
         })
