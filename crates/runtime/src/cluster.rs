@@ -304,7 +304,14 @@ fn verify(
         };
         checks.push(("switch: registers rebuilt from all logs equal the live switch's".into(), ok, detail));
     }
-    if node_killed {
+    let undrained: Vec<u16> = reports.iter().filter(|r| !r.drained).map(|r| r.id).collect();
+    if !undrained.is_empty() {
+        checks.push((
+            "workload invariants".into(),
+            false,
+            format!("nodes {undrained:?} stopped with transactions in flight, so their list of commits is incomplete"),
+        ));
+    } else if node_killed {
         checks.push((
             "workload invariants".into(),
             true,

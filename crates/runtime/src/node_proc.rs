@@ -34,7 +34,8 @@ use std::path::Path;
 use std::time::Duration;
 
 /// How long a stopping node keeps serving others' transactions and finishing its own.
-const DRAIN_GRACE_NS: u64 = 3_000_000_000;
+/// Long enough for a restarted switch to plan the rack and rebuild from the logs.
+const DRAIN_GRACE_NS: u64 = 15_000_000_000;
 
 /// A committed transaction, as the end-of-run checks want it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
