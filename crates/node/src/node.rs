@@ -942,9 +942,7 @@ impl Node {
                         self.send_switch_txn(now, worker, group.unwrap_or(0), out);
                     } else {
                         let (id, writers) = (a.id, a.writers.clone());
-                        for n in writers {
-                            self.send_node(n, &NodeMsg::Commit { txn: id }, out);
-                        }
+                        self.send_commit(id, &writers, out);
                         self.commit_coordinator(now, worker, None, out);
                     }
                 }
@@ -981,9 +979,7 @@ impl Node {
         let readers: Vec<u16> = a.contacted.iter().copied().filter(|n| !writes.contains_key(n)).collect();
         a.writers = writes.keys().copied().filter(|&n| n != me).collect();
         let local_writes = writes.remove(&me).unwrap_or_default();
-        for n in readers {
-            self.send_node(n, &NodeMsg::Commit { txn: id }, out);
-        }
+        self.send_commit(id, &readers, out);
         if let Some(s) = self.served.get_mut(&id) {
             s.prepared = local_writes;
         }
@@ -1043,25 +1039,41 @@ impl Node {
         let inserted = self.insert_rows(id, &inserts, &outputs, out);
         let a = self.workers[usize::from(worker)].current.as_mut().expect("an attempt");
         (a.gen.inserts, a.outputs, a.inserted) = (inserts, outputs, inserted.clone());
-        if !a.writers.is_empty() {
-            self.decided.insert(id);
-        }
+        let has_remote_writers = !a.writers.is_empty();
+        self.note_decided(id, has_remote_writers);
         if self.cfg.log {
             let local_writes = self.served.get(&id).map(|s| s.prepared.clone()).unwrap_or_default();
-            out.log.extend(self.commit_record(id, answer, local_writes, inserted));
+            out.log.extend(self.commit_record(id, answer, local_writes, inserted, has_remote_writers));
         }
         self.commit_local(now, id, out);
         self.finish(now, worker, answer.map(|p| p.gid), out);
     }
 
+    /// Remembers that `txn`, which this node coordinated, committed, if remote writers may ask
+    /// about it: only with a log or peer timeouts can a participant come to ask, so the
+    /// default simulation keeps no such set.
+    fn note_decided(&mut self, txn: TxnId, has_remote_writers: bool) {
+        if has_remote_writers && (self.cfg.log || self.cfg.peer_timeout_ns > 0) {
+            self.decided.insert(txn);
+        }
+    }
+
+    /// Tells each of `nodes` that `txn` committed.
+    fn send_commit(&mut self, txn: TxnId, nodes: &[u16], out: &mut Outbox) {
+        for &n in nodes {
+            self.send_node(n, &NodeMsg::Commit { txn }, out);
+        }
+    }
+
     /// The log record of a commit: the switch's answer, or the redo record of a transaction on
-    /// the nodes (none for one that wrote nothing).
+    /// the nodes (none for one that wrote nothing and has no remote writers to decide for).
     fn commit_record(
         &self,
         txn: TxnId,
         answer: Option<&TxnPacket>,
         writes: Vec<(TupleKey, i64)>,
         inserted: Vec<(TupleKey, i64)>,
+        has_remote_writers: bool,
     ) -> Option<LogRecord> {
         let insert_seq = self.insert_seq;
         match answer {
@@ -1073,7 +1085,7 @@ impl Node {
                 inserted,
                 insert_seq,
             }),
-            None if writes.is_empty() && inserted.is_empty() && !self.decided.contains(&txn) => None,
+            None if writes.is_empty() && inserted.is_empty() && !has_remote_writers => None,
             None => Some(LogRecord::Committed { txn, writes, inserted, insert_seq }),
         }
     }
@@ -1108,7 +1120,7 @@ impl Node {
     /// A switch transaction recovered from the log got its answer: it commits now, as it would
     /// have before the crash (its coordinator's attempt is gone, so nothing is reported).
     fn finish_recovered(&mut self, txn: TxnId, p: PendingSwitchTxn, answer: &TxnPacket, out: &mut Outbox) {
-        let mut outputs = p.outputs.clone();
+        let mut outputs = p.outputs;
         for (instr, &op) in answer.instrs.iter().zip(&p.instr_order) {
             if let Some(slot) = outputs.get_mut(usize::from(op)) {
                 *slot = i64::from(instr.data);
@@ -1116,15 +1128,12 @@ impl Node {
         }
         let inserted = self.insert_rows(txn, &p.inserts, &outputs, out);
         if answer.multicast == 0 {
-            for &n in &p.writers {
-                self.send_node(n, &NodeMsg::Commit { txn }, out);
-            }
+            // No multicast group covered the participants: tell them here.
+            self.send_commit(txn, &p.writers, out);
         }
-        if !p.writers.is_empty() {
-            self.decided.insert(txn);
-        }
+        self.note_decided(txn, !p.writers.is_empty());
         if self.cfg.log {
-            out.log.extend(self.commit_record(txn, Some(answer), Vec::new(), inserted));
+            out.log.extend(self.commit_record(txn, Some(answer), Vec::new(), inserted, !p.writers.is_empty()));
         }
         self.stats.recovered_commits += 1;
     }
@@ -1233,9 +1242,7 @@ impl Node {
         if a.phase == Phase::WarmSwitch && pkt.multicast == 0 && !a.writers.is_empty() {
             // No multicast group covers the participants: tell them here.
             let (writers, id) = (a.writers.clone(), a.id);
-            for n in writers {
-                self.send_node(n, &NodeMsg::Commit { txn: id }, out);
-            }
+            self.send_commit(id, &writers, out);
         }
         self.commit_coordinator(now, worker, Some(&pkt), out);
     }

@@ -12,11 +12,12 @@
 //!   so after a node kill this check is skipped (and says so).
 
 use crate::node_proc::NodeReport;
-use crate::switch_proc::{build_switch, hot_values, SwitchReport};
+use crate::switch_proc::{fresh_switch, hot_values, SwitchReport};
 use crate::wal_file::read_dir_log;
 use crate::{install_stop_signals, stop_requested, unix_now_ns, RealConfig};
 use pisadb_core::SerialStore;
 use pisadb_node::{Mode, Node};
+use pisadb_sim::RackPlan;
 use pisadb_workload::GeneratedTxn;
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, UdpSocket};
@@ -95,7 +96,7 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult, String> {
     // Every process plans the rack before it starts (layout fitting); give them that time.
     #[allow(clippy::disallowed_methods)] // the supervisor measures its own start-up
     let planned = std::time::Instant::now();
-    pisadb_sim::plan(&opts.run).map_err(|e| e.to_string())?;
+    let plan = pisadb_sim::plan(&opts.run).map_err(|e| e.to_string())?;
     let startup_ns = (planned.elapsed().as_nanos() as u64).saturating_mul(3) + 1_000_000_000;
     let epoch = unix_now_ns() + startup_ns;
     let cfg = RealConfig {
@@ -165,7 +166,7 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult, String> {
     let aborts: u64 = reports.iter().map(|r| r.aborts).sum();
     let mut checks = Vec::new();
     if opts.durable && opts.verify {
-        checks = verify(&cfg, &opts.data_dir, &reports, &switch_report, node_killed)?;
+        checks = verify(&cfg, &plan, &opts.data_dir, &reports, &switch_report, node_killed)?;
     }
     Ok(ClusterResult {
         committed_per_s: committed as f64 / opts.seconds,
@@ -260,12 +261,12 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, String> {
 /// The end-of-run checks of the module documentation.
 fn verify(
     cfg: &RealConfig,
+    plan: &RackPlan,
     data_dir: &Path,
     reports: &[NodeReport],
     switch: &SwitchReport,
     node_killed: bool,
 ) -> Result<Vec<(String, bool, String)>, String> {
-    let plan = pisadb_sim::plan(&cfg.run).map_err(|e| e.to_string())?;
     let mut checks = Vec::new();
     let mut logs = Vec::new();
     for r in reports {
@@ -286,14 +287,14 @@ fn verify(
         logs.push(log);
     }
     if cfg.run.mode == Mode::P4db {
-        let (_, mut fresh, _) = build_switch(cfg, &[])?;
+        let mut fresh = fresh_switch(plan, cfg)?;
         let rebuilt = match &mut fresh {
             pisadb_sim::RackSwitch::P4db(s) => pisadb_node::rebuild::rebuild_switch(s, &logs).map(|_| ()),
             pisadb_sim::RackSwitch::LockManager(_) => Ok(()),
         };
         let (ok, detail) = match rebuilt {
             Ok(()) => {
-                let expected = hot_values(&plan, &fresh);
+                let expected = hot_values(plan, &fresh);
                 let differing = expected.iter().zip(&switch.hot_values).filter(|(a, b)| a != b).count();
                 (
                     differing == 0 && expected.len() == switch.hot_values.len(),

@@ -83,10 +83,7 @@ pub fn build_switch(
     recover_from: &[PathBuf],
 ) -> Result<(RackPlan, RackSwitch, Option<RebuildSummary>), String> {
     let plan = pisadb_sim::plan(&cfg.run).map_err(|e| e.to_string())?;
-    let mut switch = plan.switch(&cfg.run).map_err(|e| e.to_string())?;
-    for id in 0..cfg.run.nodes {
-        switch.attach(id);
-    }
+    let mut switch = fresh_switch(&plan, cfg)?;
     let mut rebuilt = None;
     if !recover_from.is_empty() {
         let logs = recover_from.iter().map(|d| read_dir_log(d)).collect::<Result<Vec<_>, _>>()?;
@@ -103,6 +100,15 @@ pub fn build_switch(
         }
     }
     Ok((plan, switch, rebuilt))
+}
+
+/// The switch of `plan` as it starts, with every node of `cfg` attached.
+pub fn fresh_switch(plan: &RackPlan, cfg: &RealConfig) -> Result<RackSwitch, String> {
+    let mut switch = plan.switch(&cfg.run).map_err(|e| e.to_string())?;
+    for id in 0..cfg.run.nodes {
+        switch.attach(id);
+    }
+    Ok(switch)
 }
 
 /// The hot tuples' values in a P4DB switch.

@@ -232,17 +232,20 @@ pub struct P4dbEngine {
     pub replayed: u64,
 }
 
-/// The last transaction a worker slot got admitted.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// The last transaction a worker slot got admitted. The entry and its results buffer are
+/// reused by the slot's next transaction: no allocation per transaction in the pipeline.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 struct LastTxn {
     /// Its full id.
     txn_id: u64,
-    /// Its answer, once its last pass ran.
-    answer: Option<Answer>,
+    /// Whether its last pass ran (then `answer` holds its answer).
+    finished: bool,
+    /// Its answer, once finished.
+    answer: Answer,
 }
 
 /// What a finished switch transaction answered: enough to answer a copy again.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Answer {
     /// Its global transaction id.
     pub gid: u64,
@@ -279,8 +282,25 @@ impl P4dbEngine {
         let slot = (txn_id >> 32) as u32;
         let newer = self.last.get(&slot).is_some_and(|l| is_older(txn_id, l.txn_id));
         if !newer {
-            self.last.insert(slot, LastTxn { txn_id, answer: Some(answer) });
+            self.last.insert(slot, LastTxn { txn_id, finished: true, answer });
         }
+    }
+
+    /// Notes that `txn_id` was admitted (stamped its GID): copies of it are dropped until it
+    /// finishes.
+    fn admitted(&mut self, txn_id: u64) {
+        let last = self.last.entry((txn_id >> 32) as u32).or_default();
+        (last.txn_id, last.finished) = (txn_id, false);
+    }
+
+    /// Stores the answer of admitted transaction `txn` as it leaves, in its slot's buffer.
+    fn answered(&mut self, txn: &TxnPacket) {
+        let Some(last) = self.last.get_mut(&((txn.txn_id >> 32) as u32)).filter(|l| l.txn_id == txn.txn_id) else {
+            return;
+        };
+        last.answer.results.clear();
+        last.answer.results.extend(txn.instrs.iter().map(|i| i.data));
+        (last.answer.gid, last.answer.acc, last.finished) = (txn.gid, txn.acc, true);
     }
 
     /// Forgets what slot `txn_id` remembers about it (a rebuild undoing a trial execution).
@@ -301,7 +321,10 @@ impl P4dbEngine {
         if last.txn_id != id {
             return None;
         }
-        let Some(answer) = &last.answer else { return Some(PassDecision::Drop("duplicate_in_flight")) };
+        if !last.finished {
+            return Some(PassDecision::Drop("duplicate_in_flight"));
+        }
+        let answer = &last.answer;
         if answer.results.len() != p.txn.instrs.len() {
             return Some(PassDecision::Drop("duplicate_mismatch"));
         }
@@ -565,8 +588,7 @@ impl Program for P4dbEngine {
             if first_pass {
                 p.txn.gid = ctx.stamp_gid();
                 p.holds_locks = action == TRY_LOCK;
-                let slot = (p.txn.txn_id >> 32) as u32;
-                self.last.insert(slot, LastTxn { txn_id: p.txn.txn_id, answer: None });
+                self.admitted(p.txn.txn_id);
             }
             if action == UNLOCK {
                 p.holds_locks = false;
@@ -576,9 +598,7 @@ impl Program for P4dbEngine {
             return PassDecision::Drop("rule_violation");
         }
         if p.passes_left == 0 {
-            let answer =
-                Answer { gid: p.txn.gid, results: p.txn.instrs.iter().map(|i| i.data).collect(), acc: p.txn.acc };
-            self.remember(p.txn.txn_id, answer);
+            self.answered(&p.txn);
             finished(&p.txn)
         } else if self.config.fast_recirculation {
             PassDecision::Recirculate(Recirc::Fast)
