@@ -33,6 +33,9 @@ enum Command {
     Reproduce(commands::reproduce::Args),
     /// Simulate one system on one workload (YCSB, SmallBank or TPC-C) and report its figures.
     Bench(commands::bench::Args),
+    /// Fault-injection testing: many short simulated racks with lossy links and crashes, each
+    /// checked for serializability, lost commits, invariants and progress.
+    Fuzz(commands::fuzz::Args),
     /// Real mode: start a software switch and N node processes on loopback (UDP, write-ahead
     /// logs), run a workload, optionally kill -9 and restart some, and check the result.
     Cluster(commands::real::ClusterArgs),
@@ -52,6 +55,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => commands::bench::run_bench(&args),
         Command::Sweep(args) => commands::sweep::run_sweep(&args),
         Command::Reproduce(args) => commands::reproduce::run(&args),
+        Command::Fuzz(args) => commands::fuzz::run(&args),
         Command::Cluster(args) => commands::real::run_cluster_command(&args),
         Command::Switch(args) => commands::real::run_switch(&args),
         Command::Node(args) => commands::real::run_node(&args),

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod experiments;
+pub mod fuzz;
 pub mod layout;
 pub mod real;
 pub mod reproduce;

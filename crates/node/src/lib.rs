@@ -15,7 +15,9 @@ pub mod store;
 pub mod wal;
 
 pub use config::{Cc, CpuCosts, Mode, NodeConfig};
-pub use node::{Finished, Node, NodeStats, Outbox, PhaseTimes, Record, RecoveryReport, Route, Send, SwitchView, Timer};
+pub use node::{
+    Finished, Node, NodeStats, Outbox, PhaseTimes, Record, RecoveredCommit, RecoveryReport, Route, Send, SwitchView, Timer,
+};
 pub use wal::LogRecord;
 
 /// A committed transaction's reads and writes with versions, as the serializability checker wants them.

@@ -195,6 +195,8 @@ impl std::ops::AddAssign for PhaseTimes {
 /// What a committed transaction did, for checkers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Record {
+    /// The committed attempt's id.
+    pub id: TxnId,
     /// The transaction as the workload generated it.
     pub gen: GeneratedTxn,
     /// Each operation's output.
@@ -232,6 +234,27 @@ pub struct Outbox {
     /// Write-ahead log records (with `log`): the driver makes them durable before it sends
     /// `sends` or reports `finished`.
     pub log: Vec<LogRecord>,
+    /// With `record_history` and `log`: the record of a switch transaction as it is logged,
+    /// which is when it counts as committed (§6.1). Its switch outputs and GID are not known
+    /// yet; they come with `finished` or, if the node crashed first, with `recovered`. A
+    /// checker keeps it, as a client remembers what it submitted.
+    pub committing: Vec<Box<Record>>,
+    /// Switch transactions logged before a crash that got their answer after the restart.
+    pub recovered: Vec<RecoveredCommit>,
+}
+
+/// A switch transaction whose node crashed after logging it, answered after the restart: what
+/// completes the record a checker kept from [`Outbox::committing`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecoveredCommit {
+    /// The transaction.
+    pub txn: TxnId,
+    /// The GID the switch gave it.
+    pub gid: u64,
+    /// Each operation's output (cold ones from the log, hot ones from the answer).
+    pub outputs: Vec<i64>,
+    /// Rows inserted at commit, with their values.
+    pub inserted: Vec<(TupleKey, i64)>,
 }
 
 /// What [`Node::recover`] found in the log.
@@ -299,6 +322,9 @@ enum Phase {
     Prepare,
     /// A warm transaction's cold part is ready; its switch sub-transaction is out.
     WarmSwitch,
+    /// Aborted, waiting out the backoff before the retry: late replies and timers of this
+    /// attempt are ignored (acting on them would abort twice, or commit what was aborted).
+    Aborted,
 }
 
 /// One distinct tuple of a transaction on the nodes.
@@ -328,6 +354,8 @@ struct Attempt {
     contacted: Vec<u16>,
     /// Replies still expected.
     pending: usize,
+    /// Nodes that replied in this phase: a duplicated reply must not count twice.
+    replied: Vec<u16>,
     denied: bool,
     /// LM-Switch: the lock request, and which entries were granted.
     switch_locks: Option<(LockPacket, u32)>,
@@ -362,6 +390,7 @@ impl Attempt {
             Phase::LockRead => t.lock_read_ns += spent,
             Phase::Prepare => t.commit_ns += spent,
             Phase::SwitchTxn | Phase::SwitchLocks | Phase::WarmSwitch => t.switch_ns += spent,
+            Phase::Aborted => {} // the next attempt counts it as retry time
         }
     }
 }
@@ -589,6 +618,33 @@ impl Node {
         self.workers.iter().all(|w| w.current.is_none()) && self.served.is_empty() && self.recovering.is_empty()
     }
 
+    /// What is in flight, one line each (for a driver to say why a node does not go idle).
+    pub fn in_flight(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        for (i, w) in self.workers.iter().enumerate() {
+            if let Some(a) = &w.current {
+                lines.push(format!(
+                    "worker {i}: attempt {:#x} ({}, attempt {}) in {:?}, waiting for {} replies from {:?}, writers {:?}",
+                    a.id, a.gen.kind, a.attempts, a.phase, a.pending, a.contacted, a.writers
+                ));
+            }
+        }
+        for (txn, s) in &self.served {
+            lines.push(format!(
+                "serving {txn:#x} for {:?}: {}/{} locks, {} held, voted {}",
+                s.requester,
+                s.next,
+                s.entries.len(),
+                s.held.len(),
+                s.voted
+            ));
+        }
+        for txn in self.recovering.keys() {
+            lines.push(format!("recovered switch transaction {txn:#x} waits for its answer"));
+        }
+        lines
+    }
+
     /// Stops starting new transactions; those in flight (and their retries) still finish.
     pub fn stop(&mut self) {
         self.stopped = true;
@@ -764,6 +820,7 @@ impl Node {
             accesses: Vec::new(),
             contacted: Vec::new(),
             pending: 0,
+            replied: Vec::new(),
             denied: false,
             switch_locks: None,
             writers: Vec::new(),
@@ -879,6 +936,7 @@ impl Node {
                 by_owner.entry(acc.owner).or_default().push((acc.key, acc.mode));
             }
             a.pending = by_owner.len();
+            a.replied.clear();
             a.contacted = by_owner.keys().copied().filter(|&n| n != self.cfg.id).collect();
             if self.cfg.peer_timeout_ns > 0 && !a.contacted.is_empty() {
                 // One deadline for the attempt's remote work: locks, reads and votes.
@@ -907,6 +965,12 @@ impl Node {
         let Some(a) = self.workers[usize::from(worker)].current.as_mut() else { return };
         if a.id != msg.txn() {
             return; // a reply to an earlier, aborted attempt
+        }
+        if matches!(a.phase, Phase::LockRead | Phase::Prepare) {
+            if a.replied.contains(&from) {
+                return self.reject("duplicate_reply");
+            }
+            a.replied.push(from);
         }
         match (a.phase, msg) {
             (Phase::LockRead, NodeMsg::LockReadReply { granted, values, .. }) => {
@@ -947,6 +1011,7 @@ impl Node {
                     }
                 }
             }
+            (Phase::Aborted, _) => {} // a late reply to the aborted attempt
             _ => self.reject("unexpected_reply"),
         }
     }
@@ -994,6 +1059,7 @@ impl Node {
         }
         a.enter(now, Phase::Prepare);
         a.pending = a.writers.len();
+        a.replied.clear();
         a.denied = false;
         let writers = a.writers.clone();
         for n in writers {
@@ -1023,6 +1089,9 @@ impl Node {
                 instr_order: a.instr_order.iter().map(|&i| i as u16).collect(),
                 inserts: a.gen.inserts.clone(),
             });
+            if self.cfg.record_history {
+                out.committing.push(record_of(a, None));
+            }
         }
         out.cpu_ns += self.cfg.costs.message_ns + self.cfg.costs.stack_ns;
         self.send_switch(Kind::P4dbTxn, |b| pkt.encode(b), out);
@@ -1121,6 +1190,11 @@ impl Node {
     /// have before the crash (its coordinator's attempt is gone, so nothing is reported).
     fn finish_recovered(&mut self, txn: TxnId, p: PendingSwitchTxn, answer: &TxnPacket, out: &mut Outbox) {
         let mut outputs = p.outputs;
+        // A hot transaction logs no outputs of its own: make room for the switch's.
+        let ops = p.instr_order.iter().map(|&op| usize::from(op) + 1).max().unwrap_or(0);
+        if outputs.len() < ops {
+            outputs.resize(ops, 0);
+        }
         for (instr, &op) in answer.instrs.iter().zip(&p.instr_order) {
             if let Some(slot) = outputs.get_mut(usize::from(op)) {
                 *slot = i64::from(instr.data);
@@ -1133,7 +1207,10 @@ impl Node {
         }
         self.note_decided(txn, !p.writers.is_empty());
         if self.cfg.log {
-            out.log.extend(self.commit_record(txn, Some(answer), Vec::new(), inserted, !p.writers.is_empty()));
+            out.log.extend(self.commit_record(txn, Some(answer), Vec::new(), inserted.clone(), !p.writers.is_empty()));
+        }
+        if self.cfg.record_history {
+            out.recovered.push(RecoveredCommit { txn, gid: answer.gid, outputs, inserted });
         }
         self.stats.recovered_commits += 1;
     }
@@ -1146,7 +1223,8 @@ impl Node {
 
     fn abort(&mut self, now: Nanos, worker: u16, out: &mut Outbox) {
         self.stats.aborts += 1;
-        let a = self.workers[usize::from(worker)].current.as_ref().expect("an attempt");
+        let a = self.workers[usize::from(worker)].current.as_mut().expect("an attempt");
+        a.enter(now, Phase::Aborted);
         let (id, contacted) = (a.id, a.contacted.clone());
         for n in contacted {
             self.send_node(n, &NodeMsg::Abort { txn: id }, out);
@@ -1184,23 +1262,7 @@ impl Node {
         let mut a = self.workers[usize::from(worker)].current.take().expect("an attempt");
         a.close_phase(now);
         let on_switch = a.phase == Phase::SwitchTxn;
-        let record = self.cfg.record_history.then(|| {
-            let updates = a.accesses.iter().filter(|x| x.write).map(|x| (x.key, x.version));
-            let history = (!on_switch).then(|| CommittedTxn {
-                id: a.id,
-                reads: a.accesses.iter().map(|x| (x.key, x.version)).collect(),
-                // A created row overwrites no version: it is the first.
-                writes: updates.chain(a.inserted.iter().map(|&(key, _)| (key, 0))).collect(),
-            });
-            Box::new(Record {
-                gen: a.gen.clone(),
-                outputs: a.outputs.clone(),
-                gid,
-                switch_ops: a.switch_ops.clone(),
-                inserted: a.inserted.clone(),
-                history,
-            })
-        });
+        let record = self.cfg.record_history.then(|| record_of(&a, gid));
         out.finished.push(Finished {
             worker,
             kind: a.gen.kind,
@@ -1470,6 +1532,28 @@ fn parts_independent(txn: &Txn, on_switch: &[usize]) -> bool {
     }
     let switch = |i: usize| on_switch.binary_search(&i).is_ok();
     txn.dependencies().iter().all(|&(i, j)| switch(i) == switch(j))
+}
+
+/// What attempt `a` did, for checkers: the reads and writes on the nodes with the versions they
+/// saw and replaced (none for a transaction wholly on the switch), and the switch's part.
+fn record_of(a: &Attempt, gid: Option<u64>) -> Box<Record> {
+    let on_switch = a.phase == Phase::SwitchTxn;
+    let updates = a.accesses.iter().filter(|x| x.write).map(|x| (x.key, x.version));
+    let history = (!on_switch).then(|| CommittedTxn {
+        id: a.id,
+        reads: a.accesses.iter().map(|x| (x.key, x.version)).collect(),
+        // A created row overwrites no version: it is the first.
+        writes: updates.chain(a.inserted.iter().map(|&(key, _)| (key, 0))).collect(),
+    });
+    Box::new(Record {
+        id: a.id,
+        gen: a.gen.clone(),
+        outputs: a.outputs.clone(),
+        gid,
+        switch_ops: a.switch_ops.clone(),
+        inserted: a.inserted.clone(),
+        history,
+    })
 }
 
 /// A transaction attempt id: node (bits 48..63), the node's incarnation (38..47), worker

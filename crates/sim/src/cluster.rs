@@ -21,20 +21,33 @@
 //! says when each output leaves; the output is serialized on the downlink to its destination,
 //! propagates, and reaches the node after the NIC latency. See [`crate::net`].
 //!
+//! ## Faults
+//!
+//! A rack may be given a [`Faults`] plan ([`Cluster::inject`]): lossy, duplicating, reordering
+//! and slow links, and crashes of nodes and of the switch, each restarted from the nodes'
+//! write-ahead logs, which the cluster keeps as the nodes' disks. A crash discards the outputs
+//! of a handler that had not finished (its records were not durable). Events meant for a
+//! crashed incarnation (its timers, the switch's wake-ups) are dropped by an epoch number.
+//! A node that crashed after logging a switch transaction commits it after its restart; the
+//! record a checker needs for it was kept when it was logged ([`Outbox::committing`]).
+//!
 //! ## Bounds
 //!
 //! A run stops at its end time, or with [`SimError::StepLimit`] when it processed more events
 //! than its limit (a livelock or a runaway configuration), or with [`SimError::Stalled`] when
 //! the measurement window saw no commit at all.
 
+use crate::faults::{FaultStats, Faults, Target};
 use crate::net::{Endpoint, LinkParams, Topology};
 use crate::switch::RackSwitch;
 use hdrhistogram::Histogram;
+use pisadb_core::rng::SeededRng;
 use pisadb_core::{Nanos, TupleKey};
 use pisadb_layout::Layout;
-use pisadb_node::{Finished, Node, Outbox, PhaseTimes, Record, Route, Timer};
+use pisadb_node::{Finished, LogRecord, Node, Outbox, PhaseTimes, Record, Route, Timer};
+use rand::Rng;
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BTreeMap, BinaryHeap};
 use std::sync::Arc;
 
 /// Why a run did not finish normally.
@@ -54,6 +67,8 @@ pub enum SimError {
     },
     /// The configuration cannot run.
     Config(String),
+    /// A crashed node or switch could not be restarted from the logs.
+    Recovery(String),
 }
 
 impl std::fmt::Display for SimError {
@@ -67,6 +82,7 @@ impl std::fmt::Display for SimError {
                 write!(f, "no transaction committed in the measurement window (by {at_ns} ns)")
             }
             SimError::Config(why) => write!(f, "{why}"),
+            SimError::Recovery(why) => write!(f, "recovery failed: {why}"),
         }
     }
 }
@@ -74,11 +90,32 @@ impl std::fmt::Display for SimError {
 impl std::error::Error for SimError {}
 
 enum Event {
-    NodeTimer { node: u16, timer: Timer },
+    NodeTimer { node: u16, epoch: u32, timer: Timer },
     Deliver { node: u16, bytes: Vec<u8> },
     AtSwitch { from: u16, bytes: Vec<u8> },
-    SwitchWake,
+    SwitchWake { epoch: u32 },
     WindowStart,
+    Crash(Target),
+    Restart(Target),
+}
+
+/// Builds what a crash destroyed: a node from its log, the switch from every node's log.
+pub trait Restarts {
+    /// Node `id`, recovered from its log.
+    fn node(&mut self, id: u16, log: &[LogRecord]) -> Result<Node, String>;
+    /// The switch, with its program and the hot set's initial values, rebuilt from `logs`
+    /// (one per node); nodes are attached by the caller.
+    fn switch(&mut self, logs: &[Vec<LogRecord>]) -> Result<RackSwitch, String>;
+}
+
+/// The fault plan in force and what it needs.
+struct FaultState {
+    plan: Faults,
+    rng: SeededRng,
+    restarts: Box<dyn Restarts>,
+    stats: FaultStats,
+    /// When progress is demanded from: the network has healed and every restart is done.
+    healthy_from: Nanos,
 }
 
 struct Scheduled {
@@ -149,6 +186,22 @@ pub struct Cluster {
     window: Window,
     records: Vec<Record>,
     stopping: bool,
+    faults: Option<FaultState>,
+    /// Each node's write-ahead log (its disk: survives crashes).
+    logs: Vec<Vec<LogRecord>>,
+    /// Per node: the incarnation's number, and whether it is down.
+    node_epoch: Vec<u32>,
+    node_down: Vec<bool>,
+    switch_epoch: u32,
+    switch_down: bool,
+    /// Records of logged switch transactions not finished yet, by transaction id.
+    committing: BTreeMap<u64, Record>,
+    /// Per node, per worker: the last commit.
+    last_commit: Vec<Vec<Nanos>>,
+    /// The longest a worker went without committing while the rack was healthy: (gap, node,
+    /// worker).
+    longest_gap: (Nanos, u16, u16),
+    failure: Option<String>,
 }
 
 /// FNV-1a, 64 bit: a stable hash for the trace (the standard library's may change).
@@ -199,7 +252,51 @@ impl Cluster {
             },
             records: Vec::new(),
             stopping: false,
+            faults: None,
+            logs: vec![Vec::new(); usize::from(n)],
+            node_epoch: vec![0; usize::from(n)],
+            node_down: vec![false; usize::from(n)],
+            switch_epoch: 0,
+            switch_down: false,
+            committing: BTreeMap::new(),
+            last_commit: vec![Vec::new(); usize::from(n)],
+            longest_gap: (0, 0, 0),
+            failure: None,
         }
+    }
+
+    /// Subjects the rack to `faults`, restarting what crashes with `restarts`. Call before
+    /// [`Cluster::run`]. The nodes should log (their logs are what restarts read).
+    pub fn inject(&mut self, faults: Faults, restarts: Box<dyn Restarts>) {
+        for c in &faults.crashes {
+            self.schedule(c.at_ns, Event::Crash(c.target));
+            self.schedule(c.at_ns + c.down_ns, Event::Restart(c.target));
+        }
+        let rng = pisadb_core::rng::derive(faults.seed, "faults");
+        let healthy_from = faults.heal_at_ns.max(faults.last_restart_ns());
+        self.faults = Some(FaultState { plan: faults, rng, restarts, stats: FaultStats::default(), healthy_from });
+    }
+
+    /// What the faults did (zeros without a plan).
+    pub fn fault_stats(&self) -> FaultStats {
+        self.faults.as_ref().map(|f| f.stats.clone()).unwrap_or_default()
+    }
+
+    /// Each node's write-ahead log, by node id.
+    pub fn logs(&self) -> &[Vec<LogRecord>] {
+        &self.logs
+    }
+
+    /// Records of switch transactions that count as committed (logged) but whose node has not
+    /// reported them yet: empty once the rack is drained, unless one was lost.
+    pub fn unfinished_commits(&self) -> impl Iterator<Item = &Record> {
+        self.committing.values()
+    }
+
+    /// The longest time a worker went without a commit while the rack was healthy (after
+    /// the fault plan healed), up to the end of the measured window: (ns, node, worker).
+    pub fn longest_progress_gap(&self) -> (Nanos, u16, u16) {
+        self.longest_gap
     }
 
     /// Runs from time 0: warm-up until `warmup_ns`, then measures until `warmup_ns + measure_ns`.
@@ -207,16 +304,23 @@ impl Cluster {
         for id in 0..self.nodes.len() {
             let mut out = Outbox::default();
             self.nodes[id].start(0, &mut out);
-            self.apply(id as u16, 0, out);
+            self.last_commit[id] = vec![0; usize::from(self.nodes[id].config().workers)];
+            self.apply(id as u16, 0, 0, out);
         }
         self.schedule(warmup_ns, Event::WindowStart);
         let end = warmup_ns + measure_ns;
         self.run_until(end, max_events)?;
+        for node in 0..self.last_commit.len() {
+            for worker in 0..self.last_commit[node].len() {
+                self.note_progress(end, node as u16, worker as u16);
+            }
+        }
         let (passes, recircs, drops) = self.switch_counters();
-        self.window.aborts = self.total_aborts() - self.aborts_at_start;
-        self.window.switch_passes = passes - self.switch_at_start.0;
-        self.window.recirculations = recircs - self.switch_at_start.1;
-        self.window.switch_drops = drops - self.switch_at_start.2;
+        // A restarted switch counts from zero again.
+        self.window.aborts = self.total_aborts().saturating_sub(self.aborts_at_start);
+        self.window.switch_passes = passes.saturating_sub(self.switch_at_start.0);
+        self.window.recirculations = recircs.saturating_sub(self.switch_at_start.1);
+        self.window.switch_drops = drops.saturating_sub(self.switch_at_start.2);
         if self.window.committed == 0 {
             return Err(SimError::Stalled { at_ns: self.now });
         }
@@ -245,6 +349,9 @@ impl Cluster {
                 return Err(SimError::StepLimit { events: self.processed, at_ns: at });
             }
             self.handle(at, event);
+            if let Some(why) = self.failure.take() {
+                return Err(SimError::Recovery(why));
+            }
         }
         if end != Nanos::MAX {
             self.now = end;
@@ -259,13 +366,16 @@ impl Cluster {
 
     fn handle(&mut self, now: Nanos, event: Event) {
         match event {
-            Event::NodeTimer { node, timer } => {
+            Event::NodeTimer { node, epoch, timer } => {
+                if self.node_down[usize::from(node)] || epoch != self.node_epoch[usize::from(node)] {
+                    return; // set by an incarnation that crashed
+                }
                 self.trace = fnv(
                     self.trace,
                     &[&now.to_le_bytes()[..], &node.to_le_bytes(), format!("{timer:?}").as_bytes()].concat(),
                 );
                 let core = usize::from(timer.worker());
-                if self.wait_for_core(now, node, core, || Event::NodeTimer { node, timer }) {
+                if self.wait_for_core(now, node, core, || Event::NodeTimer { node, epoch, timer }) {
                     return;
                 }
                 let mut out = Outbox::default();
@@ -273,6 +383,9 @@ impl Cluster {
                 self.finish_handler(node, core, now, out);
             }
             Event::Deliver { node, bytes } => {
+                if self.node_down[usize::from(node)] {
+                    return self.count(|s| s.to_down += 1);
+                }
                 let core = match self.nodes[usize::from(node)].route(&bytes) {
                     Route::Worker(w) => usize::from(w),
                     Route::AnyCore => self.first_free_core(node),
@@ -288,11 +401,17 @@ impl Cluster {
                 self.finish_handler(node, core, now, out);
             }
             Event::AtSwitch { from, bytes } => {
+                if self.switch_down {
+                    return self.count(|s| s.to_down += 1);
+                }
                 self.trace_event(now, from, b"switch", &bytes);
                 self.switch.handle_datagram(now, from, &bytes);
                 self.drain_switch(now);
             }
-            Event::SwitchWake => {
+            Event::SwitchWake { epoch } => {
+                if epoch != self.switch_epoch {
+                    return;
+                }
                 self.switch_wake = None;
                 self.switch.handle_timeout(now);
                 self.drain_switch(now);
@@ -302,7 +421,114 @@ impl Cluster {
                 self.aborts_at_start = self.total_aborts();
                 self.switch_at_start = self.switch_counters();
             }
+            Event::Crash(target) => {
+                self.trace_event(now, 0, format!("crash {target}").as_bytes(), &[]);
+                self.crash(target);
+            }
+            Event::Restart(target) => {
+                self.trace_event(now, 0, format!("restart {target}").as_bytes(), &[]);
+                if let Err(why) = self.restart(now, target) {
+                    self.failure = Some(format!("{target} at {now} ns: {why}"));
+                }
+            }
         }
+    }
+
+    fn count(&mut self, what: impl FnOnce(&mut FaultStats)) {
+        if let Some(f) = self.faults.as_mut() {
+            what(&mut f.stats);
+        }
+    }
+
+    fn crash(&mut self, target: Target) {
+        match target {
+            Target::Node(n) => {
+                let i = usize::from(n);
+                self.node_down[i] = true;
+                self.node_epoch[i] += 1;
+                self.count(|s| s.node_crashes += 1);
+            }
+            Target::Switch => {
+                self.switch_down = true;
+                self.switch_epoch += 1;
+                self.switch_wake = None;
+                self.count(|s| s.switch_crashes += 1);
+            }
+        }
+    }
+
+    fn restart(&mut self, now: Nanos, target: Target) -> Result<(), String> {
+        let Some(f) = self.faults.as_mut() else { return Err("no restart plan".into()) };
+        match target {
+            Target::Node(n) => {
+                let i = usize::from(n);
+                let mut node = f.restarts.node(n, &self.logs[i])?;
+                if self.stopping {
+                    node.stop();
+                }
+                let mut out = Outbox::default();
+                node.start(now, &mut out);
+                self.nodes[i] = node;
+                self.cores[i].iter_mut().for_each(|c| *c = now);
+                self.node_down[i] = false;
+                self.apply(n, now, now, out);
+            }
+            Target::Switch => {
+                let mut switch = f.restarts.switch(&self.logs)?;
+                for id in 0..self.nodes.len() as u16 {
+                    switch.attach(id);
+                }
+                self.switch = switch;
+                self.switch_down = false;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a crash of `target` planned in `[start, end)` cuts short what happens then.
+    fn crashes_within(&self, target: Target, start: Nanos, end: Nanos) -> bool {
+        self.faults
+            .as_ref()
+            .is_some_and(|f| f.plan.crashes.iter().any(|c| c.target == target && (start..end).contains(&c.at_ns)))
+    }
+
+    /// The copies of a datagram sent at `now` to or from `node` that arrive, and the extra
+    /// delay of each: none if lost, two if duplicated.
+    fn network_fate(&mut self, now: Nanos, node: u16) -> [Option<Nanos>; 2] {
+        let Some(f) = self.faults.as_mut() else { return [Some(0), None] };
+        let slow = f.plan.slow_ns(node, now);
+        if !f.plan.network_faulty(now) {
+            return [Some(slow), None];
+        }
+        if f.rng.random_bool(f.plan.loss) {
+            f.stats.lost += 1;
+            return [None, None];
+        }
+        let jitter = f.plan.jitter_ns;
+        let first = Some(slow + f.rng.random_range(0..=jitter));
+        let second = f.rng.random_bool(f.plan.duplicate).then(|| slow + f.rng.random_range(0..=jitter));
+        if second.is_some() {
+            f.stats.duplicated += 1;
+        }
+        [first, second]
+    }
+
+    /// Notes that `worker` of `node` made progress at `now` (a commit, or the end of the
+    /// window), measuring the gap since its last commit while the rack was healthy.
+    fn note_progress(&mut self, now: Nanos, node: u16, worker: u16) {
+        let healthy_from = self.faults.as_ref().map_or(0, |f| f.healthy_from);
+        let Some(last) = self.last_commit.get_mut(usize::from(node)).and_then(|w| w.get_mut(usize::from(worker)))
+        else {
+            return;
+        };
+        if now >= healthy_from {
+            // `last` may be later than `now`: a commit is noted when its handler ends.
+            let gap = now.saturating_sub((*last).max(healthy_from));
+            if gap > self.longest_gap.0 {
+                self.longest_gap = (gap, node, worker);
+            }
+        }
+        *last = now;
     }
 
     /// Folds one event into the trace hash (no allocation: this is the simulator's hot loop).
@@ -330,27 +556,66 @@ impl Cluster {
     fn finish_handler(&mut self, node: u16, core: usize, now: Nanos, out: Outbox) {
         let end = now + out.cpu_ns;
         self.cores[usize::from(node)][core] = end;
-        self.apply(node, end, out);
+        self.apply(node, now, end, out);
     }
 
-    /// Carries out a handler's outputs at `end`, when it finished.
-    fn apply(&mut self, node: u16, end: Nanos, out: Outbox) {
-        for send in out.sends {
-            let link = self.topology.link(Endpoint::Host(node), Endpoint::Switch(0)).expect("every node has an uplink");
-            let arrival = link.carry(end + self.nic_ns, send.bytes.len());
-            self.schedule(arrival, Event::AtSwitch { from: node, bytes: send.bytes });
+    /// Carries out the outputs of a handler that ran from `start` to `end`: its log records
+    /// become durable and its datagrams leave at `end`, unless the node crashed first.
+    fn apply(&mut self, node: u16, start: Nanos, end: Nanos, out: Outbox) {
+        if self.crashes_within(Target::Node(node), start, end) {
+            return self.count(|s| s.cut_short += 1);
         }
+        self.logs[usize::from(node)].extend(out.log);
+        for record in out.committing {
+            self.committing.insert(record.id, *record);
+        }
+        for done in out.recovered {
+            self.finish_recovered(done);
+        }
+        for send in out.sends {
+            let len = send.bytes.len();
+            let link = self.topology.link(Endpoint::Host(node), Endpoint::Switch(0)).expect("every node has an uplink");
+            let arrival = link.carry(end + self.nic_ns, len);
+            let [first, second] = self.network_fate(end, node);
+            if let Some(extra) = second {
+                self.schedule(arrival + extra, Event::AtSwitch { from: node, bytes: send.bytes.clone() });
+            }
+            if let Some(extra) = first {
+                self.schedule(arrival + extra, Event::AtSwitch { from: node, bytes: send.bytes });
+            }
+        }
+        let epoch = self.node_epoch[usize::from(node)];
         for (at, timer) in out.timers {
-            self.schedule(at.max(end), Event::NodeTimer { node, timer });
+            self.schedule(at.max(end), Event::NodeTimer { node, epoch, timer });
         }
         for f in out.finished {
-            self.record(end, f);
+            self.record(node, end, f);
         }
     }
 
-    fn record(&mut self, end: Nanos, f: Finished) {
+    /// A switch transaction logged before its node crashed committed after the restart: its
+    /// record, kept when it was logged, is completed with the answer.
+    fn finish_recovered(&mut self, done: pisadb_node::RecoveredCommit) {
+        let Some(mut record) = self.committing.remove(&done.txn) else {
+            self.failure = Some(format!("transaction {:#x} committed after a restart but was never logged", done.txn));
+            return;
+        };
+        record.outputs = done.outputs;
+        record.gid = Some(done.gid);
+        if let Some(h) = record.history.as_mut() {
+            h.writes.extend(done.inserted.iter().map(|&(key, _)| (key, 0)));
+        }
+        record.inserted = done.inserted;
+        self.records.push(record);
+    }
+
+    fn record(&mut self, node: u16, end: Nanos, f: Finished) {
         if let Some(record) = f.record {
+            self.committing.remove(&record.id);
             self.records.push(*record);
+        }
+        if !self.stopping {
+            self.note_progress(end, node, f.worker);
         }
         if self.window_start.is_none() || self.stopping {
             return;
@@ -365,20 +630,31 @@ impl Cluster {
 
     fn drain_switch(&mut self, now: Nanos) {
         while let Some(t) = self.switch.poll_transmit() {
+            if self.crashes_within(Target::Switch, now, t.at_ns) {
+                self.count(|s| s.cut_short += 1);
+                continue; // still inside the switch when it crashed
+            }
             let Some(link) = self.topology.link(Endpoint::Switch(0), Endpoint::Host(t.dst)) else { continue };
             let arrival = link.carry(t.at_ns, t.bytes.len()) + self.nic_ns;
-            self.schedule(arrival, Event::Deliver { node: t.dst, bytes: t.bytes });
+            let [first, second] = self.network_fate(t.at_ns, t.dst);
+            if let Some(extra) = second {
+                self.schedule(arrival + extra, Event::Deliver { node: t.dst, bytes: t.bytes.clone() });
+            }
+            if let Some(extra) = first {
+                self.schedule(arrival + extra, Event::Deliver { node: t.dst, bytes: t.bytes });
+            }
         }
         if let Some(at) = self.switch.poll_timeout() {
             let at = at.max(now);
             if self.switch_wake.is_none_or(|w| at < w) {
                 self.switch_wake = Some(at);
-                self.schedule(at, Event::SwitchWake);
+                self.schedule(at, Event::SwitchWake { epoch: self.switch_epoch });
             }
         }
     }
 
     fn total_aborts(&self) -> u64 {
+        // A restarted node counts from zero again; the sum may shrink (window figures saturate).
         self.nodes.iter().map(|n| n.stats().aborts).sum()
     }
 

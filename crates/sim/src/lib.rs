@@ -7,13 +7,16 @@
 //! clock: how fast it runs is measured by its caller.
 
 pub mod cluster;
+pub mod faults;
+pub mod fuzz;
 pub mod net;
 pub mod run;
 pub mod switch;
 
-pub use cluster::{Cluster, SimError, Window};
+pub use cluster::{Cluster, Restarts, SimError, Window};
+pub use faults::{Crash, FaultStats, Faults, SlowLink, Target};
 pub use net::{LinkParams, Topology};
 pub use run::{
-    build, plan, run, LatencyBreakdown, LayoutChoice, Rack, RackPlan, RunConfig, RunOutput, RunResult, WorkloadSpec,
+    build, build_faulty, plan, run, run_rack, LatencyBreakdown, PlanRestarts, LayoutChoice, Rack, RackPlan, RunConfig, RunOutput, RunResult, WorkloadSpec,
 };
 pub use switch::RackSwitch;

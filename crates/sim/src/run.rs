@@ -6,12 +6,14 @@
 //! P4DB mode the switch's registers are loaded with the hot tuples' initial values. LM-Switch
 //! places one lock per hot tuple in the lock manager's arrays.
 
-use crate::cluster::{Cluster, SimError};
+use crate::cluster::{Cluster, Restarts, SimError};
+use crate::faults::Faults;
 use crate::net::LinkParams;
 use crate::switch::RackSwitch;
 use pisadb_core::{rng::splitmix64, Nanos, SerialStore, TupleKey, Txn};
 use pisadb_layout::Layout;
-use pisadb_node::{Cc, CpuCosts, Mode, Node, NodeConfig, SwitchView};
+use pisadb_node::rebuild::rebuild_switch;
+use pisadb_node::{Cc, CpuCosts, LogRecord, Mode, Node, NodeConfig, SwitchView};
 use pisadb_switch::programs::lock_manager::{LockManager, LockManagerConfig};
 use pisadb_switch::programs::p4db::{multicast_groups, P4dbConfig, P4dbEngine};
 use pisadb_switch::{Switch, SwitchProfile};
@@ -432,9 +434,71 @@ pub fn build(cfg: &RunConfig) -> Result<Rack, SimError> {
     Ok(Rack { cluster: Cluster::new(nodes, switch, &cfg.link), layout: plan.layout, workload: plan.workload })
 }
 
+/// Builds the rack of `cfg` subjected to `faults`: its nodes log (the cluster keeps the logs as
+/// their disks), abort attempts another node leaves unanswered for `peer_timeout_ns`, and are
+/// restarted from their logs after a crash, as the switch is from all of them.
+pub fn build_faulty(cfg: &RunConfig, faults: Faults, peer_timeout_ns: Nanos) -> Result<Rack, SimError> {
+    let plan = plan(cfg)?;
+    let switch = plan.switch(cfg)?;
+    let restarts = PlanRestarts { cfg: cfg.clone(), plan, peer_timeout_ns };
+    let nodes = (0..cfg.nodes)
+        .map(|id| Node::new(restarts.node_config(id), restarts.plan.node_workload(cfg, id), restarts.plan.switch_view(), cfg.seed))
+        .collect::<Result<Vec<_>, String>>()
+        .map_err(SimError::Config)?;
+    let layout = restarts.plan.layout.clone();
+    let workload = restarts.plan.workload.with_stream(cfg.seed);
+    let mut cluster = Cluster::new(nodes, switch, &cfg.link);
+    cluster.inject(faults, Box::new(restarts));
+    Ok(Rack { cluster, layout, workload })
+}
+
+/// Restarts nodes and the switch of a rack planned from a [`RunConfig`].
+pub struct PlanRestarts {
+    cfg: RunConfig,
+    plan: RackPlan,
+    peer_timeout_ns: Nanos,
+}
+
+impl PlanRestarts {
+    /// Restarts for the rack of `cfg` whose nodes use `peer_timeout_ns`.
+    pub fn new(cfg: &RunConfig, peer_timeout_ns: Nanos) -> Result<Self, SimError> {
+        Ok(PlanRestarts { cfg: cfg.clone(), plan: plan(cfg)?, peer_timeout_ns })
+    }
+
+    fn node_config(&self, id: u16) -> NodeConfig {
+        NodeConfig { log: true, peer_timeout_ns: self.peer_timeout_ns, ..self.plan.node_config(&self.cfg, id) }
+    }
+}
+
+impl Restarts for PlanRestarts {
+    fn node(&mut self, id: u16, log: &[LogRecord]) -> Result<Node, String> {
+        let workload = self.plan.node_workload(&self.cfg, id);
+        let (node, _) = Node::recover(self.node_config(id), workload, self.plan.switch_view(), self.cfg.seed, log)?;
+        Ok(node)
+    }
+
+    fn switch(&mut self, logs: &[Vec<LogRecord>]) -> Result<RackSwitch, String> {
+        let mut switch = self.plan.switch(&self.cfg).map_err(|e| e.to_string())?;
+        if let RackSwitch::P4db(s) = &mut switch {
+            for id in 0..self.cfg.nodes {
+                s.attach(id);
+            }
+            if self.cfg.mode == Mode::P4db {
+                rebuild_switch(s, logs)?;
+            }
+        }
+        Ok(switch)
+    }
+}
+
 /// Runs one point.
 pub fn run(cfg: &RunConfig) -> Result<RunOutput, SimError> {
-    let Rack { mut cluster, layout, workload } = build(cfg)?;
+    run_rack(cfg, build(cfg)?)
+}
+
+/// Runs a built rack as `cfg` says.
+pub fn run_rack(cfg: &RunConfig, rack: Rack) -> Result<RunOutput, SimError> {
+    let Rack { mut cluster, layout, workload } = rack;
     let w = cluster.run(cfg.warmup_ns, cfg.measure_ns, cfg.max_events)?.clone();
     let seconds = cfg.measure_ns as f64 / 1e9;
     let attempts = w.committed + w.aborts;

@@ -1,0 +1,107 @@
+//! `pisadb fuzz`: many short simulated racks with injected faults, each checked by the
+//! oracles of [`pisadb_sim::fuzz`]. Seeds run in parallel, one per core; every seed's line
+//! says what it ran and what happened, and a failing seed comes with the command that
+//! replays it alone.
+
+use clap::Args as ClapArgs;
+use indicatif::{ProgressBar, ProgressStyle};
+use pisadb_sim::fuzz::{run_case, CaseReport, FuzzCase};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// Flags of `pisadb fuzz`.
+#[derive(ClapArgs, Debug)]
+pub struct Args {
+    /// How many seeds to run.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..))]
+    pub seeds: u64,
+    /// The first seed (a failing seed replays with `--seed S --seeds 1`).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Threads running seeds (default: one per core).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=256))]
+    pub threads: Option<u64>,
+    /// Print one JSON object (every seed's report) instead of lines.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs the campaign.
+pub fn run(args: &Args) -> Result<(), String> {
+    let seeds: Vec<u64> = (0..args.seeds).map(|i| args.seed.wrapping_add(i)).collect();
+    let threads = args
+        .threads
+        .map(|t| t as usize)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .min(seeds.len());
+    let progress = if args.json { ProgressBar::hidden() } else { ProgressBar::new(seeds.len() as u64) };
+    progress.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} seeds, {msg} [{elapsed_precise}, eta {eta}]")
+            .expect("valid template"),
+    );
+    progress.set_message("0 failed");
+    let next = AtomicU64::new(0);
+    let failed = AtomicU64::new(0);
+    let reports: Mutex<Vec<CaseReport>> = Mutex::new(Vec::with_capacity(seeds.len()));
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::SeqCst) as usize;
+                let Some(&seed) = seeds.get(i) else { break };
+                let report = run_case(&FuzzCase::from_seed(seed));
+                if report.failure.is_some() {
+                    failed.fetch_add(1, Ordering::SeqCst);
+                }
+                if args.json {
+                } else if progress.is_hidden() {
+                    println!("{}", line(&report));
+                } else {
+                    progress.println(line(&report));
+                }
+                progress.set_message(format!("{} failed", failed.load(Ordering::SeqCst)));
+                progress.inc(1);
+                reports.lock().expect("reports").push(report);
+            });
+        }
+    });
+    progress.finish_and_clear();
+    let mut reports = reports.into_inner().expect("reports");
+    reports.sort_by_key(|r| r.seed);
+    let failures: Vec<&CaseReport> = reports.iter().filter(|r| r.failure.is_some()).collect();
+    if args.json {
+        let json = serde_json::json!({ "seeds": reports.len(), "failed": failures.len(), "cases": reports });
+        println!("{}", serde_json::to_string_pretty(&json).expect("reports serialize"));
+    } else {
+        let crashes: u64 = reports.iter().map(|r| r.crashes).sum();
+        let lost: u64 = reports.iter().map(|r| r.lost).sum();
+        let duplicated: u64 = reports.iter().map(|r| r.duplicated).sum();
+        let committed: usize = reports.iter().map(|r| r.committed).sum();
+        println!(
+            "{} seeds ({}..={}): {} failed; {committed} transactions committed; faults injected: {crashes} crashes, \
+             {lost} datagrams lost, {duplicated} duplicated",
+            reports.len(),
+            seeds[0],
+            seeds[seeds.len() - 1],
+            failures.len()
+        );
+    }
+    if failures.is_empty() {
+        return Ok(());
+    }
+    for r in &failures {
+        eprintln!("seed {} failed: {}\n  replay: pisadb fuzz --seed {} --seeds 1", r.seed, r.failure.as_deref().unwrap_or(""), r.seed);
+    }
+    Err(format!("{} of {} seeds failed", failures.len(), reports.len()))
+}
+
+/// One seed's line: what ran, what was injected, and the verdict.
+fn line(r: &CaseReport) -> String {
+    let verdict = match &r.failure {
+        None => "ok".to_string(),
+        Some(why) => format!("FAILED: {why}"),
+    };
+    format!(
+        "seed {:>6}  {:<34} {:>6} committed  longest gap {:>7.1} µs  [{}]  {verdict}",
+        r.seed, r.rack, r.committed, r.longest_gap_us, r.faults
+    )
+}
