@@ -43,6 +43,9 @@ enum Command {
     Switch(commands::real::SwitchArgs),
     /// Real mode: a database node process (started by `cluster`).
     Node(commands::real::NodeArgs),
+    /// Real mode: the software switch process alone under a load generator, measured beside
+    /// the simulator's switch model on the same load.
+    SwitchBench(commands::real::SwitchBenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -59,6 +62,7 @@ fn main() -> ExitCode {
         Command::Cluster(args) => commands::real::run_cluster_command(&args),
         Command::Switch(args) => commands::real::run_switch(&args),
         Command::Node(args) => commands::real::run_node(&args),
+        Command::SwitchBench(args) => commands::real::run_switch_bench_command(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,8 +1,12 @@
-//! Real mode: `pisadb cluster` (the supervisor), and the `switch` and `node` processes it starts.
+//! Real mode: `pisadb cluster` (the supervisor), the `switch` and `node` processes it starts,
+//! and `pisadb switch-bench` (the switch process alone under a load generator, beside the
+//! simulator's model of it).
 
 use crate::commands::bench::{CcArg, LayoutArg, ModeArg, PartitioningArg, RackArgs, WorkloadArg};
 use clap::Args as ClapArgs;
 use pisadb_runtime::cluster::{node_dir, run_cluster, ClusterOptions, ClusterResult, Fault};
+use pisadb_runtime::loadgen::{run_switch_bench, BenchOptions, BenchResult, Side};
+use pisadb_runtime::wire::PortWire;
 use pisadb_runtime::{install_stop_signals, RealConfig};
 use std::path::PathBuf;
 
@@ -90,6 +94,24 @@ pub struct ClusterArgs {
     /// Seconds a killed process stays down.
     #[arg(long, default_value_t = 0.5)]
     down: f64,
+    /// Probability that the switch loses a datagram it sends to a node (every port; 0 to 1).
+    #[arg(long, default_value_t = 0.0)]
+    loss: f64,
+    /// Delay the switch adds to every datagram it sends to a node (every port; µs).
+    #[arg(long, default_value_t = 0)]
+    delay_us: u64,
+    /// Each datagram's delay is drawn from delay ± jitter (every port; µs); reorders datagrams.
+    #[arg(long, default_value_t = 0)]
+    jitter_us: u64,
+    /// One port's wire instead: NODE:SETTING=VALUE,… with settings loss, delay-us, jitter-us,
+    /// e.g. 2:loss=0.05,delay-us=300 (repeatable).
+    #[arg(long, value_parser = parse_port_wire)]
+    port_wire: Vec<(u16, Vec<(String, f64)>)>,
+    /// Run the switch and each node in its own Linux network namespace, joined by veth pairs
+    /// (10.77.x addresses that exist only there), instead of on loopback; needs root and
+    /// iproute2. The namespaces are removed afterwards.
+    #[arg(long)]
+    netns: bool,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     json: bool,
@@ -100,6 +122,52 @@ fn parse_kill_node(s: &str) -> Result<(u16, f64), String> {
     let node = node.parse().map_err(|_| format!("--kill-node {s}: node {node:?} is not a number"))?;
     let at: f64 = at.parse().map_err(|_| format!("--kill-node {s}: seconds {at:?} is not a number"))?;
     Ok((node, at))
+}
+
+fn parse_port_wire(s: &str) -> Result<(u16, Vec<(String, f64)>), String> {
+    let (node, settings) =
+        s.split_once(':').ok_or_else(|| format!("--port-wire {s}: expected NODE:SETTING=VALUE,…, e.g. 2:loss=0.05"))?;
+    let node = node.parse().map_err(|_| format!("--port-wire {s}: node {node:?} is not a number"))?;
+    let settings = settings
+        .split(',')
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').ok_or_else(|| format!("--port-wire {s}: {kv:?} is not SETTING=VALUE"))?;
+            if !matches!(k, "loss" | "delay-us" | "jitter-us") {
+                return Err(format!("--port-wire {s}: unknown setting {k:?} (accepted: loss, delay-us, jitter-us)"));
+            }
+            let v: f64 = v.parse().map_err(|_| format!("--port-wire {s}: {k} value {v:?} is not a number"))?;
+            if v < 0.0 {
+                return Err(format!("--port-wire {s}: {k} must not be negative"));
+            }
+            Ok((k.to_string(), v))
+        })
+        .collect::<Result<_, _>>()?;
+    Ok((node, settings))
+}
+
+/// Each node's wire from the flags: `--loss`/`--delay-us`/`--jitter-us` for every port, then
+/// each `--port-wire` on top.
+fn port_wires(args: &ClusterArgs) -> Result<Vec<PortWire>, String> {
+    let every = PortWire { loss: args.loss, delay_us: args.delay_us, jitter_us: args.jitter_us };
+    every.validate().map_err(|e| format!("--loss/--delay-us/--jitter-us: {e}"))?;
+    let mut wires = vec![every; usize::from(args.nodes)];
+    for (node, settings) in &args.port_wire {
+        let w = wires
+            .get_mut(usize::from(*node))
+            .ok_or_else(|| format!("--port-wire {node}:…: the rack has nodes 0..{}", args.nodes))?;
+        for (k, v) in settings {
+            match k.as_str() {
+                "loss" => w.loss = *v,
+                "delay-us" => w.delay_us = *v as u64,
+                _ => w.jitter_us = *v as u64,
+            }
+        }
+        w.validate().map_err(|e| format!("--port-wire {node}:…: {e}"))?;
+    }
+    if wires.iter().all(PortWire::is_perfect) {
+        wires.clear();
+    }
+    Ok(wires)
 }
 
 /// Runs `pisadb switch`.
@@ -166,6 +234,8 @@ pub fn run_cluster_command(args: &ClusterArgs) -> Result<(), String> {
         verify: !args.no_verify,
         peer_timeout_ms: args.peer_timeout_ms,
         faults,
+        wire: port_wires(args)?,
+        netns: args.netns,
         exe: std::env::current_exe().map_err(|e| format!("cannot find the pisadb binary: {e}"))?,
     };
     let result = run_cluster(&opts)?;
@@ -182,10 +252,11 @@ pub fn run_cluster_command(args: &ClusterArgs) -> Result<(), String> {
 
 fn print_table(args: &ClusterArgs, opts: &ClusterOptions, r: &ClusterResult) {
     println!(
-        "{:?} on {} node processes x {} workers and a software switch on loopback, {}, {} s, {}\n",
+        "{:?} on {} node processes x {} workers and a software switch {}, {}, {} s, {}\n",
         args.workload,
         args.nodes,
         args.workers,
+        if r.namespaces.is_empty() { "on loopback" } else { "in network namespaces" },
         opts.run.mode.name(),
         args.seconds,
         if opts.durable { "write-ahead logs with fdatasync" } else { "no logs" }
@@ -217,6 +288,15 @@ fn print_table(args: &ClusterArgs, opts: &ClusterOptions, r: &ClusterResult) {
         s.replayed_answers,
         s.unregistered
     );
+    if !opts.wire.is_empty() {
+        let sum = |f: fn(&pisadb_runtime::wire::PortReport) -> u64| s.ports.iter().map(f).sum::<u64>();
+        println!(
+            "wires: {} datagrams lost, {} delayed, {} dropped on a full delay queue (switch to node, all ports)",
+            sum(|p| p.lost),
+            sum(|p| p.delayed),
+            sum(|p| p.queue_full)
+        );
+    }
     if r.nodes.iter().any(|n| n.incarnation > 0) {
         println!("(a restarted node reports only its last incarnation's commits)");
     }
@@ -251,8 +331,167 @@ fn to_json(args: &ClusterArgs, opts: &ClusterOptions, r: &ClusterResult) -> serd
             "datagrams_out_per_s": s.datagrams_out as f64 / s.seconds.max(1e-9),
             "passes": s.passes, "recirculations": s.recirculations, "replayed_answers": s.replayed_answers,
             "unregistered": s.unregistered, "rejected": s.rejected, "dropped": s.dropped,
+            "ports": s.ports,
         },
         "checks": r.checks.iter().map(|(w, ok, d)| serde_json::json!({"check": w, "ok": ok, "detail": d})).collect::<Vec<_>>(),
+        "wire": opts.wire,
+        "netns": r.namespaces,
         "data_dir": opts.data_dir,
     })
+}
+
+/// `pisadb switch-bench`.
+#[derive(ClapArgs, Debug)]
+pub struct SwitchBenchArgs {
+    /// Senders: node addresses the load generator plays (the rack's nodes).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
+    senders: u16,
+    /// Messages in flight per sender (each a worker slot, as a node's workers).
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=64))]
+    window: u16,
+    /// The workload whose hot transactions and remote requests make up the load.
+    #[arg(long, value_enum, default_value = "smallbank")]
+    workload: WorkloadArg,
+    /// Rows over all nodes: YCSB keys or SmallBank accounts.
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..))]
+    rows: u64,
+    /// TPC-C warehouses (a multiple of --senders).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    warehouses: u16,
+    /// Percent of distributed transactions (see `bench --help`).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=100))]
+    remote: Option<u8>,
+    /// Percent of transactions on the hot set (see `bench --help`).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=100))]
+    hot_prob: Option<u8>,
+    /// Seconds of load on the switch process (after a 0.3 s warm-up).
+    #[arg(long, default_value_t = 5.0)]
+    seconds: f64,
+    /// Virtual milliseconds the simulator's switch model runs the same load.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    model_ms: u64,
+    /// A slot gives up on an answer after this many ms and sends its next message.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
+    timeout_ms: u64,
+    /// Seed of the workload and layout.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Where the config and the switch's report go; default: a new temporary directory.
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `pisadb switch-bench`.
+pub fn run_switch_bench_command(args: &SwitchBenchArgs) -> Result<(), String> {
+    if !(args.seconds > 0.0 && args.seconds <= 3600.0) {
+        return Err(format!("--seconds {}: expected a number in (0, 3600]", args.seconds));
+    }
+    let rack = RackArgs {
+        cc: CcArg::NoWait,
+        nodes: args.senders,
+        workers: args.window,
+        workload: args.workload,
+        remote: args.remote,
+        hot_prob: args.hot_prob,
+        hot_per_node: None,
+        rows: args.rows,
+        warehouses: args.warehouses,
+        partitioning: PartitioningArg::RoundRobin,
+        layout: LayoutArg::Declustered,
+        seed: args.seed,
+        measure_ms: 1,
+        warmup_ms: 0,
+    };
+    let run = rack.config(pisadb_node::Mode::P4db);
+    let data_dir = args.data_dir.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!(
+            "pisadb-switch-bench-{}-{}",
+            std::process::id(),
+            pisadb_runtime::unix_now_ns()
+        ))
+    });
+    let opts = BenchOptions {
+        run,
+        seconds: args.seconds,
+        window: args.window,
+        pool: 4096,
+        timeout_ms: args.timeout_ms,
+        model_ms: args.model_ms,
+        data_dir,
+        exe: std::env::current_exe().map_err(|e| format!("cannot find the pisadb binary: {e}"))?,
+    };
+    let r = run_switch_bench(&opts)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&r).expect("serializes"));
+    } else {
+        print_bench_table(&r, &opts);
+    }
+    Ok(())
+}
+
+fn print_bench_table(r: &BenchResult, opts: &BenchOptions) {
+    let m = &r.mix;
+    println!(
+        "{} load from {} senders x {} in flight: {:.0}% switch transactions ({:.2} passes, {:.1} instructions each), \
+         {:.0}% forwarded lock requests; {:.0} bytes per datagram\n",
+        r.workload,
+        r.senders,
+        r.window,
+        m.switch_txn_share * 100.0,
+        m.passes_per_txn,
+        m.instructions_per_txn,
+        (1.0 - m.switch_txn_share) * 100.0,
+        m.datagram_bytes
+    );
+    let (a, b) = (&r.measured, &r.model);
+    println!("{:<36} {:>20} {:>26}", "", "measured: process", "model: simulator");
+    println!(
+        "{:<36} {:>20} {:>26}",
+        "",
+        "(loopback UDP)",
+        format!("({}, {} GbE links)", opts.run.profile.name, r.ceilings.link_gbps)
+    );
+    let row = |what: &str, f: &dyn Fn(&Side) -> f64, digits: usize| {
+        println!("{what:<36} {:>20.digits$} {:>26.digits$}", f(a), f(b));
+    };
+    row("seconds measured (model: virtual)", &|s| s.seconds, 3);
+    row("datagrams to the switch /s", &|s| s.offered_per_s, 0);
+    row("datagrams from the switch /s", &|s| s.answered_per_s, 0);
+    row("switch transactions answered /s", &|s| s.switch_txn_per_s, 0);
+    row("forwarded lock round trips /s", &|s| s.lock_round_trips_per_s, 0);
+    row("pipeline passes /s", &|s| s.passes_per_s, 0);
+    row("switch txn latency p50 (us)", &|s| s.txn_latency_p50_us, 1);
+    row("switch txn latency p99 (us)", &|s| s.txn_latency_p99_us, 1);
+    row("lock round trip p50 (us)", &|s| s.lock_latency_p50_us, 1);
+    row("slots timed out", &|s| s.timed_out as f64, 0);
+    let c = &r.ceilings;
+    println!(
+        "\nmodel ceilings: pipe entry {:.3e} passes/s (one per clock) = {:.3e} switch txn/s at {:.2} passes each; \
+         one {} GbE link {:.3e} datagrams/s at {:.0} bytes",
+        c.pipeline_passes_per_s,
+        c.pipeline_switch_txn_per_s,
+        m.passes_per_txn,
+        c.link_gbps,
+        c.link_datagrams_per_s,
+        m.datagram_bytes
+    );
+    println!("measured / model, datagrams from the switch: {:.4}", a.answered_per_s / b.answered_per_s.max(1e-9));
+    let s = &r.switch;
+    println!(
+        "\nswitch process report: {} datagrams in, {} out, {} passes, {} recirculations, {} forwarded, {} emitted, \
+         {} unregistered, dropped {:?}, rejected {:?}",
+        s.datagrams_in,
+        s.datagrams_out,
+        s.passes,
+        s.recirculations,
+        s.forwarded,
+        s.emitted,
+        s.unregistered,
+        s.dropped,
+        s.rejected
+    );
+    println!("data: {}", r.data_dir.display());
 }

@@ -1,5 +1,15 @@
-//! The supervisor: starts a switch and N nodes as child processes on loopback, injects the
-//! crashes it is asked for (`kill -9` and restart), waits for the run to end, and checks it.
+//! The supervisor: starts a switch and N nodes as child processes on loopback (or each in its
+//! own network namespace: [`crate::netns`]), gives them the go once all are ready (see
+//! "Starting together" in the crate documentation), injects the crashes it is asked for
+//! (`kill -9` and restart), waits for the run to end, and checks it.
+//!
+//! ## Stopping
+//!
+//! The children run in their own process group, so a Ctrl-C reaches the supervisor alone. It
+//! then stops the rack in order: the nodes first (SIGTERM: they stop starting transactions and
+//! drain, with the switch still serving them), then the switch, and the checks still run. A
+//! child whose supervisor dies is sent SIGTERM by the kernel (parent-death signal), and
+//! whatever way the supervisor leaves, it kills what still runs and removes its namespaces.
 //!
 //! ## Checks after a run
 //!
@@ -11,6 +21,7 @@
 //!   and the switch, given every committed transaction. A killed node's report dies with it,
 //!   so after a node kill this check is skipped (and says so).
 
+use crate::netns::Netns;
 use crate::node_proc::NodeReport;
 use crate::switch_proc::{fresh_switch, hot_values, SwitchReport};
 use crate::wal_file::read_dir_log;
@@ -20,6 +31,7 @@ use pisadb_node::{Mode, Node};
 use pisadb_sim::RackPlan;
 use pisadb_workload::GeneratedTxn;
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::net::{SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -63,8 +75,13 @@ pub struct ClusterOptions {
     pub peer_timeout_ms: u64,
     /// Crashes to inject.
     pub faults: Vec<Fault>,
+    /// The wire behind each node's switch port (loss, delay), by node id.
+    pub wire: Vec<crate::wire::PortWire>,
     /// The `pisadb` binary to start the processes from.
     pub exe: PathBuf,
+    /// Run the switch and each node in its own network namespace ([`crate::netns`]) instead of
+    /// all on loopback.
+    pub netns: bool,
 }
 
 /// A finished run.
@@ -80,6 +97,8 @@ pub struct ClusterResult {
     pub abort_rate: f64,
     /// The checks: (what, passed, detail).
     pub checks: Vec<(String, bool, String)>,
+    /// The network namespaces the rack ran in (removed since), if any.
+    pub namespaces: Vec<String>,
 }
 
 /// Runs a cluster on loopback; see the module documentation.
@@ -92,37 +111,57 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult, String> {
             return Err(format!("{} holds a log from an earlier run: pick an empty --data-dir", dir.display()));
         }
     }
-    let addrs = free_ports(usize::from(opts.run.nodes) + 1)?;
-    // Every process plans the rack before it starts (layout fitting); give them that time.
-    #[allow(clippy::disallowed_methods)] // the supervisor measures its own start-up
-    let planned = std::time::Instant::now();
+    // Declared before the processes, so dropped after them: namespaces go once nothing runs.
+    let netns = if opts.netns { Some(Netns::create(opts.run.nodes)?) } else { None };
+    let (switch_addr, node_addrs) = match &netns {
+        Some(ns) => (ns.switch_addr(), ns.node_addrs()),
+        None => {
+            let addrs = free_ports(usize::from(opts.run.nodes) + 1)?;
+            (addrs[0], addrs[1..].to_vec())
+        }
+    };
+    let namespaces = netns.as_ref().map(Netns::names);
     let plan = pisadb_sim::plan(&opts.run).map_err(|e| e.to_string())?;
-    let startup_ns = (planned.elapsed().as_nanos() as u64).saturating_mul(3) + 1_000_000_000;
-    let epoch = unix_now_ns() + startup_ns;
+    // Leftovers of an earlier start in this directory must not start this one.
+    let _ = std::fs::remove_dir_all(opts.data_dir.join(crate::READY_DIR));
+    let _ = std::fs::remove_file(opts.data_dir.join(crate::GO_FILE));
     let cfg = RealConfig {
         run: opts.run.clone(),
-        switch: addrs[0],
-        nodes: addrs[1..].to_vec(),
-        epoch_unix_ns: epoch,
-        stop_unix_ns: epoch + (opts.seconds * 1e9) as u64,
+        switch: switch_addr,
+        nodes: node_addrs,
+        // Set by the go, once every process is ready.
+        epoch_unix_ns: 0,
+        stop_unix_ns: 0,
         peer_timeout_ms: opts.peer_timeout_ms,
         durable: opts.durable,
         verify: opts.verify,
+        wire: opts.wire.clone(),
+        rendezvous: Some(opts.data_dir.clone()),
     };
     let config_path = opts.data_dir.join("rack.json");
     cfg.save(&config_path)?;
-    let procs =
-        Procs { exe: opts.exe.clone(), config: config_path, data_dir: opts.data_dir.clone(), nodes: cfg.run.nodes };
-    let mut switch = procs.spawn_switch(false)?;
-    let mut nodes = (0..cfg.run.nodes).map(|id| procs.spawn_node(id)).collect::<Result<Vec<_>, _>>()?;
+    let procs = Procs {
+        exe: opts.exe.clone(),
+        config: config_path,
+        data_dir: opts.data_dir.clone(),
+        nodes: cfg.run.nodes,
+        namespaces: namespaces.clone(),
+    };
+    let mut rack = Children { switch: None, nodes: Vec::new() };
+    rack.switch = Some(procs.spawn_switch(false)?);
+    for id in 0..cfg.run.nodes {
+        rack.nodes.push(procs.spawn_node(id)?);
+    }
     eprintln!(
-        "cluster: switch on {} and {} nodes on loopback; load starts in {:.1} s and runs {:.1} s; data in {}",
+        "cluster: switch on {} and {} nodes {}, planning the rack; data in {}",
         cfg.switch,
         cfg.run.nodes,
-        startup_ns as f64 / 1e9,
-        opts.seconds,
+        if netns.is_some() { "in network namespaces" } else { "on loopback" },
         opts.data_dir.display()
     );
+    let go = start_together(&opts.data_dir, &mut rack, opts.seconds)?;
+    let epoch = go.epoch_unix_ns;
+    eprintln!("cluster: every process is ready; load runs {:.1} s", opts.seconds);
     let mut faults = opts.faults.clone();
     faults.sort_by(|a, b| fault_time(a).total_cmp(&fault_time(b)));
     let mut node_killed = false;
@@ -133,7 +172,7 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult, String> {
         }
         match fault {
             Fault::KillNode { node, down_s, .. } => {
-                let child = nodes.get_mut(usize::from(node)).ok_or_else(|| format!("no node {node} to kill"))?;
+                let child = rack.nodes.get_mut(usize::from(node)).ok_or_else(|| format!("no node {node} to kill"))?;
                 eprintln!("cluster: kill -9 node {node}");
                 kill9(child)?;
                 node_killed = true;
@@ -143,21 +182,19 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult, String> {
             }
             Fault::KillSwitch { down_s, .. } => {
                 eprintln!("cluster: kill -9 switch");
-                kill9(&mut switch)?;
+                kill9(rack.switch())?;
                 std::thread::sleep(Duration::from_secs_f64(down_s));
                 eprintln!("cluster: restarting switch, rebuilt from the nodes' logs");
-                switch = procs.spawn_switch(true)?;
+                rack.switch = Some(procs.spawn_switch(true)?);
             }
         }
     }
-    for (id, child) in nodes.iter_mut().enumerate() {
-        let status = child.wait().map_err(|e| format!("waiting for node {id}: {e}"))?;
-        if !status.success() {
-            let _ = stop(&mut switch);
-            return Err(format!("node {id} failed ({status}); see its messages above"));
-        }
-    }
-    stop(&mut switch)?;
+    // Stopped early (SIGINT/SIGTERM): the load ran until then, not the whole time asked for.
+    let load_s = match rack.wait_for_nodes()? {
+        Some(at) => (at.saturating_sub(epoch) as f64 / 1e9).clamp(1e-3, opts.seconds),
+        None => opts.seconds,
+    };
+    stop(rack.switch())?;
     let reports = (0..cfg.run.nodes)
         .map(|id| read_json::<NodeReport>(&node_dir(&opts.data_dir, id).join("report.json")))
         .collect::<Result<Vec<_>, _>>()?;
@@ -169,12 +206,109 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult, String> {
         checks = verify(&cfg, &plan, &opts.data_dir, &reports, &switch_report, node_killed)?;
     }
     Ok(ClusterResult {
-        committed_per_s: committed as f64 / opts.seconds,
+        committed_per_s: committed as f64 / load_s,
         abort_rate: if committed + aborts == 0 { 0.0 } else { aborts as f64 / (committed + aborts) as f64 },
         nodes: reports,
         switch: switch_report,
         checks,
+        namespaces: namespaces.unwrap_or_default(),
     })
+}
+
+/// The rack's processes. Whatever way the supervisor leaves (an error, a failed node), none
+/// outlives it: dropping this kills what still runs.
+struct Children {
+    switch: Option<Child>,
+    nodes: Vec<Child>,
+}
+
+impl Children {
+    fn switch(&mut self) -> &mut Child {
+        self.switch.as_mut().expect("the switch was started")
+    }
+}
+
+impl Children {
+    /// Waits until every node has ended. On SIGINT/SIGTERM to the supervisor alone (a Ctrl-C
+    /// in a terminal reaches the children too) the nodes are asked to stop; the switch keeps
+    /// serving them while they drain. Returns when the stop was asked for, if it was.
+    fn wait_for_nodes(&mut self) -> Result<Option<u64>, String> {
+        let mut asked = None;
+        loop {
+            let mut running = 0;
+            for (id, child) in self.nodes.iter_mut().enumerate() {
+                match child.try_wait().map_err(|e| format!("waiting for node {id}: {e}"))? {
+                    Some(status) if !status.success() => {
+                        return Err(format!("node {id} failed ({status}); see its messages above"))
+                    }
+                    Some(_) => {}
+                    None => running += 1,
+                }
+            }
+            if running == 0 {
+                return Ok(asked);
+            }
+            if stop_requested() && asked.is_none() {
+                asked = Some(unix_now_ns());
+                for child in &mut self.nodes {
+                    // Only a child not yet reaped: a reaped one's pid may belong to another.
+                    if matches!(child.try_wait(), Ok(None)) {
+                        terminate(child);
+                    }
+                }
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        for child in self.switch.iter_mut().chain(self.nodes.iter_mut()) {
+            // A child already waited for is not signalled again (std remembers its status).
+            if matches!(child.try_wait(), Ok(None)) {
+                let _ = kill9(child);
+            }
+        }
+    }
+}
+
+/// Waits until every process of `rack` is ready at the rendezvous in `dir`, then gives the go:
+/// the rack's time starts in a moment and load runs `seconds`.
+fn start_together(dir: &Path, rack: &mut Children, seconds: f64) -> Result<crate::Go, String> {
+    let names: Vec<String> =
+        std::iter::once("switch".to_string()).chain((0..rack.nodes.len()).map(|id| format!("node-{id}"))).collect();
+    let deadline = unix_now_ns() + crate::RENDEZVOUS_TIMEOUT_NS;
+    loop {
+        if names.iter().all(|n| dir.join(crate::READY_DIR).join(n).exists()) {
+            break;
+        }
+        for (name, child) in names.iter().zip(rack.switch.iter_mut().chain(rack.nodes.iter_mut())) {
+            if let Ok(Some(status)) = child.try_wait() {
+                return Err(format!(
+                    "the {name} process ended before the rack started ({status}); see its messages above"
+                ));
+            }
+        }
+        if stop_requested() {
+            return Err("stopped before the rack started".into());
+        }
+        if unix_now_ns() > deadline {
+            return Err(format!(
+                "not every process was ready within 600 s (see {})",
+                dir.join(crate::READY_DIR).display()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // A moment for every process to see the go before the rack's time starts.
+    let epoch = unix_now_ns() + 50_000_000;
+    let go = crate::Go { epoch_unix_ns: epoch, stop_unix_ns: epoch + (seconds * 1e9) as u64 };
+    let tmp = dir.join(format!("{}.tmp", crate::GO_FILE));
+    std::fs::write(&tmp, serde_json::to_vec(&go).expect("go serializes"))
+        .map_err(|e| format!("{}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, dir.join(crate::GO_FILE)).map_err(|e| format!("{}: {e}", dir.display()))?;
+    Ok(go)
 }
 
 fn fault_time(f: &Fault) -> f64 {
@@ -188,35 +322,72 @@ pub fn node_dir(data_dir: &Path, id: u16) -> PathBuf {
     data_dir.join(format!("node-{id}"))
 }
 
-struct Procs {
-    exe: PathBuf,
-    config: PathBuf,
-    data_dir: PathBuf,
-    nodes: u16,
+/// How the supervisor (and the switch benchmark) start the rack's processes.
+pub(crate) struct Procs {
+    /// The `pisadb` binary.
+    pub exe: PathBuf,
+    /// The rack's config file.
+    pub config: PathBuf,
+    /// Where the reports and the nodes' data directories go.
+    pub data_dir: PathBuf,
+    /// Nodes in the rack.
+    pub nodes: u16,
+    /// Network namespaces to run in (the switch's first, then each node's), or none: loopback.
+    pub namespaces: Option<Vec<String>>,
 }
 
 impl Procs {
-    fn spawn_switch(&self, recover: bool) -> Result<Child, String> {
-        let mut cmd = Command::new(&self.exe);
-        cmd.arg("switch").arg("--config").arg(&self.config).arg("--report").arg(self.data_dir.join("switch.json"));
+    /// Starts `pisadb switch` (rebuilt from every node's log if `recover`); it writes its
+    /// report to `<data_dir>/switch.json` when stopped.
+    pub fn spawn_switch(&self, recover: bool) -> Result<Child, String> {
+        let mut args: Vec<OsString> = vec!["switch".into(), "--config".into(), self.config.clone().into()];
+        args.extend(["--report".into(), self.data_dir.join("switch.json").into()]);
         if recover {
             for id in 0..self.nodes {
-                cmd.arg("--recover-from").arg(node_dir(&self.data_dir, id));
+                args.extend(["--recover-from".into(), node_dir(&self.data_dir, id).into()]);
             }
         }
-        spawn(cmd, "switch")
+        spawn(self.command(0, args), "switch")
     }
 
-    fn spawn_node(&self, id: u16) -> Result<Child, String> {
-        let mut cmd = Command::new(&self.exe);
-        cmd.arg("node").arg("--config").arg(&self.config).arg("--id").arg(id.to_string());
-        cmd.arg("--data-dir").arg(node_dir(&self.data_dir, id));
-        spawn(cmd, &format!("node {id}"))
+    /// Starts `pisadb node` for node `id`.
+    pub fn spawn_node(&self, id: u16) -> Result<Child, String> {
+        let mut args: Vec<OsString> = vec!["node".into(), "--config".into(), self.config.clone().into()];
+        args.extend(["--id".into(), id.to_string().into(), "--data-dir".into(), node_dir(&self.data_dir, id).into()]);
+        spawn(self.command(1 + usize::from(id), args), &format!("node {id}"))
+    }
+
+    /// `pisadb args…`, in namespace number `ns` if the rack has namespaces (`ip netns exec`
+    /// replaces itself with the program: the child's pid is the program's, so `kill -9`
+    /// reaches it).
+    fn command(&self, ns: usize, args: Vec<OsString>) -> Command {
+        let mut cmd = match &self.namespaces {
+            Some(names) => {
+                let mut cmd = Command::new("ip");
+                cmd.args(["netns", "exec", &names[ns]]).arg(&self.exe);
+                cmd
+            }
+            None => Command::new(&self.exe),
+        };
+        cmd.args(args);
+        cmd
     }
 }
 
+/// Starts a rack process in its own process group, so a Ctrl-C in the terminal reaches the
+/// supervisor alone, which then stops the rack in order (nodes drain while the switch still
+/// serves them). A process whose supervisor dies gets SIGTERM and stops cleanly, so none is
+/// left behind.
 fn spawn(mut cmd: Command, what: &str) -> Result<Child, String> {
-    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::inherit());
+    use std::os::unix::process::CommandExt;
+    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::inherit()).process_group(0);
+    // SAFETY: between fork and exec the child only makes one prctl system call, which is
+    // async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM).map_err(std::io::Error::from)
+        });
+    }
     cmd.spawn().map_err(|e| format!("cannot start the {what} process: {e}"))
 }
 
@@ -227,10 +398,8 @@ fn kill9(child: &mut Child) -> Result<(), String> {
 }
 
 /// Asks a process to stop (SIGTERM) and waits for it.
-fn stop(child: &mut Child) -> Result<(), String> {
-    use nix::sys::signal::{kill, Signal};
-    use nix::unistd::Pid;
-    let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
+pub(crate) fn stop(child: &mut Child) -> Result<(), String> {
+    terminate(child);
     let status = child.wait().map_err(|e| format!("wait: {e}"))?;
     if !status.success() {
         return Err(format!("the switch process failed ({status})"));
@@ -238,22 +407,33 @@ fn stop(child: &mut Child) -> Result<(), String> {
     Ok(())
 }
 
+/// Sends SIGTERM to a child that still runs (it stops cleanly).
+fn terminate(child: &Child) {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
+}
+
+/// Sleeps until the wall clock reads `unix_ns`, or a stop is requested.
 fn sleep_until(unix_ns: u64) {
-    let now = unix_now_ns();
-    if unix_ns > now {
-        std::thread::sleep(Duration::from_nanos(unix_ns - now));
+    while !stop_requested() {
+        let now = unix_now_ns();
+        if now >= unix_ns {
+            return;
+        }
+        std::thread::sleep(Duration::from_nanos((unix_ns - now).min(10_000_000)));
     }
 }
 
 /// `n` free UDP ports on loopback (bound, noted and released; nothing else runs here).
-fn free_ports(n: usize) -> Result<Vec<SocketAddr>, String> {
+pub(crate) fn free_ports(n: usize) -> Result<Vec<SocketAddr>, String> {
     let sockets = (0..n)
         .map(|_| UdpSocket::bind("127.0.0.1:0").map_err(|e| format!("cannot find a free UDP port: {e}")))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(sockets.iter().map(|s| s.local_addr().expect("bound")).collect())
 }
 
-fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, String> {
+pub(crate) fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
     serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))
 }

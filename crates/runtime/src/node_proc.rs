@@ -138,6 +138,7 @@ pub fn run_node(cfg: &RealConfig, id: u16, data_dir: &Path) -> Result<NodeReport
     }
     drop(records);
     let mut socket = BatchSocket::bind(listen)?;
+    let cfg = &cfg.ready(&format!("node-{id}"))?;
     // Every node starts its workers at the rack's epoch (a restarted one at once).
     let wait = cfg.epoch_unix_ns.saturating_sub(unix_now_ns());
     std::thread::sleep(Duration::from_nanos(wait));

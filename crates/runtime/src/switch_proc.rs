@@ -4,9 +4,17 @@
 //! Each round receives a batch of datagrams, maps each sender's address to its node id (the
 //! config's table; anything else is counted as unregistered and dropped, never executed), hands
 //! them to the model with the current time, runs what the model has due (recirculated packets
-//! re-entering), and sends what leaves it in one batch. The model's own latencies (a pass,
+//! re-entering), and sends what leaves it in one batch, through the wire behind each port
+//! ([`crate::wire`]: loss and delay, if the config asks for them). The model's own latencies (a pass,
 //! recirculation) are hundreds of nanoseconds, below the loop's granularity: packets go out as
 //! soon as the model has produced them.
+//!
+//! For the same reason the model may run ahead of the wall clock: a packet waiting for a
+//! pipeline lock recirculates every few hundred nanoseconds in model time, and a round of
+//! system calls per recirculation would make the process, not the model, decide how long
+//! waiting takes. After each batch the loop therefore runs every model event due within
+//! [`RUN_AHEAD_NS`] of now at once; model time then leads the wall clock by at most that, and
+//! the next round's time is the later of the two (model time never goes back).
 //!
 //! ## Restart
 //!
@@ -17,6 +25,7 @@
 
 use crate::udp::BatchSocket;
 use crate::wal_file::read_dir_log;
+use crate::wire::{PortReport, Wires};
 use crate::{stop_requested, unix_now_ns, RealConfig};
 use pisadb_core::{Nanos, TupleKey};
 use pisadb_node::rebuild::{rebuild_switch, RebuildReport};
@@ -26,6 +35,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+/// How far the model's time may lead the wall clock (see the module documentation).
+pub const RUN_AHEAD_NS: Nanos = 50_000;
 
 /// What the switch reports when it stops.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -54,6 +66,9 @@ pub struct SwitchReport {
     pub last_gid: u64,
     /// Copies of finished transactions answered again without running them.
     pub replayed_answers: u64,
+    /// What each port's wire did (loss, delay: [`crate::wire`]).
+    #[serde(default)]
+    pub ports: Vec<PortReport>,
     /// What the rebuild did, if the switch was rebuilt from the logs.
     pub rebuild: Option<RebuildSummary>,
     /// P4DB mode: every hot tuple's value at the end.
@@ -120,13 +135,17 @@ pub fn hot_values(plan: &RackPlan, switch: &RackSwitch) -> Vec<(TupleKey, i64)> 
 pub fn run_switch(cfg: &RealConfig, recover_from: &[PathBuf], report: Option<&Path>) -> Result<SwitchReport, String> {
     let (plan, mut switch, rebuild) = build_switch(cfg, recover_from)?;
     let mut socket = BatchSocket::bind(cfg.switch)?;
+    let cfg = &cfg.ready("switch")?;
     let mut out = SwitchReport { rebuild, ..SwitchReport::default() };
     let clock = || unix_now_ns().saturating_sub(cfg.epoch_unix_ns);
     let started = clock();
     let mut now: Nanos = started;
     let mut outgoing = Vec::new();
+    let mut wires = Wires::new(&cfg.wire, cfg.run.nodes, cfg.run.seed);
+    let mut leaving = Vec::new();
     while !stop_requested() {
-        let wait = switch.poll_timeout().map_or(1_000_000, |t| t.saturating_sub(now)).clamp(1_000, 1_000_000);
+        let due = [switch.poll_timeout(), wires.next_due()].into_iter().flatten().min();
+        let wait = due.map_or(1_000_000, |t| t.saturating_sub(now)).min(1_000_000);
         socket.recv_batch(Duration::from_nanos(wait), |from, bytes| {
             out.datagrams_in += 1;
             match cfg.node_at(from) {
@@ -137,15 +156,25 @@ pub fn run_switch(cfg: &RealConfig, recover_from: &[PathBuf], report: Option<&Pa
         // The model needs time to move forward only.
         now = clock().max(now);
         switch.handle_timeout(now);
+        let horizon = now + RUN_AHEAD_NS;
+        while let Some(due) = switch.poll_timeout().filter(|&t| t <= horizon) {
+            now = now.max(due);
+            switch.handle_timeout(now);
+        }
         while let Some(t) = switch.poll_transmit() {
-            if let Some(&to) = cfg.nodes.get(usize::from(t.dst)) {
-                outgoing.push((to, t.bytes));
+            wires.egress(now, t.dst, t.bytes, &mut leaving);
+        }
+        wires.release(now, &mut leaving);
+        for (port, bytes) in leaving.drain(..) {
+            if let Some(&to) = cfg.nodes.get(usize::from(port)) {
+                outgoing.push((to, bytes));
             }
         }
         out.datagrams_out += socket.send_batch(&outgoing) as u64;
         outgoing.clear();
     }
     out.seconds = clock().saturating_sub(started) as f64 / 1e9;
+    out.ports = wires.reports();
     let stats: &SwitchStats = switch.stats();
     let named = |m: &BTreeMap<&'static str, u64>| m.iter().map(|(k, v)| (k.to_string(), *v)).collect();
     (out.passes, out.recirculations, out.forwarded, out.emitted) =

@@ -1,12 +1,18 @@
 //! A UDP socket that moves datagrams in batches: one `recvmmsg` or `sendmmsg` system call for
 //! up to [`BATCH`] datagrams, which is what keeps a software switch or node from spending its
-//! time in the kernel. Receiving blocks for at most the timeout given (`SO_RCVTIMEO` with
-//! `MSG_WAITFORONE`: wait for the first datagram, then take what is already queued).
+//! time in the kernel. Receiving waits for at most the timeout given, then takes what is
+//! queued.
+//!
+//! The wait is a `ppoll`, not a socket receive timeout: Linux rounds `SO_RCVTIMEO` up to whole
+//! scheduler ticks (1-10 ms), so a loop that asks to wait 5 µs for its next timer would sleep a
+//! tick instead, while `ppoll` sleeps on a high-resolution timer.
 
+use nix::poll::{ppoll, PollFd, PollFlags};
 use nix::sys::socket::{recvmmsg, sendmmsg, MsgFlags, MultiHeaders, SockaddrIn, SockaddrStorage};
+use nix::sys::time::TimeSpec;
 use std::io::{IoSlice, IoSliceMut};
 use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::time::Duration;
 
 /// Datagrams per system call.
@@ -35,21 +41,37 @@ impl BatchSocket {
         })
     }
 
+    /// The socket's descriptor, to wait on several sockets at once (`poll`).
+    pub fn as_fd(&self) -> BorrowedFd<'_> {
+        self.socket.as_fd()
+    }
+
     /// The bound address.
     pub fn local_addr(&self) -> SocketAddr {
         self.socket.local_addr().expect("a bound socket has an address")
     }
 
+    /// Waits up to `timeout` until a datagram is queued; whether one is.
+    pub fn wait(&self, timeout: Duration) -> Result<bool, String> {
+        let mut fds = [PollFd::new(self.socket.as_fd(), PollFlags::POLLIN)];
+        match ppoll(&mut fds, Some(TimeSpec::from_duration(timeout)), None) {
+            Ok(n) => Ok(n > 0),
+            Err(nix::errno::Errno::EINTR) => Ok(false),
+            Err(e) => Err(format!("ppoll: {e}")),
+        }
+    }
+
     /// Receives up to [`BATCH`] datagrams, waiting at most `timeout` for the first; calls
     /// `each(from, bytes)` for each one.
     pub fn recv_batch(&mut self, timeout: Duration, mut each: impl FnMut(SocketAddr, &[u8])) -> Result<usize, String> {
-        let timeout = timeout.max(Duration::from_micros(1));
-        self.socket.set_read_timeout(Some(timeout)).map_err(|e| format!("set_read_timeout: {e}"))?;
+        if !timeout.is_zero() && !self.wait(timeout)? {
+            return Ok(0);
+        }
         let fd = self.socket.as_raw_fd();
         let received: Vec<(Option<SocketAddr>, usize)> = {
             let mut slices: Vec<[IoSliceMut<'_>; 1]> =
                 self.buffers.iter_mut().map(|b| [IoSliceMut::new(&mut b[..])]).collect();
-            match recvmmsg(fd, &mut self.headers, slices.iter_mut(), MsgFlags::MSG_WAITFORONE, None) {
+            match recvmmsg(fd, &mut self.headers, slices.iter_mut(), MsgFlags::MSG_DONTWAIT, None) {
                 Ok(msgs) => msgs.map(|m| (m.address.map(|a| SocketAddr::V4(SocketAddrV4::from(a))), m.bytes)).collect(),
                 Err(nix::errno::Errno::EAGAIN | nix::errno::Errno::EINTR) => return Ok(0),
                 // A datagram sent earlier bounced off a closed port (a peer is down): not an error here.
