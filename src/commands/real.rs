@@ -493,5 +493,11 @@ fn print_bench_table(r: &BenchResult, opts: &BenchOptions) {
         s.dropped,
         s.rejected
     );
+    println!(
+        "switch process CPU: {:.2} s serving ({:.0} datagrams in per CPU-second; {:.1} datagrams per receive call)",
+        s.cpu_s,
+        s.datagrams_in as f64 / s.cpu_s.max(1e-9),
+        s.datagrams_in as f64 / (s.batches_in.max(1)) as f64
+    );
     println!("data: {}", r.data_dir.display());
 }

@@ -50,6 +50,13 @@ pub struct SwitchReport {
     pub unregistered: u64,
     /// Seconds the switch ran.
     pub seconds: f64,
+    /// CPU seconds the process used while serving (user and system, from `getrusage`; the
+    /// planning before is not counted).
+    #[serde(default)]
+    pub cpu_s: f64,
+    /// Receive calls that returned datagrams (`datagrams_in / batches_in` is the mean batch).
+    #[serde(default)]
+    pub batches_in: u64,
     /// Pipeline passes.
     pub passes: u64,
     /// Passes that recirculated.
@@ -142,17 +149,19 @@ pub fn run_switch(cfg: &RealConfig, recover_from: &[PathBuf], report: Option<&Pa
     let mut now: Nanos = started;
     let mut outgoing = Vec::new();
     let mut wires = Wires::new(&cfg.wire, cfg.run.nodes, cfg.run.seed);
+    let cpu_at_start = cpu_seconds();
     let mut leaving = Vec::new();
     while !stop_requested() {
         let due = [switch.poll_timeout(), wires.next_due()].into_iter().flatten().min();
         let wait = due.map_or(1_000_000, |t| t.saturating_sub(now)).min(1_000_000);
-        socket.recv_batch(Duration::from_nanos(wait), |from, bytes| {
+        let received = socket.recv_batch(Duration::from_nanos(wait), |from, bytes| {
             out.datagrams_in += 1;
             match cfg.node_at(from) {
                 Some(node) => switch.handle_datagram(now, node, bytes),
                 None => out.unregistered += 1,
             }
         })?;
+        out.batches_in += u64::from(received > 0);
         // The model needs time to move forward only.
         now = clock().max(now);
         switch.handle_timeout(now);
@@ -175,6 +184,7 @@ pub fn run_switch(cfg: &RealConfig, recover_from: &[PathBuf], report: Option<&Pa
     }
     out.seconds = clock().saturating_sub(started) as f64 / 1e9;
     out.ports = wires.reports();
+    out.cpu_s = cpu_seconds() - cpu_at_start;
     let stats: &SwitchStats = switch.stats();
     let named = |m: &BTreeMap<&'static str, u64>| m.iter().map(|(k, v)| (k.to_string(), *v)).collect();
     (out.passes, out.recirculations, out.forwarded, out.emitted) =
@@ -191,4 +201,12 @@ pub fn run_switch(cfg: &RealConfig, recover_from: &[PathBuf], report: Option<&Pa
             .map_err(|e| format!("{}: {e}", path.display()))?;
     }
     Ok(out)
+}
+
+/// CPU seconds this process has used, user and system.
+fn cpu_seconds() -> f64 {
+    use nix::sys::resource::{getrusage, UsageWho};
+    use nix::sys::time::TimeValLike;
+    getrusage(UsageWho::RUSAGE_SELF)
+        .map_or(0.0, |u| (u.user_time().num_microseconds() + u.system_time().num_microseconds()) as f64 / 1e6)
 }
