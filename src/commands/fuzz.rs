@@ -89,7 +89,12 @@ pub fn run(args: &Args) -> Result<(), String> {
         return Ok(());
     }
     for r in &failures {
-        eprintln!("seed {} failed: {}\n  replay: pisadb fuzz --seed {} --seeds 1", r.seed, r.failure.as_deref().unwrap_or(""), r.seed);
+        eprintln!(
+            "seed {} failed: {}\n  replay: pisadb fuzz --seed {} --seeds 1",
+            r.seed,
+            r.failure.as_deref().unwrap_or(""),
+            r.seed
+        );
     }
     Err(format!("{} of {} seeds failed", failures.len(), reports.len()))
 }

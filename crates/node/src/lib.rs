@@ -16,7 +16,8 @@ pub mod wal;
 
 pub use config::{Cc, CpuCosts, Mode, NodeConfig};
 pub use node::{
-    Finished, Node, NodeStats, Outbox, PhaseTimes, Record, RecoveredCommit, RecoveryReport, Route, Send, SwitchView, Timer,
+    Finished, Node, NodeStats, Outbox, PhaseTimes, Record, RecoveredCommit, RecoveryReport, Route, Send, SwitchView,
+    Timer,
 };
 pub use wal::LogRecord;
 

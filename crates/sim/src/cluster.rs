@@ -492,21 +492,30 @@ impl Cluster {
             .is_some_and(|f| f.plan.crashes.iter().any(|c| c.target == target && (start..end).contains(&c.at_ns)))
     }
 
-    /// The copies of a datagram sent at `now` to or from `node` that arrive, and the extra
-    /// delay of each: none if lost, two if duplicated.
-    fn network_fate(&mut self, now: Nanos, node: u16) -> [Option<Nanos>; 2] {
-        let Some(f) = self.faults.as_mut() else { return [Some(0), None] };
+    /// The copies of a datagram that enter a link to or from `node` at `now`: none if lost,
+    /// two if duplicated; each with its delay before the link (in order) and after it
+    /// (overtaking, with `reorder`).
+    fn network_fate(&mut self, now: Nanos, node: u16) -> [Option<(Nanos, Nanos)>; 2] {
+        let Some(f) = self.faults.as_mut() else { return [Some((0, 0)), None] };
         let slow = f.plan.slow_ns(node, now);
         if !f.plan.network_faulty(now) {
-            return [Some(slow), None];
+            return [Some((slow, 0)), None];
         }
         if f.rng.random_bool(f.plan.loss) {
             f.stats.lost += 1;
             return [None, None];
         }
-        let jitter = f.plan.jitter_ns;
-        let first = Some(slow + f.rng.random_range(0..=jitter));
-        let second = f.rng.random_bool(f.plan.duplicate).then(|| slow + f.rng.random_range(0..=jitter));
+        let (jitter, reorder) = (f.plan.jitter_ns, f.plan.reorder);
+        let delay = |rng: &mut SeededRng| {
+            let j = rng.random_range(0..=jitter);
+            if reorder {
+                (slow, j)
+            } else {
+                (slow + j, 0)
+            }
+        };
+        let first = Some(delay(&mut f.rng));
+        let second = f.rng.random_bool(f.plan.duplicate).then(|| delay(&mut f.rng));
         if second.is_some() {
             f.stats.duplicated += 1;
         }
@@ -573,15 +582,16 @@ impl Cluster {
             self.finish_recovered(done);
         }
         for send in out.sends {
-            let len = send.bytes.len();
+            let fates = self.network_fate(end, node);
             let link = self.topology.link(Endpoint::Host(node), Endpoint::Switch(0)).expect("every node has an uplink");
-            let arrival = link.carry(end + self.nic_ns, len);
-            let [first, second] = self.network_fate(end, node);
-            if let Some(extra) = second {
-                self.schedule(arrival + extra, Event::AtSwitch { from: node, bytes: send.bytes.clone() });
+            let arrivals = fates
+                .map(|f| f.map(|(before, after)| link.carry(end + self.nic_ns + before, send.bytes.len()) + after));
+            let [first, copy] = arrivals;
+            if let Some(at) = copy {
+                self.schedule(at, Event::AtSwitch { from: node, bytes: send.bytes.clone() });
             }
-            if let Some(extra) = first {
-                self.schedule(arrival + extra, Event::AtSwitch { from: node, bytes: send.bytes });
+            if let Some(at) = first {
+                self.schedule(at, Event::AtSwitch { from: node, bytes: send.bytes });
             }
         }
         let epoch = self.node_epoch[usize::from(node)];
@@ -634,14 +644,15 @@ impl Cluster {
                 self.count(|s| s.cut_short += 1);
                 continue; // still inside the switch when it crashed
             }
+            let fates = self.network_fate(t.at_ns, t.dst);
             let Some(link) = self.topology.link(Endpoint::Switch(0), Endpoint::Host(t.dst)) else { continue };
-            let arrival = link.carry(t.at_ns, t.bytes.len()) + self.nic_ns;
-            let [first, second] = self.network_fate(t.at_ns, t.dst);
-            if let Some(extra) = second {
-                self.schedule(arrival + extra, Event::Deliver { node: t.dst, bytes: t.bytes.clone() });
+            let arrivals = fates.map(|f| f.map(|(before, after)| link.carry(t.at_ns + before, t.bytes.len()) + after));
+            let [first, copy] = arrivals;
+            if let Some(at) = copy {
+                self.schedule(at + self.nic_ns, Event::Deliver { node: t.dst, bytes: t.bytes.clone() });
             }
-            if let Some(extra) = first {
-                self.schedule(arrival + extra, Event::Deliver { node: t.dst, bytes: t.bytes });
+            if let Some(at) = first {
+                self.schedule(at + self.nic_ns, Event::Deliver { node: t.dst, bytes: t.bytes });
             }
         }
         if let Some(at) = self.switch.poll_timeout() {

@@ -4,9 +4,11 @@
 //!
 //! - **The network** loses, duplicates and delays datagrams. Every hop (node to switch, switch
 //!   to node) draws from the plan's seeded generator: lost with probability `loss`, sent twice
-//!   with probability `duplicate`, and held for an extra delay uniform in `0..=jitter_ns`, which
-//!   reorders datagrams on a link. A slow link adds a fixed delay to one node's traffic for a
-//!   while.
+//!   with probability `duplicate`, and held for an extra delay uniform in `0..=jitter_ns`. With
+//!   `reorder`, the delay is added after the link, so a later datagram can overtake an earlier
+//!   one; without, it is added before, so datagrams queue behind a delayed one, as on a
+//!   congested link, and stay in order. A slow link adds a fixed delay to one node's traffic
+//!   for a while, in order.
 //! - **A node crashes**: its memory is gone, its timers never fire, datagrams to it are lost.
 //!   Only its write-ahead log survives. A handler that was still running when the crash came
 //!   did not finish: its log records, datagrams and commits are all dropped, as they would be
@@ -39,8 +41,10 @@ pub struct Faults {
     pub loss: f64,
     /// Probability that a datagram is delivered twice.
     pub duplicate: f64,
-    /// Extra delay per datagram, uniform in `0..=jitter_ns` (reorders a link's datagrams).
+    /// Extra delay per datagram, uniform in `0..=jitter_ns`.
     pub jitter_ns: Nanos,
+    /// Whether the jitter may reorder a link's datagrams (else they queue, in order).
+    pub reorder: bool,
     /// Links slowed for a while.
     pub slow: Vec<SlowLink>,
     /// Crashes, each followed by a restart.
@@ -121,7 +125,8 @@ impl Faults {
             parts.push(format!("dup {:.1}%", self.duplicate * 100.0));
         }
         if self.jitter_ns > 0 {
-            parts.push(format!("jitter {} µs", self.jitter_ns / 1_000));
+            let order = if self.reorder { "reordering" } else { "in order" };
+            parts.push(format!("jitter {} µs {order}", self.jitter_ns / 1_000));
         }
         for s in &self.slow {
             parts.push(format!("slow node {} +{} µs", s.node, s.extra_ns / 1_000));

@@ -17,6 +17,7 @@ pub use cluster::{Cluster, Restarts, SimError, Window};
 pub use faults::{Crash, FaultStats, Faults, SlowLink, Target};
 pub use net::{LinkParams, Topology};
 pub use run::{
-    build, build_faulty, plan, run, run_rack, LatencyBreakdown, PlanRestarts, LayoutChoice, Rack, RackPlan, RunConfig, RunOutput, RunResult, WorkloadSpec,
+    build, build_faulty, plan, run, run_rack, LatencyBreakdown, LayoutChoice, PlanRestarts, Rack, RackPlan, RunConfig,
+    RunOutput, RunResult, WorkloadSpec,
 };
 pub use switch::RackSwitch;

@@ -442,7 +442,14 @@ pub fn build_faulty(cfg: &RunConfig, faults: Faults, peer_timeout_ns: Nanos) -> 
     let switch = plan.switch(cfg)?;
     let restarts = PlanRestarts { cfg: cfg.clone(), plan, peer_timeout_ns };
     let nodes = (0..cfg.nodes)
-        .map(|id| Node::new(restarts.node_config(id), restarts.plan.node_workload(cfg, id), restarts.plan.switch_view(), cfg.seed))
+        .map(|id| {
+            Node::new(
+                restarts.node_config(id),
+                restarts.plan.node_workload(cfg, id),
+                restarts.plan.switch_view(),
+                cfg.seed,
+            )
+        })
         .collect::<Result<Vec<_>, String>>()
         .map_err(SimError::Config)?;
     let layout = restarts.plan.layout.clone();

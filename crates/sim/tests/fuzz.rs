@@ -1,0 +1,62 @@
+//! The fault-injection campaign (`pisadb fuzz`) as a test: a few hundred seeds, each a small
+//! rack with lossy, duplicating, reordering and slow links and crashes of nodes and of the
+//! switch, each checked by every oracle of [`pisadb_sim::fuzz`]. A longer campaign is
+//! `cargo run --release -- fuzz --seeds 20000`.
+
+use pisadb_sim::fuzz::{replays_identically, run_case, FuzzCase};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// Seeds of the CI campaign.
+const SEEDS: u64 = 400;
+
+#[test]
+fn every_seed_of_the_campaign_passes_every_oracle() {
+    let next = AtomicU64::new(1);
+    let reports = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..2 {
+            scope.spawn(|| loop {
+                let seed = next.fetch_add(1, Ordering::SeqCst);
+                if seed > SEEDS {
+                    break;
+                }
+                let report = run_case(&FuzzCase::from_seed(seed));
+                reports.lock().unwrap().push(report);
+            });
+        }
+    });
+    let reports = reports.into_inner().unwrap();
+    let failed: Vec<String> = reports
+        .iter()
+        .filter_map(|r| r.failure.as_ref().map(|f| format!("seed {} ({}; {}): {f}", r.seed, r.rack, r.faults)))
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "{} seeds failed (replay one with `pisadb fuzz --seed S --seeds 1`):\n{}",
+        failed.len(),
+        failed.join("\n")
+    );
+    // The campaign did inject what it claims to.
+    let sum = |f: fn(&pisadb_sim::fuzz::CaseReport) -> u64| reports.iter().map(f).sum::<u64>();
+    let (crashes, lost, duplicated) = (sum(|r| r.crashes), sum(|r| r.lost), sum(|r| r.duplicated));
+    let committed: usize = reports.iter().map(|r| r.committed).sum();
+    println!("{SEEDS} seeds: {committed} committed, {crashes} crashes, {lost} lost, {duplicated} duplicated");
+    assert!(
+        crashes > SEEDS / 2 && lost > 1_000 && duplicated > 1_000,
+        "{crashes} crashes, {lost} lost, {duplicated} dup"
+    );
+    assert!(reports.iter().all(|r| r.committed > 0), "a seed committed nothing");
+}
+
+/// The same seed, faults and crashes included, gives the same history.
+#[test]
+fn a_seed_with_crashes_and_loss_replays_to_the_same_trace() {
+    let seed = (1..)
+        .find(|&s| {
+            let case = FuzzCase::from_seed(s);
+            case.faults.loss > 0.0 && case.faults.crashes.len() >= 2
+        })
+        .unwrap();
+    assert!(replays_identically(&FuzzCase::from_seed(seed)), "seed {seed}");
+}
