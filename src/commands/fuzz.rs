@@ -4,7 +4,7 @@
 //! replays it alone.
 
 use clap::Args as ClapArgs;
-use indicatif::{ProgressBar, ProgressStyle};
+use pisadb_report::Progress;
 use pisadb_sim::fuzz::{run_case, CaseReport, FuzzCase};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -34,12 +34,7 @@ pub fn run(args: &Args) -> Result<(), String> {
         .map(|t| t as usize)
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .min(seeds.len());
-    let progress = if args.json { ProgressBar::hidden() } else { ProgressBar::new(seeds.len() as u64) };
-    progress.set_style(
-        ProgressStyle::with_template("{bar:40} {pos}/{len} seeds, {msg} [{elapsed_precise}, eta {eta}]")
-            .expect("valid template"),
-    );
-    progress.set_message("0 failed");
+    let progress = Progress::new(seeds.len() as u64, "seeds");
     let next = AtomicU64::new(0);
     let failed = AtomicU64::new(0);
     let reports: Mutex<Vec<CaseReport>> = Mutex::new(Vec::with_capacity(seeds.len()));
@@ -52,19 +47,15 @@ pub fn run(args: &Args) -> Result<(), String> {
                 if report.failure.is_some() {
                     failed.fetch_add(1, Ordering::SeqCst);
                 }
-                if args.json {
-                } else if progress.is_hidden() {
-                    println!("{}", line(&report));
-                } else {
-                    progress.println(line(&report));
+                if !args.json {
+                    progress.println(&line(&report));
                 }
-                progress.set_message(format!("{} failed", failed.load(Ordering::SeqCst)));
-                progress.inc(1);
+                progress.inc(&format!("{} failed", failed.load(Ordering::SeqCst)));
                 reports.lock().expect("reports").push(report);
             });
         }
     });
-    progress.finish_and_clear();
+    progress.clear();
     let mut reports = reports.into_inner().expect("reports");
     reports.sort_by_key(|r| r.seed);
     let failures: Vec<&CaseReport> = reports.iter().filter(|r| r.failure.is_some()).collect();

@@ -250,6 +250,20 @@ impl Progress {
     pub fn finish(&self, message: &str) {
         self.bar.finish_with_message(message.to_string());
     }
+
+    /// Prints `line` on stdout, above the bar while it is drawn.
+    pub fn println(&self, line: &str) {
+        if self.bar.is_hidden() {
+            println!("{line}");
+        } else {
+            self.bar.suspend(|| println!("{line}"));
+        }
+    }
+
+    /// Removes the bar from the screen.
+    pub fn clear(&self) {
+        self.bar.finish_and_clear();
+    }
 }
 
 #[cfg(test)]
