@@ -40,7 +40,6 @@ fn a_smallbank_run_conserves_money_and_its_logs_rebuild_every_store_and_the_swit
 }
 
 #[test]
-#[ignore = "open bug (issue 5 note): after a kill -9 under load some node never drains (a transaction stays in flight); run with --ignored"]
 fn a_switch_killed_mid_run_is_rebuilt_from_the_logs_and_money_is_still_conserved() {
     let dir = tempfile::tempdir().unwrap();
     let v = cluster(dir.path(), &["--kill-switch", "0.8", "--down", "0.3"]);
@@ -49,7 +48,6 @@ fn a_switch_killed_mid_run_is_rebuilt_from_the_logs_and_money_is_still_conserved
 }
 
 #[test]
-#[ignore = "open bug (issue 5 note): after a kill -9 under load some node never drains (a transaction stays in flight); run with --ignored"]
 fn a_node_killed_mid_run_recovers_from_its_log_with_nothing_lost() {
     let dir = tempfile::tempdir().unwrap();
     let v = cluster(dir.path(), &["--kill-node", "1@1.2", "--down", "0.3"]);

@@ -22,7 +22,7 @@
 //!   so after a node kill this check is skipped (and says so).
 
 use crate::netns::Netns;
-use crate::node_proc::NodeReport;
+use crate::node_proc::{DrainStatus, NodeReport};
 use crate::switch_proc::{fresh_switch, hot_values, SwitchReport};
 use crate::wal_file::read_dir_log;
 use crate::{install_stop_signals, stop_requested, unix_now_ns, RealConfig};
@@ -125,6 +125,8 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult, String> {
     // Leftovers of an earlier start in this directory must not start this one.
     let _ = std::fs::remove_dir_all(opts.data_dir.join(crate::READY_DIR));
     let _ = std::fs::remove_file(opts.data_dir.join(crate::GO_FILE));
+    let _ = std::fs::remove_dir_all(opts.data_dir.join(crate::DRAIN_DIR));
+    let _ = std::fs::remove_file(opts.data_dir.join(crate::DONE_FILE));
     let cfg = RealConfig {
         run: opts.run.clone(),
         switch: switch_addr,
@@ -190,7 +192,7 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult, String> {
         }
     }
     // Stopped early (SIGINT/SIGTERM): the load ran until then, not the whole time asked for.
-    let load_s = match rack.wait_for_nodes()? {
+    let load_s = match rack.wait_for_nodes(&opts.data_dir)? {
         Some(at) => (at.saturating_sub(epoch) as f64 / 1e9).clamp(1e-3, opts.seconds),
         None => opts.seconds,
     };
@@ -231,9 +233,12 @@ impl Children {
 impl Children {
     /// Waits until every node has ended. On SIGINT/SIGTERM to the supervisor alone (a Ctrl-C
     /// in a terminal reaches the children too) the nodes are asked to stop; the switch keeps
-    /// serving them while they drain. Returns when the stop was asked for, if it was.
-    fn wait_for_nodes(&mut self) -> Result<Option<u64>, String> {
+    /// serving them while they drain. Once every node reports itself idle with nothing moving,
+    /// it tells them they may leave (see "Leaving together" in [`crate::node_proc`]). Returns
+    /// when the stop was asked for, if it was.
+    fn wait_for_nodes(&mut self, dir: &Path) -> Result<Option<u64>, String> {
         let mut asked = None;
+        let mut last_drain = None;
         loop {
             let mut running = 0;
             for (id, child) in self.nodes.iter_mut().enumerate() {
@@ -248,6 +253,12 @@ impl Children {
             if running == 0 {
                 return Ok(asked);
             }
+            // Every node idle, and nothing moved since the last look: they may all leave.
+            let drain = drain_statuses(dir, self.nodes.len());
+            if drain.as_ref().is_some_and(|d| d.iter().all(|s| s.idle)) && drain == last_drain {
+                let _ = std::fs::write(dir.join(crate::DONE_FILE), b"");
+            }
+            last_drain = drain;
             if stop_requested() && asked.is_none() {
                 asked = Some(unix_now_ns());
                 for child in &mut self.nodes {
@@ -260,6 +271,16 @@ impl Children {
             std::thread::sleep(Duration::from_millis(10));
         }
     }
+}
+
+/// Every node's last drain report, if every node has made one.
+fn drain_statuses(dir: &Path, nodes: usize) -> Option<Vec<DrainStatus>> {
+    (0..nodes)
+        .map(|id| {
+            let bytes = std::fs::read(dir.join(crate::DRAIN_DIR).join(format!("node-{id}"))).ok()?;
+            serde_json::from_slice(&bytes).ok()
+        })
+        .collect()
 }
 
 impl Drop for Children {
@@ -304,10 +325,7 @@ fn start_together(dir: &Path, rack: &mut Children, seconds: f64) -> Result<crate
     // A moment for every process to see the go before the rack's time starts.
     let epoch = unix_now_ns() + 50_000_000;
     let go = crate::Go { epoch_unix_ns: epoch, stop_unix_ns: epoch + (seconds * 1e9) as u64 };
-    let tmp = dir.join(format!("{}.tmp", crate::GO_FILE));
-    std::fs::write(&tmp, serde_json::to_vec(&go).expect("go serializes"))
-        .map_err(|e| format!("{}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, dir.join(crate::GO_FILE)).map_err(|e| format!("{}: {e}", dir.display()))?;
+    crate::node_proc::write_atomically(&dir.join(crate::GO_FILE), &go)?;
     Ok(go)
 }
 
@@ -490,7 +508,14 @@ fn verify(
         checks.push((
             "workload invariants".into(),
             false,
-            format!("nodes {undrained:?} stopped with transactions in flight, so their list of commits is incomplete"),
+            format!(
+                "nodes {undrained:?} stopped with transactions in flight, so their list of commits is incomplete; {}",
+                reports
+                    .iter()
+                    .flat_map(|r| r.stuck.iter().map(move |l| format!("node {}: {l}", r.id)))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
         ));
     } else if node_killed {
         checks.push((

@@ -94,6 +94,10 @@ pub struct Go {
 pub const GO_FILE: &str = "go.json";
 /// Where each process announces itself ready, in the rendezvous directory.
 pub const READY_DIR: &str = "ready";
+/// Where stopping nodes report whether they are idle, in the rendezvous directory.
+pub const DRAIN_DIR: &str = "drain";
+/// The supervisor's word that every node is idle and may leave, in the rendezvous directory.
+pub const DONE_FILE: &str = "done";
 /// How long a process or the supervisor waits at the rendezvous: a debug build planning a big
 /// rack on a busy machine takes minutes, never this long.
 pub const RENDEZVOUS_TIMEOUT_NS: u64 = 600_000_000_000;

@@ -18,10 +18,21 @@
 //! in a new incarnation. At the config's stop time the workers stop starting transactions; the
 //! node keeps serving until nothing is in flight (or a grace period ends) and writes its report
 //! (`report.json`) to the data directory. SIGINT or SIGTERM stops it the same way.
+//!
+//! ## Leaving together
+//!
+//! A node that is idle may still be needed: another node's transaction, aborted and retried,
+//! may send it a lock request a moment later. A node that left as soon as it was idle would
+//! leave that transaction retrying until its grace period ran out, undrained. So in a rack
+//! with a rendezvous a stopping node reports whether it is idle, and how many datagrams it has
+//! moved, to the supervisor every few milliseconds, and leaves once idle and the supervisor
+//! has seen every node idle with no datagram moving between two looks (`done`). That state
+//! is stable: every message in flight has a sender or a receiver that is not idle (a waiting
+//! worker, or locks held for a transaction until its Commit or Abort arrives).
 
 use crate::udp::BatchSocket;
 use crate::wal_file::WalFile;
-use crate::{stop_requested, unix_now_ns, RealConfig};
+use crate::{stop_requested, unix_now_ns, RealConfig, DONE_FILE, DRAIN_DIR};
 use hdrhistogram::Histogram;
 use pisadb_core::{Insert, Nanos, TupleKey, Txn};
 use pisadb_node::{Finished, Node, NodeStats, Outbox, RecoveryReport, Timer};
@@ -36,6 +47,29 @@ use std::time::Duration;
 /// How long a stopping node keeps serving others' transactions and finishing its own.
 /// Long enough for a restarted switch to plan the rack and rebuild from the logs.
 const DRAIN_GRACE_NS: u64 = 15_000_000_000;
+
+/// How often a stopping node tells the supervisor whether it is idle.
+const DRAIN_REPORT_NS: Nanos = 5_000_000;
+
+/// A stopping node's standing, in `<rendezvous>/drain/node-N`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DrainStatus {
+    /// Nothing in flight: no transaction of its own, none served for others.
+    pub idle: bool,
+    /// Datagrams received and sent so far.
+    pub activity: u64,
+}
+
+/// Writes `value` as JSON to `path` whole (a rename), creating the directory.
+pub(crate) fn write_atomically<T: Serialize>(path: &Path, value: &T) -> Result<(), String> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, serde_json::to_vec(value).expect("serializes"))
+        .map_err(|e| format!("{}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", path.display()))
+}
 
 /// A committed transaction, as the end-of-run checks want it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -99,6 +133,9 @@ pub struct NodeReport {
     pub recovered_in_doubt: usize,
     /// Whether every transaction in flight finished before the grace period ended.
     pub drained: bool,
+    /// If not: what was still in flight ([`Node::in_flight`]) and the timers pending.
+    #[serde(default)]
+    pub stuck: Vec<String>,
     /// With `verify`: every tuple of the node at the end.
     pub store: Vec<(TupleKey, i64)>,
     /// With `verify`: every transaction committed in this incarnation.
@@ -169,6 +206,11 @@ struct Driver<'a> {
     recovery: RecoveryReport,
     started_ns: Nanos,
     drained: bool,
+    stuck: Vec<String>,
+    /// Datagrams received from the switch and sent: a stopping node reports it, so the
+    /// supervisor can tell a quiet rack from one whose messages are still moving.
+    activity: u64,
+    next_drain_report: Nanos,
 }
 
 impl<'a> Driver<'a> {
@@ -187,6 +229,9 @@ impl<'a> Driver<'a> {
             recovery,
             started_ns: 0,
             drained: false,
+            stuck: Vec::new(),
+            activity: 0,
+            next_drain_report: 0,
         }
     }
 
@@ -210,12 +255,18 @@ impl<'a> Driver<'a> {
                 stopping_since = Some(now);
             }
             if let Some(since) = stopping_since {
-                if node.is_idle() {
+                if self.may_leave(now, node.is_idle())? {
                     self.drained = true;
                     return Ok(());
                 }
                 if now - since > DRAIN_GRACE_NS {
                     eprintln!("node {}: transactions still in flight after the grace period; stopping anyway", self.id);
+                    self.stuck = node.in_flight();
+                    let next_timer = self.timers.peek().map(|Reverse((at, _, t))| format!("{t:?} in {} ns", at - now));
+                    self.stuck.push(format!("{} timers pending, next: {next_timer:?}", self.timers.len()));
+                    for line in &self.stuck {
+                        eprintln!("node {}:   {line}", self.id);
+                    }
                     return Ok(());
                 }
             }
@@ -233,14 +284,31 @@ impl<'a> Driver<'a> {
             let wait = Duration::from_nanos(next_timer.saturating_sub(now).clamp(1_000, 1_000_000));
             let switch = self.cfg.switch;
             let not_from_switch = &mut self.not_from_switch;
+            let activity = &mut self.activity;
             socket.recv_batch(wait, |from, bytes| {
                 if from == switch {
+                    *activity += 1;
                     node.handle_datagram(now, bytes, &mut out);
                 } else {
                     *not_from_switch += 1;
                 }
             })?;
         }
+    }
+
+    /// Whether a stopping node may leave now that it is `idle` or not. Alone, as soon as it is
+    /// idle. In a rack with a rendezvous, only once the supervisor says every node is idle
+    /// (see "Leaving together" in the module documentation): until then it tells the
+    /// supervisor how it stands, every [`DRAIN_REPORT_NS`].
+    fn may_leave(&mut self, now: Nanos, idle: bool) -> Result<bool, String> {
+        let Some(dir) = &self.cfg.rendezvous else { return Ok(idle) };
+        if now < self.next_drain_report {
+            return Ok(false);
+        }
+        self.next_drain_report = now + DRAIN_REPORT_NS;
+        let status = DrainStatus { idle, activity: self.activity };
+        write_atomically(&dir.join(DRAIN_DIR).join(format!("node-{}", self.id)), &status)?;
+        Ok(idle && dir.join(DONE_FILE).exists())
     }
 
     /// Group commit: makes the round's log records durable, then sends, sets timers and counts
@@ -259,6 +327,7 @@ impl<'a> Driver<'a> {
                 (switch, s.bytes)
             })
             .collect();
+        self.activity += datagrams.len() as u64;
         socket.send_batch(&datagrams);
         for (at, timer) in out.timers.drain(..) {
             self.seq += 1;
@@ -314,6 +383,7 @@ impl<'a> Driver<'a> {
             recovered_switch_pending: self.recovery.switch_pending,
             recovered_in_doubt: self.recovery.in_doubt,
             drained: self.drained,
+            stuck: std::mem::take(&mut self.stuck),
             store: Vec::new(),
             committed_txns: std::mem::take(&mut self.committed_txns),
         }
