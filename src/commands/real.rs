@@ -39,6 +39,57 @@ pub struct NodeArgs {
     data_dir: PathBuf,
 }
 
+/// The load of a real rack: the same flags for `cluster` and `switch-bench`.
+#[derive(ClapArgs, Debug)]
+pub struct LoadArgs {
+    /// The workload.
+    #[arg(long, value_enum, default_value = "smallbank")]
+    workload: WorkloadArg,
+    /// Rows over all nodes: YCSB keys or SmallBank accounts.
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..))]
+    rows: u64,
+    /// TPC-C warehouses (a multiple of the nodes).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    warehouses: u16,
+    /// Percent of distributed transactions (see `bench --help`).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=100))]
+    remote: Option<u8>,
+    /// Seed of the workload and layout.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+impl LoadArgs {
+    /// The rack of `nodes` × `workers` under this load.
+    fn rack(&self, nodes: u16, workers: u16, cc: CcArg, hot_prob: Option<u8>) -> RackArgs {
+        RackArgs {
+            cc,
+            nodes,
+            workers,
+            workload: self.workload,
+            remote: self.remote,
+            hot_prob,
+            hot_per_node: None,
+            rows: self.rows,
+            warehouses: self.warehouses,
+            partitioning: PartitioningArg::RoundRobin,
+            layout: LayoutArg::Declustered,
+            seed: self.seed,
+            measure_ms: 1,
+            warmup_ms: 0,
+        }
+    }
+}
+
+/// Refuses a run length outside (0, 3600] seconds.
+fn check_seconds(seconds: f64) -> Result<(), String> {
+    if seconds > 0.0 && seconds <= 3600.0 {
+        Ok(())
+    } else {
+        Err(format!("--seconds {seconds}: expected a number in (0, 3600]"))
+    }
+}
+
 /// `pisadb cluster`.
 #[derive(ClapArgs, Debug)]
 pub struct ClusterArgs {
@@ -48,30 +99,17 @@ pub struct ClusterArgs {
     /// Workers per node (logical: one transaction each, one thread per node process).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
     workers: u16,
-    /// The workload.
-    #[arg(long, value_enum, default_value = "smallbank")]
-    workload: WorkloadArg,
     /// The system.
     #[arg(long, value_enum, default_value = "p4db")]
     mode: ModeArg,
     /// Concurrency control for transactions on the nodes.
     #[arg(long, value_enum, default_value = "no-wait")]
     cc: CcArg,
-    /// Rows over all nodes: YCSB keys or SmallBank accounts.
-    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..))]
-    rows: u64,
-    /// TPC-C warehouses (a multiple of --nodes).
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=1024))]
-    warehouses: u16,
-    /// Percent of distributed transactions (see `bench --help`).
-    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=100))]
-    remote: Option<u8>,
+    #[command(flatten)]
+    load: LoadArgs,
     /// Seconds of load.
     #[arg(long, default_value_t = 5.0)]
     seconds: f64,
-    /// Seed of the workload and layout.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
     /// Where logs, config and reports go (must not hold an earlier run's logs); default: a new
     /// directory under the system's temporary directory.
     #[arg(long)]
@@ -189,25 +227,8 @@ pub fn run_node(args: &NodeArgs) -> Result<(), String> {
 
 /// Runs `pisadb cluster`.
 pub fn run_cluster_command(args: &ClusterArgs) -> Result<(), String> {
-    if !(args.seconds > 0.0 && args.seconds <= 3600.0) {
-        return Err(format!("--seconds {}: expected a number in (0, 3600]", args.seconds));
-    }
-    let rack = RackArgs {
-        cc: args.cc,
-        nodes: args.nodes,
-        workers: args.workers,
-        workload: args.workload,
-        remote: args.remote,
-        hot_prob: None,
-        hot_per_node: None,
-        rows: args.rows,
-        warehouses: args.warehouses,
-        partitioning: PartitioningArg::RoundRobin,
-        layout: LayoutArg::Declustered,
-        seed: args.seed,
-        measure_ms: 1,
-        warmup_ms: 0,
-    };
+    check_seconds(args.seconds)?;
+    let rack = args.load.rack(args.nodes, args.workers, args.cc, None);
     let mut run = rack.config(args.mode.into());
     // Real round trips include a kernel UDP stack and an fsync: far above the simulated ones.
     run.switch_timeout_ns = 20_000_000;
@@ -253,7 +274,7 @@ pub fn run_cluster_command(args: &ClusterArgs) -> Result<(), String> {
 fn print_table(args: &ClusterArgs, opts: &ClusterOptions, r: &ClusterResult) {
     println!(
         "{:?} on {} node processes x {} workers and a software switch {}, {}, {} s, {}\n",
-        args.workload,
+        args.load.workload,
         args.nodes,
         args.workers,
         if r.namespaces.is_empty() { "on loopback" } else { "in network namespaces" },
@@ -323,7 +344,7 @@ fn to_json(args: &ClusterArgs, opts: &ClusterOptions, r: &ClusterResult) -> serd
         .collect();
     let s = &r.switch;
     serde_json::json!({
-        "workload": format!("{:?}", args.workload), "mode": opts.run.mode.name(), "seconds": args.seconds,
+        "workload": format!("{:?}", args.load.workload), "mode": opts.run.mode.name(), "seconds": args.seconds,
         "durable": opts.durable, "committed_per_s": r.committed_per_s, "abort_rate": r.abort_rate,
         "nodes": nodes,
         "switch": {
@@ -349,18 +370,8 @@ pub struct SwitchBenchArgs {
     /// Messages in flight per sender (each a worker slot, as a node's workers).
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=64))]
     window: u16,
-    /// The workload whose hot transactions and remote requests make up the load.
-    #[arg(long, value_enum, default_value = "smallbank")]
-    workload: WorkloadArg,
-    /// Rows over all nodes: YCSB keys or SmallBank accounts.
-    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..))]
-    rows: u64,
-    /// TPC-C warehouses (a multiple of --senders).
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=1024))]
-    warehouses: u16,
-    /// Percent of distributed transactions (see `bench --help`).
-    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=100))]
-    remote: Option<u8>,
+    #[command(flatten)]
+    load: LoadArgs,
     /// Percent of transactions on the hot set (see `bench --help`).
     #[arg(long, value_parser = clap::value_parser!(u8).range(0..=100))]
     hot_prob: Option<u8>,
@@ -373,9 +384,6 @@ pub struct SwitchBenchArgs {
     /// A slot gives up on an answer after this many ms and sends its next message.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
     timeout_ms: u64,
-    /// Seed of the workload and layout.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
     /// Where the config and the switch's report go; default: a new temporary directory.
     #[arg(long)]
     data_dir: Option<PathBuf>,
@@ -386,25 +394,8 @@ pub struct SwitchBenchArgs {
 
 /// Runs `pisadb switch-bench`.
 pub fn run_switch_bench_command(args: &SwitchBenchArgs) -> Result<(), String> {
-    if !(args.seconds > 0.0 && args.seconds <= 3600.0) {
-        return Err(format!("--seconds {}: expected a number in (0, 3600]", args.seconds));
-    }
-    let rack = RackArgs {
-        cc: CcArg::NoWait,
-        nodes: args.senders,
-        workers: args.window,
-        workload: args.workload,
-        remote: args.remote,
-        hot_prob: args.hot_prob,
-        hot_per_node: None,
-        rows: args.rows,
-        warehouses: args.warehouses,
-        partitioning: PartitioningArg::RoundRobin,
-        layout: LayoutArg::Declustered,
-        seed: args.seed,
-        measure_ms: 1,
-        warmup_ms: 0,
-    };
+    check_seconds(args.seconds)?;
+    let rack = args.load.rack(args.senders, args.window, CcArg::NoWait, args.hot_prob);
     let run = rack.config(pisadb_node::Mode::P4db);
     let data_dir = args.data_dir.clone().unwrap_or_else(|| {
         std::env::temp_dir().join(format!(

@@ -109,12 +109,6 @@ pub fn rebuild_switch(switch: &mut Switch<P4dbEngine>, logs: &[Vec<LogRecord>]) 
     // transaction replayed on it.
     let mut taken: BTreeSet<u64> = by_gid.iter().map(|&(gid, _)| gid).collect();
     let mut cell_gid: BTreeMap<(u8, u32), u64> = BTreeMap::new();
-    let touch = |packet: &TxnPacket, gid: u64, cell_gid: &mut BTreeMap<(u8, u32), u64>| {
-        for i in &packet.instrs {
-            let last = cell_gid.entry((i.register, u32::from(i.index))).or_default();
-            *last = (*last).max(gid);
-        }
-    };
     for &(gid, id) in &by_gid {
         let t = &txns[&id];
         let expected = t.answer.as_ref().expect("answered");
@@ -166,6 +160,14 @@ pub fn rebuild_switch(switch: &mut Switch<P4dbEngine>, logs: &[Vec<LogRecord>]) 
     replay.switch.set_last_gid(label.max(max_logged_gid));
     report.last_gid = replay.switch.last_gid();
     Ok(report)
+}
+
+/// Notes that `packet` ran under `gid` on each of its cells.
+fn touch(packet: &TxnPacket, gid: u64, cell_gid: &mut BTreeMap<(u8, u32), u64>) {
+    for i in &packet.instrs {
+        let last = cell_gid.entry((i.register, u32::from(i.index))).or_default();
+        *last = (*last).max(gid);
+    }
 }
 
 fn same_results(got: &TxnPacket, logged: &Answer) -> bool {

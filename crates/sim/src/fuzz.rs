@@ -37,7 +37,6 @@
 
 use crate::faults::{Crash, Faults, SlowLink, Target};
 use crate::run::{build_faulty, run_rack, LayoutChoice, PlanRestarts, RunConfig, RunOutput, WorkloadSpec};
-use crate::switch::RackSwitch;
 use crate::Restarts;
 use pisadb_check::History;
 use pisadb_core::rng::derive;
@@ -47,7 +46,7 @@ use pisadb_switch::programs::p4db::P4dbConfig;
 use pisadb_workload::{Scheme, SmallBankConfig, TpccConfig, YcsbConfig};
 use rand::Rng;
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// One seed's rack, faults and bounds.
 #[derive(Clone, Debug)]
@@ -75,7 +74,7 @@ pub struct CaseReport {
     pub faults: String,
     /// Committed transactions.
     pub committed: usize,
-    /// Datagrams lost, duplicated, lost to a crashed destination; handlers cut short.
+    /// Datagrams lost on a hop.
     pub lost: u64,
     /// Datagrams duplicated.
     pub duplicated: u64,
@@ -293,7 +292,7 @@ pub fn check(case: &FuzzCase, out: &mut RunOutput) -> Result<(), String> {
         let rebuilt = restarts.switch(out.cluster.logs()).map_err(|e| format!("rebuilding the switch: {e}"))?;
         for (key, p) in out.layout.iter() {
             let live = out.cluster.switch_value(&out.layout, key);
-            let from_logs = register(&rebuilt, p.register, p.index);
+            let from_logs = rebuilt.register_value(p.register, p.index);
             if live != from_logs {
                 return Err(format!(
                     "hot tuple {key:?}: the switch holds {live:?}, its rebuild from the logs {from_logs:?}"
@@ -311,10 +310,6 @@ pub fn check(case: &FuzzCase, out: &mut RunOutput) -> Result<(), String> {
         ));
     }
     Ok(())
-}
-
-fn register(switch: &RackSwitch, register: u8, index: u32) -> Option<i64> {
-    switch.register_value(register, index)
 }
 
 /// The switch parts of the committed transactions, replayed serially in GID order from the
@@ -354,16 +349,16 @@ fn check_switch_order(out: &RunOutput) -> Result<(), String> {
 /// Every tuple a committed transaction wrote on the nodes holds the version of the last writer
 /// in its chain: a commit lost in a crash (or applied twice, late) shows as another version.
 fn check_version_chains(out: &RunOutput) -> Result<(), String> {
-    let mut overwritten: BTreeMap<(TupleKey, u64), ()> = BTreeMap::new();
+    let mut overwritten: BTreeSet<(TupleKey, u64)> = BTreeSet::new();
     let mut writers: BTreeMap<TupleKey, Vec<u64>> = BTreeMap::new();
     for h in out.cluster.records().iter().filter_map(|r| r.history.as_ref()) {
         for &(key, prev) in &h.writes {
-            overwritten.insert((key, prev), ());
+            overwritten.insert((key, prev));
             writers.entry(key).or_default().push(h.id);
         }
     }
     for (key, ids) in writers {
-        let last: Vec<u64> = ids.into_iter().filter(|id| !overwritten.contains_key(&(key, *id))).collect();
+        let last: Vec<u64> = ids.into_iter().filter(|id| !overwritten.contains(&(key, *id))).collect();
         let stored = out.cluster.nodes().iter().find_map(|n| n.store().get(key)).map(|t| t.version);
         if last.len() != 1 || stored != Some(last[0]) {
             return Err(format!(

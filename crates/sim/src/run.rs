@@ -438,9 +438,8 @@ pub fn build(cfg: &RunConfig) -> Result<Rack, SimError> {
 /// their disks), abort attempts another node leaves unanswered for `peer_timeout_ns`, and are
 /// restarted from their logs after a crash, as the switch is from all of them.
 pub fn build_faulty(cfg: &RunConfig, faults: Faults, peer_timeout_ns: Nanos) -> Result<Rack, SimError> {
-    let plan = plan(cfg)?;
-    let switch = plan.switch(cfg)?;
-    let restarts = PlanRestarts { cfg: cfg.clone(), plan, peer_timeout_ns };
+    let restarts = PlanRestarts::new(cfg, peer_timeout_ns)?;
+    let switch = restarts.plan.switch(cfg)?;
     let nodes = (0..cfg.nodes)
         .map(|id| {
             Node::new(
