@@ -270,6 +270,11 @@ impl<'a> Driver<'a> {
                     return Ok(());
                 }
             }
+            if self.timers.peek().is_some_and(|Reverse((at, _, _))| *at <= now) {
+                // Replies that arrived while this node was busy (a slow log write) count before
+                // the timeouts waiting for them: otherwise the node resends what was answered.
+                self.receive(node, socket, now, Duration::ZERO, &mut out)?;
+            }
             while let Some(&Reverse((at, _, timer))) = self.timers.peek() {
                 if at > now {
                     break;
@@ -282,18 +287,29 @@ impl<'a> Driver<'a> {
             }
             let next_timer = self.timers.peek().map_or(now + 1_000_000, |Reverse((at, _, _))| *at);
             let wait = Duration::from_nanos(next_timer.saturating_sub(now).clamp(1_000, 1_000_000));
-            let switch = self.cfg.switch;
-            let not_from_switch = &mut self.not_from_switch;
-            let activity = &mut self.activity;
-            socket.recv_batch(wait, |from, bytes| {
-                if from == switch {
-                    *activity += 1;
-                    node.handle_datagram(now, bytes, &mut out);
-                } else {
-                    *not_from_switch += 1;
-                }
-            })?;
+            self.receive(node, socket, now, wait, &mut out)?;
         }
+    }
+
+    /// Hands the datagrams that arrive within `wait` (none: only those already there) to the
+    /// node.
+    fn receive(
+        &mut self,
+        node: &mut Node,
+        socket: &mut BatchSocket,
+        now: Nanos,
+        wait: Duration,
+        out: &mut Outbox,
+    ) -> Result<usize, String> {
+        let switch = self.cfg.switch;
+        socket.recv_batch(wait, |from, bytes| {
+            if from == switch {
+                self.activity += 1;
+                node.handle_datagram(now, bytes, out);
+            } else {
+                self.not_from_switch += 1;
+            }
+        })
     }
 
     /// Whether a stopping node may leave now that it is `idle` or not. Alone, as soon as it is
