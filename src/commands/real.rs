@@ -20,6 +20,10 @@ pub struct SwitchArgs {
     /// give every node's.
     #[arg(long)]
     recover_from: Vec<PathBuf>,
+    /// This switch's incarnation, stamped on every answer: a node drops answers from an older
+    /// one than it has seen (a killed switch's, still in flight). Count the switch's restarts.
+    #[arg(long, default_value_t = 0)]
+    epoch: u16,
     /// Write the switch's counters and final hot values here (JSON) when it stops.
     #[arg(long)]
     report: Option<PathBuf>,
@@ -212,7 +216,7 @@ fn port_wires(args: &ClusterArgs) -> Result<Vec<PortWire>, String> {
 pub fn run_switch(args: &SwitchArgs) -> Result<(), String> {
     install_stop_signals()?;
     let cfg = RealConfig::load(&args.config)?;
-    pisadb_runtime::switch_proc::run_switch(&cfg, &args.recover_from, args.report.as_deref()).map(|_| ())
+    pisadb_runtime::switch_proc::run_switch(&cfg, &args.recover_from, args.epoch, args.report.as_deref()).map(|_| ())
 }
 
 /// Runs `pisadb node`.

@@ -425,6 +425,8 @@ pub struct Node {
     decided: BTreeSet<TxnId>,
     /// After a restart: logged switch transactions still waiting for their answer.
     recovering: BTreeMap<TxnId, PendingSwitchTxn>,
+    /// The newest switch epoch this node knows of: answers from older ones are dropped.
+    switch_epoch: u16,
 }
 
 /// A switch transaction recovered from the log whose answer was not logged yet.
@@ -480,6 +482,7 @@ impl Node {
             insert_seq: 0,
             decided: BTreeSet::new(),
             recovering: BTreeMap::new(),
+            switch_epoch: 0,
         })
     }
 
@@ -757,6 +760,13 @@ impl Node {
         }
     }
 
+    /// Fences off a crashed switch: the switch rebuilt from the nodes' logs answers with
+    /// `epoch`, and once this node has handed over its log it drops answers from older
+    /// epochs, which the crashed switch may still have in flight.
+    pub fn fence_switch(&mut self, epoch: u16) {
+        self.switch_epoch = self.switch_epoch.max(epoch);
+    }
+
     /// Handles a datagram from the network.
     pub fn handle_datagram(&mut self, now: Nanos, bytes: &[u8], out: &mut Outbox) {
         out.cpu_ns += self.cfg.costs.stack_ns + self.cfg.costs.message_ns;
@@ -769,7 +779,13 @@ impl Node {
         }
         match frame.kind {
             Kind::P4dbTxn => match TxnPacket::decode(payload) {
-                Ok(pkt) => self.on_switch_txn_reply(now, pkt, out),
+                // Sent by a switch that crashed before the rebuild, which may have decided
+                // this transaction differently: the rebuilt switch answers it again.
+                Ok(pkt) if pkt.epoch < self.switch_epoch => self.reject("stale_switch_epoch"),
+                Ok(pkt) => {
+                    self.switch_epoch = pkt.epoch;
+                    self.on_switch_txn_reply(now, pkt, out)
+                }
                 Err(e) => self.reject(e.reason()),
             },
             Kind::Lock => match LockPacket::decode(payload) {

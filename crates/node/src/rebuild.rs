@@ -31,6 +31,17 @@
 //! transaction, logged or not, thus has a GID that orders it exactly as the rebuilt registers
 //! do, which is what the fuzzer's GID-order replay checks.
 //!
+//! ## The crashed switch's last answers
+//!
+//! An answer the crashed switch sent may still be on the wire when the rebuilt one starts. No
+//! log had it, so the rebuild may have decided that transaction differently (another hole, or
+//! a fresh GID). The rebuilt switch therefore answers in a new epoch (the top bits of the GID
+//! word, see `pisadb_wire::p4db`), and a node drops answers from epochs older than one it knows
+//! of. In the simulator the control plane that collects the logs fences every node as it does
+//! ([`crate::Node::fence_switch`]). In real mode the supervisor starts the rebuilt switch with
+//! `--epoch`, and a node learns the epoch from the rebuilt switch's first answer: a stale
+//! answer is then only taken if it waited in the node's socket for the whole restart.
+//!
 //! Each replayed transaction's answer stays in the engine's memory of answers
 //! ([`P4dbEngine::remember`]), so when its node sends it again (it never got the answer), the
 //! new switch answers without running it twice.

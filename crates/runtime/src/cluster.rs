@@ -150,7 +150,8 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult, String> {
         namespaces: namespaces.clone(),
     };
     let mut rack = Children { switch: None, nodes: Vec::new() };
-    rack.switch = Some(procs.spawn_switch(false)?);
+    rack.switch = Some(procs.spawn_switch(0)?);
+    let mut switch_epoch = 0;
     for id in 0..cfg.run.nodes {
         rack.nodes.push(procs.spawn_node(id)?);
     }
@@ -187,7 +188,8 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult, String> {
                 kill9(rack.switch())?;
                 std::thread::sleep(Duration::from_secs_f64(down_s));
                 eprintln!("cluster: restarting switch, rebuilt from the nodes' logs");
-                rack.switch = Some(procs.spawn_switch(true)?);
+                switch_epoch += 1;
+                rack.switch = Some(procs.spawn_switch(switch_epoch)?);
             }
         }
     }
@@ -355,12 +357,13 @@ pub(crate) struct Procs {
 }
 
 impl Procs {
-    /// Starts `pisadb switch` (rebuilt from every node's log if `recover`); it writes its
-    /// report to `<data_dir>/switch.json` when stopped.
-    pub fn spawn_switch(&self, recover: bool) -> Result<Child, String> {
+    /// Starts `pisadb switch` in `epoch`: 0 at first, and after its `epoch`-th kill rebuilt from
+    /// every node's log; it writes its report to `<data_dir>/switch.json` when stopped.
+    pub fn spawn_switch(&self, epoch: u16) -> Result<Child, String> {
         let mut args: Vec<OsString> = vec!["switch".into(), "--config".into(), self.config.clone().into()];
         args.extend(["--report".into(), self.data_dir.join("switch.json").into()]);
-        if recover {
+        if epoch > 0 {
+            args.extend(["--epoch".into(), epoch.to_string().into()]);
             for id in 0..self.nodes {
                 args.extend(["--recover-from".into(), node_dir(&self.data_dir, id).into()]);
             }

@@ -477,7 +477,7 @@ pub fn run_switch_bench(opts: &BenchOptions) -> Result<BenchResult, String> {
     let config = opts.data_dir.join("rack.json");
     cfg.save(&config)?;
     let procs = Procs { exe: opts.exe.clone(), config, data_dir: opts.data_dir.clone(), nodes, namespaces: None };
-    let mut switch = procs.spawn_switch(false)?;
+    let mut switch = procs.spawn_switch(0)?;
     let measured = (|| {
         eprintln!("switch-bench: switch process on {}; planning the rack to build the senders' packets", cfg.switch);
         let plan = pisadb_sim::plan(&opts.run).map_err(|e| e.to_string())?;

@@ -99,13 +99,18 @@ impl From<RebuildReport> for RebuildSummary {
     }
 }
 
-/// Builds the switch of `cfg`, rebuilt from the logs in `recover_from` if any are given.
+/// Builds the switch of `cfg` in `epoch`, rebuilt from the logs in `recover_from` if any are
+/// given.
 pub fn build_switch(
     cfg: &RealConfig,
     recover_from: &[PathBuf],
+    epoch: u16,
 ) -> Result<(RackPlan, RackSwitch, Option<RebuildSummary>), String> {
     let plan = pisadb_sim::plan(&cfg.run).map_err(|e| e.to_string())?;
     let mut switch = fresh_switch(&plan, cfg)?;
+    if let RackSwitch::P4db(s) = &mut switch {
+        s.program_mut().set_epoch(epoch);
+    }
     let mut rebuilt = None;
     if !recover_from.is_empty() {
         let logs = recover_from.iter().map(|d| read_dir_log(d)).collect::<Result<Vec<_>, _>>()?;
@@ -139,8 +144,13 @@ pub fn hot_values(plan: &RackPlan, switch: &RackSwitch) -> Vec<(TupleKey, i64)> 
 }
 
 /// Runs the switch until SIGINT/SIGTERM; writes its report to `report` if given.
-pub fn run_switch(cfg: &RealConfig, recover_from: &[PathBuf], report: Option<&Path>) -> Result<SwitchReport, String> {
-    let (plan, mut switch, rebuild) = build_switch(cfg, recover_from)?;
+pub fn run_switch(
+    cfg: &RealConfig,
+    recover_from: &[PathBuf],
+    epoch: u16,
+    report: Option<&Path>,
+) -> Result<SwitchReport, String> {
+    let (plan, mut switch, rebuild) = build_switch(cfg, recover_from, epoch)?;
     let mut socket = BatchSocket::bind(cfg.switch)?;
     let cfg = &cfg.ready("switch")?;
     let mut out = SwitchReport { rebuild, ..SwitchReport::default() };

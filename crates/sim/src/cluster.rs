@@ -466,6 +466,7 @@ impl Cluster {
                 if self.stopping {
                     node.stop();
                 }
+                node.fence_switch(self.rebuilt_switch_epoch());
                 let mut out = Outbox::default();
                 node.start(now, &mut out);
                 self.nodes[i] = node;
@@ -478,11 +479,28 @@ impl Cluster {
                 for id in 0..self.nodes.len() as u16 {
                     switch.attach(id);
                 }
+                // The control plane collected every log: each node has fenced off the crashed
+                // switch, whose answers may still be on the wire (a node down now is fenced as
+                // it restarts).
+                let epoch = self.rebuilt_switch_epoch();
+                if let RackSwitch::P4db(s) = &mut switch {
+                    s.program_mut().set_epoch(epoch);
+                }
+                for (node, down) in self.nodes.iter_mut().zip(&self.node_down) {
+                    if !down {
+                        node.fence_switch(epoch);
+                    }
+                }
                 self.switch = switch;
                 self.switch_down = false;
             }
         }
         Ok(())
+    }
+
+    /// The epoch of the switch rebuilt after the latest crash: its number of crashes.
+    fn rebuilt_switch_epoch(&self) -> u16 {
+        u16::try_from(self.switch_epoch).unwrap_or(u16::MAX)
     }
 
     /// Whether a crash of `target` planned in `[start, end)` cuts short what happens then.

@@ -1,7 +1,7 @@
 //! The P4DB switch-transaction packet (paper §5.4, Fig. 6).
 //!
 //! ```text
-//! header (30 B): txn_id u64 | gid u64 | recircs u32 | acc i32 | is_multipass u8 | lock_left u8 | lock_right u8 | count u8 | multicast u16
+//! header (30 B): txn_id u64 | epoch u16 · gid u48 | recircs u32 | acc i32 | is_multipass u8 | lock_left u8 | lock_right u8 | count u8 | multicast u16
 //! count × instruction (8 B): register u8 | opcode u8 | index u16 | data i32
 //!   register: bits 0-5 register id (1..=63), bit 6 end of pass, bit 7 last instruction
 //!   opcode:   bits 0-3 register action, bit 4 acc_in, bits 5-6 acc_out (none/set/add/sub), bit 7 zero
@@ -12,6 +12,12 @@
 //! instead of discovering a violation halfway through. The *last* bit mirrors the P4 parser's
 //! stop condition and must sit on the final instruction only. All integers are big-endian.
 //!
+//! The GID word carries the switch's *epoch* (its incarnation: 0 at first, one more after each
+//! rebuild from the logs) in its top 16 bits and the GID in the low 48 (2.8 × 10¹⁴ transactions,
+//! nine years at a billion a second). A node drops an answer from an epoch older than one it
+//! knows of: it was sent by a switch that crashed before its rebuild, which may have decided
+//! that transaction differently.
+//!
 //! `multicast` is 0 for a reply to the sender only; otherwise the switch sends the finished
 //! packet to every member of that multicast group (a warm transaction's participants, who
 //! commit on it: paper §6.2, Fig. 10).
@@ -20,6 +26,10 @@ use crate::DecodeError;
 use pisadb_core::AccOut;
 use zerocopy::network_endian::{I32, U16, U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
+
+/// GIDs are below this: the GID word's low 48 bits.
+pub const GID_LIMIT: u64 = 1 << 48;
+const EPOCH_SHIFT: u32 = 48;
 
 /// At most this many instructions per packet (the parser's unrolled loop in the P4 program).
 pub const MAX_INSTRUCTIONS: usize = 32;
@@ -39,7 +49,7 @@ const OPCODE_RESERVED: u8 = 0x80;
 #[repr(C)]
 struct RawHeader {
     txn_id: U64,
-    gid: U64,
+    epoch_gid: U64,
     recircs: U32,
     acc: I32,
     is_multipass: u8,
@@ -112,8 +122,10 @@ pub struct Instruction {
 pub struct TxnPacket {
     /// Chosen by the sending node to match the reply.
     pub txn_id: u64,
-    /// Global transaction id, stamped by the switch; zero in a request.
+    /// Global transaction id, stamped by the switch; zero in a request. Below [`GID_LIMIT`].
     pub gid: u64,
+    /// The epoch of the switch that answered; zero in a request.
+    pub epoch: u16,
     /// How often the packet was recirculated while waiting (priority against starvation).
     pub recircs: u32,
     /// The accumulator (a PHV field that survives recirculation).
@@ -144,9 +156,10 @@ impl TxnPacket {
     pub fn encode(&self, out: &mut Vec<u8>) {
         let count = self.instrs.len();
         assert!((1..=MAX_INSTRUCTIONS).contains(&count), "instruction count {count}");
+        assert!(self.gid < GID_LIMIT, "GID {}", self.gid);
         let header = RawHeader {
             txn_id: U64::new(self.txn_id),
-            gid: U64::new(self.gid),
+            epoch_gid: U64::new(u64::from(self.epoch) << EPOCH_SHIFT | self.gid),
             recircs: U32::new(self.recircs),
             acc: I32::new(self.acc),
             is_multipass: u8::from(self.is_multipass),
@@ -197,7 +210,8 @@ impl TxnPacket {
         }
         Ok(TxnPacket {
             txn_id: header.txn_id.get(),
-            gid: header.gid.get(),
+            gid: header.epoch_gid.get() & (GID_LIMIT - 1),
+            epoch: (header.epoch_gid.get() >> EPOCH_SHIFT) as u16,
             recircs: header.recircs.get(),
             acc: header.acc.get(),
             is_multipass: flag(header.is_multipass, "is_multipass")?,
@@ -284,7 +298,7 @@ mod tests {
     fn packet() -> impl Strategy<Value = TxnPacket> {
         (
             any::<u64>(),
-            any::<u64>(),
+            (0..GID_LIMIT, any::<u16>()),
             any::<u32>(),
             any::<i32>(),
             any::<bool>(),
@@ -292,11 +306,13 @@ mod tests {
             proptest::collection::vec(instruction(), 1..=MAX_INSTRUCTIONS),
             any::<u16>(),
         )
-            .prop_map(|(txn_id, gid, recircs, acc, is_multipass, (left, right), mut instrs, multicast)| {
-                instrs.last_mut().unwrap().end_of_pass = true;
-                let locks = LockPair { left, right };
-                TxnPacket { txn_id, gid, recircs, acc, is_multipass, locks, instrs, multicast }
-            })
+            .prop_map(
+                |(txn_id, (gid, epoch), recircs, acc, is_multipass, (left, right), mut instrs, multicast)| {
+                    instrs.last_mut().unwrap().end_of_pass = true;
+                    let locks = LockPair { left, right };
+                    TxnPacket { txn_id, gid, epoch, recircs, acc, is_multipass, locks, instrs, multicast }
+                },
+            )
     }
 
     proptest! {

@@ -230,6 +230,8 @@ pub struct P4dbEngine {
     last: BTreeMap<u32, LastTxn>,
     /// Copies answered from `last` without executing.
     pub replayed: u64,
+    /// This switch's incarnation, stamped on every answer (see the wire format).
+    epoch: u16,
 }
 
 /// The last transaction a worker slot got admitted. The entry and its results buffer are
@@ -273,7 +275,18 @@ impl P4dbEngine {
     /// The engine with `config`.
     pub fn new(config: P4dbConfig) -> Self {
         let stage_of = crate::program::stage_map(config.data_arrays());
-        P4dbEngine { config, stage_of, last: BTreeMap::new(), replayed: 0 }
+        P4dbEngine { config, stage_of, last: BTreeMap::new(), replayed: 0, epoch: 0 }
+    }
+
+    /// Sets the epoch a switch rebuilt from the logs answers with: nodes then drop answers the
+    /// crashed incarnation sent, which the rebuild may have decided differently.
+    pub fn set_epoch(&mut self, epoch: u16) {
+        self.epoch = epoch;
+    }
+
+    /// The epoch stamped on answers.
+    pub fn epoch(&self) -> u16 {
+        self.epoch
     }
 
     /// Records that transaction `txn_id` finished with `answer`, so a copy of it is answered
@@ -553,8 +566,9 @@ impl Program for P4dbEngine {
         if frame.kind != Kind::P4dbTxn || frame.dst != SWITCH_ID {
             return Err(Reject::rule("not_for_p4db", format!("{:?} to node {}", frame.kind, frame.dst)));
         }
-        let txn = TxnPacket::decode(payload)?;
+        let mut txn = TxnPacket::decode(payload)?;
         let passes = self.check_plan(&txn)?;
+        txn.epoch = self.epoch;
         Ok(P4dbPacket { txn, cursor: 0, passes_left: passes, holds_locks: false })
     }
 
