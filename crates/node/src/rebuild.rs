@@ -230,25 +230,41 @@ impl Replay<'_> {
         Ok(())
     }
 
-    /// Searches placements of unanswered intents that make the logged transaction at `target`
-    /// (which has run and failed) and everything before it give their logged results. On
-    /// success they stay scheduled and everything up to `target` has run.
+    /// Searches placements of unanswered intents that make every logged transaction up to
+    /// `target` (which has run and failed) give its logged results: first keeping the
+    /// placements made so far, with one more and then two; then with those taken back too, so
+    /// that they can move (an earlier result may have been explained by the wrong transaction).
+    /// On success the placements stay scheduled and everything up to `target` has run.
     fn explain(&mut self, target: u64) -> Result<bool, String> {
         self.give_up_at = self.runs + SEARCH_BUDGET;
-        for placements in 1..=MAX_PLACEMENTS {
-            if self.place(target, placements)? {
+        self.rewind(target)?;
+        for more in 1..=MAX_PLACEMENTS {
+            if self.solve(target, more)? {
                 return Ok(true);
             }
         }
-        Ok(false)
+        let placed: Vec<(u64, u64)> =
+            self.schedule.iter().filter(|(_, id)| self.txns[id].answer.is_none()).map(|(&h, &u)| (h, u)).collect();
+        let Some(&(lowest, _)) = placed.first() else { return Ok(false) };
+        for (h, u) in &placed {
+            self.schedule.remove(h);
+            self.unplaced.insert(*u);
+        }
+        self.rewind(lowest)?;
+        self.solve(target, placed.len() + MAX_PLACEMENTS)
     }
 
-    /// Tries up to `placements` more placements below `target` (see [`Replay::explain`]).
-    fn place(&mut self, target: u64, placements: usize) -> Result<bool, String> {
-        let cells = self.cells(self.schedule[&target]);
-        let holes: Vec<u64> = self.holes_below(target);
-        for h in holes {
-            // The intents that may have run at `h`, those sharing a cell with the target first.
+    /// Runs everything scheduled up to `target`; where a logged result comes out different,
+    /// tries each unanswered intent in each hole below it (nearest holes first, and intents
+    /// sharing a cell with it first), with at most `placements` placements in all.
+    fn solve(&mut self, target: u64, placements: usize) -> Result<bool, String> {
+        let Some(failed) = self.advance(target)? else { return Ok(true) };
+        if placements == 0 {
+            return Ok(false);
+        }
+        let cells = self.cells(self.schedule[&failed]);
+        for h in self.holes_below(failed) {
+            // Only intents that may have run at `h` (see the module documentation).
             let mut candidates: Vec<(bool, u64)> = self
                 .unplaced
                 .iter()
@@ -266,12 +282,8 @@ impl Replay<'_> {
                 self.schedule.insert(h, u);
                 self.unplaced.remove(&u);
                 self.rewind(h)?;
-                match self.advance(target)? {
-                    None => return Ok(true),
-                    Some(failed) if failed == target && placements > 1 && self.place(target, placements - 1)? => {
-                        return Ok(true)
-                    }
-                    Some(_) => {}
+                if self.solve(target, placements - 1)? {
+                    return Ok(true);
                 }
                 self.schedule.remove(&h);
                 self.unplaced.insert(u);
