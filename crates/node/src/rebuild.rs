@@ -136,6 +136,7 @@ pub fn rebuild_switch(switch: &mut Switch<P4dbEngine>, logs: &[Vec<LogRecord>]) 
     }
     replay.advance(last_gid)?;
     replay.switch.set_last_gid(last_gid);
+    replay.switch.restart_clock();
     Ok(RebuildReport {
         by_gid: by_gid.len(),
         placed_by_dependency: placed,
