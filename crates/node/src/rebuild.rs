@@ -46,10 +46,10 @@
 //! ([`P4dbEngine::remember`]), so when its node sends it again (it never got the answer), the
 //! new switch answers without running it twice.
 //!
-//! Limits: a result that only three or more placements together explain, or holes farther
-//! than [`MAX_HOLES`] below it, are not searched, and neither is more than [`SEARCH_BUDGET`]
-//! transaction runs for one result. The rebuild then stops with an error naming the transaction instead of
-//! building a wrong state.
+//! Limits: the search for one result places at most two intents more than the rebuild had
+//! placed before it, looks no farther than [`MAX_HOLES`] holes below it, and gives up after
+//! [`SEARCH_BUDGET`] transaction runs. The rebuild then stops with an error naming the
+//! transaction instead of building a wrong state.
 
 use crate::wal::LogRecord;
 use pisadb_core::Nanos;
@@ -77,8 +77,6 @@ pub struct RebuildReport {
     pub placed_by_dependency: usize,
     /// Unanswered transactions run at the end.
     pub appended: usize,
-    /// Transaction runs the search for placements took, beyond one per transaction.
-    pub search_runs: usize,
     /// The last GID afterwards.
     pub last_gid: u64,
 }
@@ -110,8 +108,7 @@ pub fn rebuild_switch(switch: &mut Switch<P4dbEngine>, logs: &[Vec<LogRecord>]) 
         schedule: BTreeMap::new(),
         journal: Vec::new(),
         unplaced: txns.iter().filter(|(_, t)| t.answer.is_none()).map(|(&id, _)| id).collect(),
-        runs: 0,
-        give_up_at: 0,
+        budget: 0,
     };
     for &(gid, id) in &by_gid {
         replay.schedule.insert(gid, id);
@@ -125,7 +122,6 @@ pub fn rebuild_switch(switch: &mut Switch<P4dbEngine>, logs: &[Vec<LogRecord>]) 
         }
     }
     let placed = replay.schedule.len() - by_gid.len();
-    let search_runs = replay.runs - replay.journal.len();
     // Fresh GIDs after every logged one: a node that logs the answer of an appended
     // transaction then orders it after them in a later rebuild, as here.
     let appended: Vec<u64> = std::mem::take(&mut replay.unplaced).into_iter().collect();
@@ -137,13 +133,7 @@ pub fn rebuild_switch(switch: &mut Switch<P4dbEngine>, logs: &[Vec<LogRecord>]) 
     replay.advance(last_gid)?;
     replay.switch.set_last_gid(last_gid);
     replay.switch.restart_clock();
-    Ok(RebuildReport {
-        by_gid: by_gid.len(),
-        placed_by_dependency: placed,
-        appended: appended.len(),
-        search_runs,
-        last_gid,
-    })
+    Ok(RebuildReport { by_gid: by_gid.len(), placed_by_dependency: placed, appended: appended.len(), last_gid })
 }
 
 /// The switch transactions in `logs`, by transaction id.
@@ -195,10 +185,8 @@ struct Replay<'a> {
     journal: Vec<Ran>,
     /// Unanswered intents not placed yet.
     unplaced: BTreeSet<u64>,
-    /// Transactions run, trials included.
-    runs: usize,
-    /// `runs` at which the current search gives up.
-    give_up_at: usize,
+    /// Transaction runs the current search may still take.
+    budget: usize,
 }
 
 impl Replay<'_> {
@@ -237,21 +225,21 @@ impl Replay<'_> {
     /// that they can move (an earlier result may have been explained by the wrong transaction).
     /// On success the placements stay scheduled and everything up to `target` has run.
     fn explain(&mut self, target: u64) -> Result<bool, String> {
-        self.give_up_at = self.runs + SEARCH_BUDGET;
+        self.budget = SEARCH_BUDGET;
         self.rewind(target)?;
         for more in 1..=MAX_PLACEMENTS {
             if self.solve(target, more)? {
                 return Ok(true);
             }
         }
-        let placed: Vec<(u64, u64)> =
-            self.schedule.iter().filter(|(_, id)| self.txns[id].answer.is_none()).map(|(&h, &u)| (h, u)).collect();
-        let Some(&(lowest, _)) = placed.first() else { return Ok(false) };
-        for (h, u) in &placed {
-            self.schedule.remove(h);
-            self.unplaced.insert(*u);
+        let placed: Vec<u64> =
+            self.schedule.iter().filter(|(_, id)| self.txns[id].answer.is_none()).map(|(&h, _)| h).collect();
+        if placed.is_empty() {
+            return Ok(false);
         }
-        self.rewind(lowest)?;
+        for &h in &placed {
+            self.unplace(h)?;
+        }
         self.solve(target, placed.len() + MAX_PLACEMENTS)
     }
 
@@ -274,24 +262,34 @@ impl Replay<'_> {
                 .collect();
             candidates.sort_unstable();
             for (_, u) in candidates {
-                if self.runs > self.give_up_at {
+                if self.budget == 0 {
                     return Err(format!(
                         "cannot rebuild the switch: the search for where unanswered transactions ran took more than \
                          {SEARCH_BUDGET} runs at GID {target}"
                     ));
                 }
-                self.schedule.insert(h, u);
-                self.unplaced.remove(&u);
-                self.rewind(h)?;
+                self.place(h, u)?;
                 if self.solve(target, placements - 1)? {
                     return Ok(true);
                 }
-                self.schedule.remove(&h);
-                self.unplaced.insert(u);
-                self.rewind(h)?;
+                self.unplace(h)?;
             }
         }
         Ok(false)
+    }
+
+    /// Schedules unanswered intent `u` in hole `h`, undoing what ran from there on.
+    fn place(&mut self, h: u64, u: u64) -> Result<(), String> {
+        self.schedule.insert(h, u);
+        self.unplaced.remove(&u);
+        self.rewind(h)
+    }
+
+    /// Takes back the intent placed in hole `h`, undoing what ran from there on.
+    fn unplace(&mut self, h: u64) -> Result<(), String> {
+        let u = self.schedule.remove(&h).expect("a placed intent");
+        self.unplaced.insert(u);
+        self.rewind(h)
     }
 
     /// The free GIDs below `gid`, nearest first, at most [`MAX_HOLES`].
@@ -328,7 +326,7 @@ impl Replay<'_> {
             .collect::<Result<_, String>>()?;
         self.switch.set_last_gid(gid - 1);
         let answer = run_alone(self.switch, &mut self.now, t.node, &t.packet)?;
-        self.runs += 1;
+        self.budget = self.budget.saturating_sub(1);
         self.journal.push(Ran { gid, txn, before });
         Ok(answer)
     }

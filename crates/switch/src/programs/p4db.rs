@@ -284,11 +284,6 @@ impl P4dbEngine {
         self.epoch = epoch;
     }
 
-    /// The epoch stamped on answers.
-    pub fn epoch(&self) -> u16 {
-        self.epoch
-    }
-
     /// Records that transaction `txn_id` finished with `answer`, so a copy of it is answered
     /// without executing: what the switch learns again from the nodes' logs when it is rebuilt.
     pub fn remember(&mut self, txn_id: u64, answer: Answer) {
