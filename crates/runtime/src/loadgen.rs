@@ -41,7 +41,7 @@ use crate::switch_proc::SwitchReport;
 use crate::udp::BatchSocket;
 use crate::{install_stop_signals, stop_requested, unix_now_ns, RealConfig};
 use hdrhistogram::Histogram;
-use pisadb_core::{Nanos, OpKind, Txn};
+use pisadb_core::{Nanos, OpKind, Scheduler, Txn};
 use pisadb_node::node::{owner_node, txn_id, worker_of};
 use pisadb_node::Mode;
 use pisadb_sim::net::Endpoint;
@@ -50,8 +50,6 @@ use pisadb_wire::node::{LockMode, NodeMsg, OnConflict, MAX_ITEMS};
 use pisadb_wire::p4db::TxnPacket;
 use pisadb_wire::{Frame, Kind, FRAME_BYTES, SWITCH_ID};
 use serde::Serialize;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -642,12 +640,8 @@ pub fn model_run(
     }
     let mut links = Topology::rack(run.nodes, &run.link);
     let nic_ns = run.link.nic_ns;
-    let mut events: BinaryHeap<Reverse<(Nanos, u64, ModelEvent)>> = BinaryHeap::new();
-    let mut seq = 0u64;
-    let mut push = |events: &mut BinaryHeap<_>, at: Nanos, e: ModelEvent| {
-        seq += 1;
-        events.push(Reverse((at, seq, e)));
-    };
+    let mut events: Scheduler<ModelEvent> = Scheduler::new();
+    let push = |events: &mut Scheduler<ModelEvent>, at: Nanos, e: ModelEvent| events.push(at, e);
     let tick_ns = (generator.timeout_ns / 4).max(1_000);
     let warmup_ns = virtual_ns / 10;
     let (mut passes_at_warmup, mut warm) = (0, false);
@@ -673,7 +667,7 @@ pub fn model_run(
                 push(&mut events, at.max(now), ModelEvent::SwitchWake);
             }
         }
-        let Some(Reverse((at, _, event))) = events.pop() else { break };
+        let Some((at, event)) = events.pop() else { break };
         now = at;
         if now >= virtual_ns {
             break;

@@ -34,13 +34,11 @@ use crate::udp::BatchSocket;
 use crate::wal_file::WalFile;
 use crate::{stop_requested, unix_now_ns, RealConfig, DONE_FILE, DRAIN_DIR};
 use hdrhistogram::Histogram;
-use pisadb_core::{Insert, Nanos, TupleKey, Txn};
+use pisadb_core::{Insert, Nanos, Scheduler, TupleKey, Txn};
 use pisadb_node::{Finished, Node, NodeStats, Outbox, RecoveryReport, Timer};
 use pisadb_wire::SWITCH_ID;
 use pisadb_workload::TxnClass;
 use serde::{Deserialize, Serialize};
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -195,8 +193,7 @@ pub fn run_node(cfg: &RealConfig, id: u16, data_dir: &Path) -> Result<NodeReport
 struct Driver<'a> {
     cfg: &'a RealConfig,
     id: u16,
-    timers: BinaryHeap<Reverse<(Nanos, u64, Timer)>>,
-    seq: u64,
+    timers: Scheduler<Timer>,
     latency: Histogram<u64>,
     committed: u64,
     on_switch: u64,
@@ -218,8 +215,7 @@ impl<'a> Driver<'a> {
         Driver {
             cfg,
             id,
-            timers: BinaryHeap::new(),
-            seq: 0,
+            timers: Scheduler::new(),
             latency: Histogram::new_with_bounds(1, 100_000_000_000, 3).expect("valid bounds"),
             committed: 0,
             on_switch: 0,
@@ -262,7 +258,7 @@ impl<'a> Driver<'a> {
                 if now - since > DRAIN_GRACE_NS {
                     eprintln!("node {}: transactions still in flight after the grace period; stopping anyway", self.id);
                     self.stuck = node.in_flight();
-                    let next_timer = self.timers.peek().map(|Reverse((at, _, t))| format!("{t:?} in {} ns", at - now));
+                    let next_timer = self.timers.peek().map(|(at, t)| format!("{t:?} in {} ns", at - now));
                     self.stuck.push(format!("{} timers pending, next: {next_timer:?}", self.timers.len()));
                     for line in &self.stuck {
                         eprintln!("node {}:   {line}", self.id);
@@ -270,22 +266,18 @@ impl<'a> Driver<'a> {
                     return Ok(());
                 }
             }
-            if self.timers.peek().is_some_and(|Reverse((at, _, _))| *at <= now) {
+            if self.timers.peek_time().is_some_and(|at| at <= now) {
                 // Replies that arrived while this node was busy (a slow log write) count before
                 // the timeouts waiting for them: otherwise the node resends what was answered.
                 self.receive(node, socket, now, Duration::ZERO, &mut out)?;
             }
-            while let Some(&Reverse((at, _, timer))) = self.timers.peek() {
-                if at > now {
-                    break;
-                }
-                self.timers.pop();
+            while let Some((_, timer)) = self.timers.pop_due(now) {
                 node.handle_timer(now, timer, &mut out);
             }
             if !out.timers.is_empty() || !out.sends.is_empty() {
                 continue; // flush first: a timer due now must not wait for the socket
             }
-            let next_timer = self.timers.peek().map_or(now + 1_000_000, |Reverse((at, _, _))| *at);
+            let next_timer = self.timers.peek_time().unwrap_or(now + 1_000_000);
             let wait = Duration::from_nanos(next_timer.saturating_sub(now).clamp(1_000, 1_000_000));
             self.receive(node, socket, now, wait, &mut out)?;
         }
@@ -346,8 +338,7 @@ impl<'a> Driver<'a> {
         self.activity += datagrams.len() as u64;
         socket.send_batch(&datagrams);
         for (at, timer) in out.timers.drain(..) {
-            self.seq += 1;
-            self.timers.push(Reverse((at, self.seq, timer)));
+            self.timers.push(at, timer);
         }
         let now = self.now();
         for f in out.finished.drain(..) {

@@ -42,12 +42,11 @@ use crate::net::{Endpoint, LinkParams, Topology};
 use crate::switch::RackSwitch;
 use hdrhistogram::Histogram;
 use pisadb_core::rng::SeededRng;
-use pisadb_core::{Nanos, TupleKey};
+use pisadb_core::{Nanos, Scheduler, TupleKey};
 use pisadb_layout::Layout;
 use pisadb_node::{Finished, LogRecord, Node, Outbox, PhaseTimes, Record, Route, Timer};
 use rand::Rng;
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Why a run did not finish normally.
@@ -118,29 +117,6 @@ struct FaultState {
     healthy_from: Nanos,
 }
 
-struct Scheduled {
-    at: Nanos,
-    seq: u64,
-    event: Event,
-}
-
-impl PartialEq for Scheduled {
-    fn eq(&self, other: &Self) -> bool {
-        (self.at, self.seq) == (other.at, other.seq)
-    }
-}
-impl Eq for Scheduled {}
-impl PartialOrd for Scheduled {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Scheduled {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        (self.at, self.seq).cmp(&(other.at, other.seq))
-    }
-}
-
 /// What the measurement window saw.
 #[derive(Clone, Debug)]
 pub struct Window {
@@ -174,8 +150,7 @@ pub struct Cluster {
     switch: RackSwitch,
     topology: Topology,
     nic_ns: Nanos,
-    events: BinaryHeap<Reverse<Scheduled>>,
-    seq: u64,
+    events: Scheduler<Event>,
     now: Nanos,
     processed: u64,
     switch_wake: Option<Nanos>,
@@ -228,8 +203,7 @@ impl Cluster {
             switch,
             topology: Topology::rack(n, link),
             nic_ns: link.nic_ns,
-            events: BinaryHeap::new(),
-            seq: 0,
+            events: Scheduler::new(),
             now: 0,
             processed: 0,
             switch_wake: None,
@@ -338,11 +312,7 @@ impl Cluster {
     }
 
     fn run_until(&mut self, end: Nanos, max_events: u64) -> Result<(), SimError> {
-        while let Some(Reverse(next)) = self.events.peek() {
-            if next.at > end {
-                break;
-            }
-            let Some(Reverse(Scheduled { at, event, .. })) = self.events.pop() else { break };
+        while let Some((at, event)) = self.events.pop_due(end) {
             self.now = at;
             self.processed += 1;
             if self.processed > max_events {
@@ -360,8 +330,7 @@ impl Cluster {
     }
 
     fn schedule(&mut self, at: Nanos, event: Event) {
-        self.seq += 1;
-        self.events.push(Reverse(Scheduled { at, seq: self.seq, event }));
+        self.events.push(at, event);
     }
 
     fn handle(&mut self, now: Nanos, event: Event) {

@@ -39,10 +39,10 @@ use crate::profile::SwitchProfile;
 use crate::program::{LoadError, PassDecision, Program, ProgramSpec, Recirc};
 use crate::registers::{PassContext, RegisterFile};
 use pisadb_core::Nanos;
+use pisadb_core::Scheduler;
 use pisadb_wire::{Frame, Kind};
 use serde::Serialize;
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// A datagram leaving the switch.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -111,30 +111,6 @@ enum Event<P> {
     ReEnter { port: u8 },
 }
 
-/// An event in the heap, ordered by (time, sequence) only.
-struct Scheduled<P> {
-    at: Nanos,
-    seq: u64,
-    event: Event<P>,
-}
-
-impl<P> PartialEq for Scheduled<P> {
-    fn eq(&self, other: &Self) -> bool {
-        (self.at, self.seq) == (other.at, other.seq)
-    }
-}
-impl<P> Eq for Scheduled<P> {}
-impl<P> PartialOrd for Scheduled<P> {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl<P> Ord for Scheduled<P> {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        (self.at, self.seq).cmp(&(other.at, other.seq))
-    }
-}
-
 /// A PISA switch running program `P` in one pipe.
 pub struct Switch<P: Program> {
     profile: SwitchProfile,
@@ -149,8 +125,7 @@ pub struct Switch<P: Program> {
     ports: Vec<RecircPort<P::Packet>>,
     next_waiting_port: usize,
     /// Pending events by (time, sequence).
-    events: BinaryHeap<Reverse<Scheduled<P::Packet>>>,
-    seq: u64,
+    events: Scheduler<Event<P::Packet>>,
     now: Nanos,
     transmits: VecDeque<Transmit>,
     stats: SwitchStats,
@@ -177,8 +152,7 @@ impl<P: Program> Switch<P> {
             next_free_cycle: 0,
             ports,
             next_waiting_port: 0,
-            events: BinaryHeap::new(),
-            seq: 0,
+            events: Scheduler::new(),
             now: 0,
             transmits: VecDeque::new(),
             stats: SwitchStats::default(),
@@ -252,7 +226,7 @@ impl<P: Program> Switch<P> {
 
     /// When the switch next needs [`Switch::handle_timeout`], if ever.
     pub fn poll_timeout(&self) -> Option<Nanos> {
-        self.events.peek().map(|Reverse(e)| e.at)
+        self.events.peek_time()
     }
 
     /// The next datagram leaving the switch.
@@ -303,8 +277,7 @@ impl<P: Program> Switch<P> {
 
     fn advance(&mut self, now: Nanos) {
         debug_assert!(now >= self.now, "time went backwards: {now} < {}", self.now);
-        while self.events.peek().is_some_and(|Reverse(e)| e.at <= now) {
-            let Some(Reverse(Scheduled { at, event, .. })) = self.events.pop() else { break };
+        while let Some((at, event)) = self.events.pop_due(now) {
             self.now = at;
             match event {
                 Event::ReachPort { port, flight } => self.reach_port(at, port, flight),
@@ -315,8 +288,7 @@ impl<P: Program> Switch<P> {
     }
 
     fn schedule(&mut self, at: Nanos, event: Event<P::Packet>) {
-        self.seq += 1;
-        self.events.push(Reverse(Scheduled { at, seq: self.seq, event }));
+        self.events.push(at, event);
     }
 
     /// Runs one pass of `flight` at the first free entry slot at or after `t`.
