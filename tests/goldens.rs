@@ -1,0 +1,201 @@
+//! Goldens: the figures a refactor must not move.
+//!
+//! Each test runs a pinned configuration and compares what it produces with a file under
+//! `tests/goldens/`: the whole result of the run (every figure `bench --json` prints except
+//! wall time) including the trace hash, which folds every event the simulator processed. A
+//! refactor that moves one of these is a bug until it is explained; a deliberate change of
+//! behaviour re-blesses the files with `PISADB_BLESS=1 cargo test --test goldens` and says why
+//! in its commit.
+//!
+//! Pinned here: the default YCSB-A run (`cargo run --release`) under each system, small racks
+//! of SmallBank and TPC-C under each system and both concurrency controls, and the reports of
+//! fault-injection seeds (the first 24 and the ones the long campaigns found). The CSVs of
+//! `reproduce p4db --quick` take minutes in a debug build, so their digests are checked by an
+//! ignored test: `cargo test --release --test goldens -- --ignored`.
+
+use pisadb_node::{Cc, Mode};
+use pisadb_sim::fuzz::{run_case, FuzzCase};
+use pisadb_sim::{run, RunConfig, WorkloadSpec};
+use pisadb_workload::{SmallBankConfig, TpccConfig};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+const SYSTEMS: [Mode; 3] = [Mode::P4db, Mode::NoSwitch, Mode::LmSwitch];
+
+fn golden_path(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/goldens").join(format!("{name}.json"))
+}
+
+/// Compares `actual` with the golden file `name`, or writes it under `PISADB_BLESS=1`.
+fn check_golden(name: &str, actual: &Value) {
+    let path = golden_path(name);
+    let pretty = serde_json::to_string_pretty(actual).expect("JSON") + "\n";
+    if std::env::var_os("PISADB_BLESS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, pretty).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (bless it with PISADB_BLESS=1 if it is new)", path.display()));
+    let expected: Value = serde_json::from_str(&expected).expect("golden is JSON");
+    if &expected != actual {
+        let diff: Vec<String> = differences(&expected, actual, String::new());
+        panic!("{name} moved from its golden ({}):\n{}", path.display(), diff.join("\n"));
+    }
+}
+
+/// The paths where two JSON values differ, with both sides.
+fn differences(expected: &Value, actual: &Value, at: String) -> Vec<String> {
+    match (expected, actual) {
+        (Value::Object(e), Value::Object(a)) => {
+            let keys: std::collections::BTreeSet<&String> = e.keys().chain(a.keys()).collect();
+            keys.into_iter()
+                .flat_map(|k| differences(&e[k.as_str()], a.get(k).unwrap_or(&Value::Null), format!("{at}.{k}")))
+                .collect()
+        }
+        (Value::Array(e), Value::Array(a)) if e.len() == a.len() => {
+            e.iter().zip(a).enumerate().flat_map(|(i, (e, a))| differences(e, a, format!("{at}[{i}]"))).collect()
+        }
+        _ if expected == actual => Vec::new(),
+        _ => vec![format!("  {at}: golden {expected}, now {actual}")],
+    }
+}
+
+fn run_point(cfg: &RunConfig) -> Value {
+    let out = run(cfg).unwrap_or_else(|e| panic!("{} {:?}: {e}", cfg.workload.name(), cfg.mode));
+    serde_json::to_value(&out.result).expect("result serializes")
+}
+
+#[test]
+fn the_default_ycsb_a_run_is_pinned_for_every_system() {
+    let mut results = serde_json::Map::new();
+    for mode in SYSTEMS {
+        results.insert(mode.name().to_string(), run_point(&RunConfig { mode, ..RunConfig::ycsb_default() }));
+    }
+    let results = Value::Object(results);
+    // The README's table, and the hashes the platform issue quotes.
+    for (mode, hash, per_s) in [
+        ("p4db", "497d84f6e3a8bf75", 4_082_300.0),
+        ("no-switch", "f49f548f4cd0832a", 1_219_200.0),
+        ("lm-switch", "8294aa5b13e69f4c", 1_611_900.0),
+    ] {
+        assert_eq!(results[mode]["trace_hash"], hash, "{mode}'s trace hash moved");
+        assert_eq!(results[mode]["committed_per_s"], per_s, "{mode}'s commits/s moved");
+    }
+    check_golden("ycsb-a-default", &results);
+}
+
+/// A small, quick rack for the other workloads.
+fn small_rack(workload: WorkloadSpec, mode: Mode, cc: Cc) -> RunConfig {
+    RunConfig {
+        nodes: 4,
+        workers: 4,
+        mode,
+        cc,
+        workload,
+        warmup_ns: 100_000,
+        measure_ns: 1_000_000,
+        layout_sample: 2_000,
+        ..RunConfig::ycsb_default()
+    }
+}
+
+fn small_racks(workload: WorkloadSpec) -> Value {
+    let mut results = serde_json::Map::new();
+    for mode in SYSTEMS {
+        for cc in [Cc::NoWait, Cc::WaitDie] {
+            let key = format!("{} {}", mode.name(), cc.name());
+            results.insert(key, run_point(&small_rack(workload.clone(), mode, cc)));
+        }
+    }
+    Value::Object(results)
+}
+
+#[test]
+fn small_smallbank_racks_are_pinned() {
+    let workload = WorkloadSpec::SmallBank(SmallBankConfig {
+        nodes: 4,
+        accounts: 40_000,
+        hot_per_node: 10,
+        ..SmallBankConfig::default()
+    });
+    check_golden("smallbank-small", &small_racks(workload));
+}
+
+#[test]
+fn small_tpcc_racks_are_pinned() {
+    let workload = WorkloadSpec::Tpcc(TpccConfig {
+        nodes: 4,
+        warehouses: 4,
+        items: 5_000,
+        customers_per_district: 300,
+        hot_items: 64,
+        ..TpccConfig::default()
+    });
+    check_golden("tpcc-small", &small_racks(workload));
+}
+
+#[test]
+fn fuzz_seed_reports_are_pinned() {
+    let seeds: Vec<u64> = (1..=24).chain([1092, 2891, 27081, 31480]).collect();
+    let reports: Vec<Value> = seeds
+        .iter()
+        .map(|&seed| serde_json::to_value(run_case(&FuzzCase::from_seed(seed))).expect("report serializes"))
+        .collect();
+    for r in &reports {
+        assert!(r["failure"].is_null(), "seed {} fails: {}", r["seed"], r["failure"]);
+    }
+    check_golden("fuzz-seeds", &Value::Array(reports));
+}
+
+/// FNV-1a, 64 bit, over the CSV without its last column when that is the wall-time figure
+/// (`sim_txn_per_wall_s`), which no two runs share. Quoted fields may hold commas, so the
+/// column is cut from the right.
+fn csv_digest(text: &str) -> String {
+    let wall_last = text.lines().next().is_some_and(|h| h.ends_with(",sim_txn_per_wall_s"));
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for line in text.lines() {
+        let kept = if wall_last { line.rsplit_once(',').map_or(line, |(rest, _)| rest) } else { line };
+        for b in kept.bytes().chain(std::iter::once(b'\n')) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    format!("{h:016x}")
+}
+
+#[test]
+#[ignore = "minutes in a debug build: cargo test --release --test goldens -- --ignored"]
+fn reproduce_p4db_quick_csvs_are_pinned() {
+    let dir = std::env::temp_dir().join(format!("pisadb-goldens-{}", std::process::id()));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pisadb"))
+        .args(["reproduce", "p4db", "--quick", "--out"])
+        .arg(&dir)
+        .output()
+        .expect("pisadb runs");
+    assert!(out.status.success(), "reproduce failed: {}", String::from_utf8_lossy(&out.stderr));
+    let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "csv"))
+        .collect();
+    names.sort();
+    let digests: serde_json::Map<String, Value> = names
+        .iter()
+        .map(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            (name, Value::String(csv_digest(&std::fs::read_to_string(p).unwrap())))
+        })
+        .collect();
+    let _ = std::fs::remove_dir_all(&dir);
+    check_golden("reproduce-p4db-quick", &Value::Object(digests));
+}
+
+#[test]
+fn the_csv_digest_ignores_only_the_wall_time_column() {
+    let a = "x,y,sim_txn_per_wall_s\n\"1,5\",2,100.5\n";
+    let b = "x,y,sim_txn_per_wall_s\n\"1,5\",2,977.0\n";
+    let c = "x,y,sim_txn_per_wall_s\n\"1,5\",3,100.5\n";
+    assert_eq!(csv_digest(a), csv_digest(b));
+    assert_ne!(csv_digest(a), csv_digest(c));
+}
