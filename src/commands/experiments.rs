@@ -17,6 +17,7 @@
 
 use clap::ValueEnum;
 use pisadb_node::{Cc, Mode};
+use pisadb_report::Unit;
 use pisadb_sim::{LayoutChoice, RunConfig, WorkloadSpec};
 use pisadb_switch::programs::p4db::P4dbConfig;
 use pisadb_switch::SwitchProfile;
@@ -99,8 +100,16 @@ impl Chart {
         match self {
             Chart::Speedup => "speedup",
             Chart::Throughput | Chart::HotCold => "committed transactions / s",
-            Chart::MeanLatency => "mean latency (us)",
-            Chart::LatencyBreakdown => "mean latency (us)",
+            Chart::MeanLatency | Chart::LatencyBreakdown => "mean latency",
+        }
+    }
+
+    /// What the y axis measures: latencies are drawn in seconds.
+    pub fn unit(self) -> Unit {
+        match self {
+            Chart::Speedup => Unit::Ratio,
+            Chart::Throughput | Chart::HotCold => Unit::Count,
+            Chart::MeanLatency | Chart::LatencyBreakdown => Unit::Seconds,
         }
     }
 }
@@ -153,6 +162,8 @@ pub struct Plan {
     pub title: String,
     /// The x-axis label.
     pub x_label: String,
+    /// What the x values measure.
+    pub x_unit: Unit,
     /// The charts drawn, one figure row each.
     pub charts: Vec<Chart>,
     /// What speedups are relative to.
@@ -292,7 +303,7 @@ pub fn plan(experiment: Experiment, o: &Options) -> Plan {
     let mut push = |panel: String, series: &str, x: f64, cfg: RunConfig| {
         points.push(PointSpec { panel, series: series.to_string(), x, x_name: String::new(), cfg });
     };
-    let (title, x_label, charts, baseline) = match experiment {
+    let (title, (x_label, x_unit), charts, baseline) = match experiment {
         Experiment::YcsbWorkers | Experiment::YcsbBreakdown => {
             let mixes = [YcsbMix::A, YcsbMix::B, YcsbMix::C];
             let workers = o.pick(&WORKERS_FULL, &WORKERS_QUICK);
@@ -302,14 +313,14 @@ pub fn plan(experiment: Experiment, o: &Options) -> Plan {
             if experiment == Experiment::YcsbWorkers {
                 (
                     "YCSB: speedup over No-Switch by workers per node (cf. P4DB Fig. 11, upper row)",
-                    "workers per node",
+                    ("workers per node", Unit::Integer),
                     vec![Chart::Speedup, Chart::Throughput],
                     Baseline::Series("No-Switch"),
                 )
             } else {
                 (
                     "YCSB: committed hot and cold transactions per second (cf. P4DB Fig. 12)",
-                    "workers per node",
+                    ("workers per node", Unit::Integer),
                     vec![Chart::HotCold],
                     Baseline::Series("No-Switch"),
                 )
@@ -321,7 +332,7 @@ pub fn plan(experiment: Experiment, o: &Options) -> Plan {
             grid(&mut points, &mixes, mix_name, &remote, &ALL_MODES, |mix, r, mode| o.base(ycsb(mix, r, 75), mode, 20));
             (
                 "YCSB: speedup over No-Switch by distributed share (cf. P4DB Fig. 11, lower row)",
-                "distributed transactions (%)",
+                ("distributed transactions", Unit::Percent),
                 vec![Chart::Speedup, Chart::Throughput],
                 Baseline::Series("No-Switch"),
             )
@@ -332,7 +343,7 @@ pub fn plan(experiment: Experiment, o: &Options) -> Plan {
             grid(&mut points, &mixes, mix_name, &hot, &ALL_MODES, |mix, h, mode| o.base(ycsb(mix, 20, h), mode, 20));
             (
                 "YCSB: throughput by share of hot transactions, 20% distributed (cf. P4DB Fig. 15a/b)",
-                "hot transactions (%)",
+                ("hot transactions", Unit::Percent),
                 vec![Chart::Throughput, Chart::Speedup],
                 Baseline::Series("No-Switch"),
             )
@@ -343,7 +354,7 @@ pub fn plan(experiment: Experiment, o: &Options) -> Plan {
             grid(&mut points, &hot, hot_accounts, &workers, &TWO_MODES, |h, w, mode| o.base(smallbank(h, 20), mode, w));
             (
                 "SmallBank: speedup over No-Switch by workers per node (cf. P4DB Fig. 13, upper row)",
-                "workers per node",
+                ("workers per node", Unit::Integer),
                 vec![Chart::Speedup, Chart::Throughput],
                 Baseline::Series("No-Switch"),
             )
@@ -354,7 +365,7 @@ pub fn plan(experiment: Experiment, o: &Options) -> Plan {
             grid(&mut points, &hot, hot_accounts, &remote, &TWO_MODES, |h, r, mode| o.base(smallbank(h, r), mode, 20));
             (
                 "SmallBank: speedup over No-Switch by distributed share (cf. P4DB Fig. 13, lower row)",
-                "distributed transactions (%)",
+                ("distributed transactions", Unit::Percent),
                 vec![Chart::Speedup, Chart::Throughput],
                 Baseline::Series("No-Switch"),
             )
@@ -367,7 +378,7 @@ pub fn plan(experiment: Experiment, o: &Options) -> Plan {
             });
             (
                 "TPC-C NewOrder/Payment: speedup over No-Switch by workers per node (cf. P4DB Fig. 14, upper row)",
-                "workers per node",
+                ("workers per node", Unit::Integer),
                 vec![Chart::Speedup, Chart::Throughput],
                 Baseline::Series("No-Switch"),
             )
@@ -380,7 +391,7 @@ pub fn plan(experiment: Experiment, o: &Options) -> Plan {
             });
             (
                 "TPC-C: speedup over No-Switch by remote item / customer probability (cf. P4DB Fig. 14, lower row)",
-                "remote item / customer probability (%)",
+                ("remote item / customer probability", Unit::Percent),
                 vec![Chart::Speedup, Chart::Throughput],
                 Baseline::Series("No-Switch"),
             )
@@ -408,7 +419,7 @@ pub fn plan(experiment: Experiment, o: &Options) -> Plan {
                     cfg,
                 });
             }
-            ("P4DB's switch optimizations on hot YCSB-A, 1 = none, 2 = + fast recirculation, 3 = + fine-grained locks, 4 = + declustered layout (cf. Fig. 15c)", "optimizations applied", vec![Chart::Throughput, Chart::Speedup], Baseline::FirstOfPanel)
+            ("P4DB's switch optimizations on hot YCSB-A, 1 = none, 2 = + fast recirculation, 3 = + fine-grained locks, 4 = + declustered layout (cf. Fig. 15c)", ("optimizations applied", Unit::Integer), vec![Chart::Throughput, Chart::Speedup], Baseline::FirstOfPanel)
         }
         Experiment::Layout => {
             let workloads =
@@ -425,7 +436,7 @@ pub fn plan(experiment: Experiment, o: &Options) -> Plan {
             }
             (
                 "P4DB under the declustered and a random layout (cf. P4DB Fig. 16)",
-                "workers per node",
+                ("workers per node", Unit::Integer),
                 vec![Chart::Throughput, Chart::MeanLatency],
                 Baseline::Series("random layout"),
             )
@@ -466,7 +477,7 @@ pub fn plan(experiment: Experiment, o: &Options) -> Plan {
             }
             (
                 "YCSB-A with hot sets beyond the switch's capacity (cf. P4DB Fig. 17)",
-                "hot-set size (log10 tuples)",
+                ("hot-set size (tuples, log scale)", Unit::Log10Count),
                 vec![Chart::Throughput],
                 Baseline::Series("No-Switch"),
             )
@@ -477,11 +488,11 @@ pub fn plan(experiment: Experiment, o: &Options) -> Plan {
             }
             (
                 "TPC-C, 8 warehouses, 8 nodes x 20 workers: where the latency goes (cf. P4DB Fig. 18a)",
-                "workers per node",
+                ("workers per node", Unit::Integer),
                 vec![Chart::LatencyBreakdown],
                 Baseline::Series("No-Switch"),
             )
         }
     };
-    Plan { experiment, title: title.into(), x_label: x_label.into(), charts, baseline, points }
+    Plan { experiment, title: title.into(), x_label: x_label.into(), x_unit, charts, baseline, points }
 }

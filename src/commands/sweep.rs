@@ -10,7 +10,7 @@
 use super::bench::CcArg;
 use super::experiments::{plan, Baseline, Chart, Experiment, Options, Plan, PointSpec};
 use clap::Args as ClapArgs;
-use pisadb_report::{write_csv, write_svg, Panel, Progress, Series};
+use pisadb_report::{write_csv, write_svg, Panel, Progress, Series, Unit};
 use pisadb_sim::{run, RunResult};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -247,6 +247,9 @@ fn distinct<'a>(labels: impl Iterator<Item = &'a String>) -> Vec<&'a String> {
     seen
 }
 
+/// Seconds per microsecond: the results' latencies are in µs, the charts' time axes in seconds.
+const S_PER_US: f64 = 1e-6;
+
 /// One panel per panel label for `chart`.
 fn panels(plan: &Plan, results: &[Measured], chart: Chart) -> Vec<Panel> {
     distinct(plan.points.iter().map(|p| &p.panel))
@@ -271,9 +274,10 @@ fn panels(plan: &Plan, results: &[Measured], chart: Chart) -> Vec<Panel> {
                 Chart::Throughput => {
                     names.iter().map(|s| line((*s).clone(), s, &|i| results[i].result.committed_per_s)).collect()
                 }
-                Chart::MeanLatency => {
-                    names.iter().map(|s| line((*s).clone(), s, &|i| results[i].result.latency_mean_us)).collect()
-                }
+                Chart::MeanLatency => names
+                    .iter()
+                    .map(|s| line((*s).clone(), s, &|i| results[i].result.latency_mean_us * S_PER_US))
+                    .collect(),
                 Chart::HotCold => names
                     .iter()
                     .flat_map(|s| {
@@ -302,22 +306,22 @@ fn panels(plan: &Plan, results: &[Measured], chart: Chart) -> Vec<Panel> {
                                 .enumerate()
                                 .filter_map(|(k, s)| {
                                     let i = members.iter().copied().find(|&i| plan.points[i].series == **s)?;
-                                    Some(((k + 1) as f64, f(&results[i].result)))
+                                    Some(((k + 1) as f64, f(&results[i].result) * S_PER_US))
                                 })
                                 .collect(),
                         })
                         .collect()
                 }
             };
-            let x_label = match chart {
+            let (x_label, x_unit) = match chart {
                 Chart::LatencyBreakdown => {
                     let systems: Vec<String> =
                         names.iter().enumerate().map(|(k, s)| format!("{} = {s}", k + 1)).collect();
-                    format!("system ({})", systems.join(", "))
+                    (format!("system ({})", systems.join(", ")), Unit::Integer)
                 }
-                _ => plan.x_label.clone(),
+                _ => (plan.x_label.clone(), plan.x_unit),
             };
-            Panel { title: panel.clone(), x_label, y_label: chart.label().into(), series }
+            Panel { title: panel.clone(), x_label, x_unit, y_label: chart.label().into(), y_unit: chart.unit(), series }
         })
         .collect()
 }

@@ -13,9 +13,17 @@
 //! Charts are drawn with `plotters` and its SVG backend. Text is laid out with the DejaVu Sans
 //! font embedded by the `dejavu` crate, registered once per process, so no system font is
 //! needed. A series keeps its color across every panel of a figure (colors are assigned by name
-//! in order of first appearance), so "P4DB" is the same line everywhere. Axis ranges come from
-//! the data; the y axis starts at 0 unless some value is negative. Empty panels and empty
-//! series draw empty axes rather than fail. Non-finite points are skipped.
+//! in order of first appearance), so "P4DB" is the same line everywhere, and one legend under
+//! the figure's title names them all (a legend inside a panel hides the lines it sits on).
+//! Axis ranges come from the data; the y axis starts at 0 unless some value is negative. Empty
+//! panels and empty series draw empty axes rather than fail. Non-finite points are skipped.
+//!
+//! Tick labels read in the axis's [`Unit`]: `4 M` transactions per second, `12 µs`, `40 %`,
+//! `1.5×`, never `4000000.0`. The ticks are chosen here, not by plotters: round steps (1, 2,
+//! 2.5 or 5 times a power of ten) and no more of them than fit side by side; each label gets the
+//! fewest significant digits (at least 3) that keep neighbouring ticks apart. The label areas
+//! are measured from the labels actually drawn, so nothing overlaps or is clipped; a figure
+//! title too long for the figure's width wraps onto more lines.
 //!
 //! Every failure is a [`ReportError`] that names the file it concerns.
 
@@ -26,7 +34,10 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters::style::FontStyle;
 
 /// One line of a chart: a name (shown in the legend) and its `(x, y)` points, drawn in order.
@@ -38,17 +49,122 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
 }
 
-/// One chart of a figure: a title, axis labels and the lines it shows.
+/// One chart of a figure: a title, axis labels and units, and the lines it shows.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Panel {
     /// The caption above the chart.
     pub title: String,
-    /// The label of the horizontal axis.
+    /// The label of the horizontal axis (its unit shows in the tick labels, not here).
     pub x_label: String,
-    /// The label of the vertical axis.
+    /// What the x values measure, which decides how its ticks read.
+    pub x_unit: Unit,
+    /// The label of the vertical axis (its unit shows in the tick labels, not here).
     pub y_label: String,
+    /// What the y values measure, which decides how its ticks read.
+    pub y_unit: Unit,
     /// The lines drawn in this chart.
     pub series: Vec<Series>,
+}
+
+/// What the values of an axis measure: it decides where the ticks go and how they read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Unit {
+    /// A count or a rate of counts, with SI prefixes: `250 k`, `4 M`, `1.5 G`.
+    #[default]
+    Count,
+    /// A time in seconds: `850 ns`, `12 µs`, `1.2 ms`, `3 s`.
+    Seconds,
+    /// A share in percent, the values already multiplied by 100 (`40.0` reads `40 %`).
+    Percent,
+    /// A ratio to a baseline: `1.5×`.
+    Ratio,
+    /// The base-10 logarithm of a count (a log-scale axis), read as the count itself:
+    /// `5.0` reads `100 k`. Ticks sit on powers of ten, or on 1, 2 and 5 times them.
+    Log10Count,
+    /// A whole number: workers, or the number of a category (1 = the first system, …). Ticks
+    /// on whole numbers only, and half a unit of room at either end.
+    Integer,
+}
+
+impl Unit {
+    /// `value` as a tick label, with 3 significant digits.
+    pub fn format(self, value: f64) -> String {
+        self.format_digits(value, 3)
+    }
+
+    /// `value` as a tick label with `digits` significant digits (trailing zeros dropped).
+    fn format_digits(self, value: f64, digits: u32) -> String {
+        match self {
+            Unit::Count | Unit::Integer => with_prefix(value, digits, &COUNT_PREFIXES, ""),
+            Unit::Seconds => with_prefix(value, digits, &TIME_PREFIXES, "s"),
+            Unit::Percent => with_prefix(value, digits, &[(0, "")], "%"),
+            Unit::Ratio => {
+                let number = with_prefix(value, digits, &[(0, "")], "");
+                if number == "0" {
+                    number
+                } else {
+                    format!("{number}×")
+                }
+            }
+            Unit::Log10Count => with_prefix(10f64.powf(value), digits, &COUNT_PREFIXES, ""),
+        }
+    }
+}
+
+/// SI prefixes for counts, as (power of ten, prefix), ascending.
+const COUNT_PREFIXES: [(i32, &str); 5] = [(0, ""), (3, "k"), (6, "M"), (9, "G"), (12, "T")];
+/// SI prefixes for seconds, as (power of ten, prefix), ascending.
+const TIME_PREFIXES: [(i32, &str); 4] = [(-9, "n"), (-6, "µ"), (-3, "m"), (0, "")];
+
+/// A count with an SI prefix and 3 significant digits: `4 M`, `250 k`, `1.5 M`, `999`, `0`.
+pub fn format_si(value: f64) -> String {
+    Unit::Count.format(value)
+}
+
+/// A time given in seconds, with an SI prefix and 3 significant digits: `12 µs`, `1.2 ms`.
+pub fn format_seconds(value_s: f64) -> String {
+    Unit::Seconds.format(value_s)
+}
+
+/// `value` rounded to `digits` significant digits, scaled by the largest of `prefixes` (powers
+/// of ten, ascending) that leaves at least 1 (the smallest one for tiny values), then the
+/// prefix and `symbol` after a space: `with_prefix(12e-6, 3, &TIME_PREFIXES, "s")` is `12 µs`.
+/// A value that rounds up to the next prefix takes it (999.5 reads `1 k`, not `1000`). Zero
+/// is `0`, without a unit.
+fn with_prefix(value: f64, digits: u32, prefixes: &[(i32, &str)], symbol: &str) -> String {
+    if !value.is_finite() {
+        return value.to_string();
+    }
+    if value == 0.0 {
+        return "0".to_string();
+    }
+    let magnitude = value.abs();
+    let mut chosen = prefixes.iter().rposition(|&(power, _)| magnitude >= 10f64.powi(power)).unwrap_or(0);
+    let mut mantissa = round_significant(magnitude / 10f64.powi(prefixes[chosen].0), digits);
+    if mantissa.0 >= 1000.0 && chosen + 1 < prefixes.len() {
+        chosen += 1;
+        mantissa = round_significant(magnitude / 10f64.powi(prefixes[chosen].0), digits);
+    }
+    let (number, decimals) = mantissa;
+    let mut text = format!("{number:.decimals$}");
+    if text.contains('.') {
+        text = text.trim_end_matches('0').trim_end_matches('.').to_string();
+    }
+    let sign = if value < 0.0 { "-" } else { "" };
+    let unit = format!("{}{symbol}", prefixes[chosen].1);
+    if unit.is_empty() {
+        format!("{sign}{text}")
+    } else {
+        format!("{sign}{text} {unit}")
+    }
+}
+
+/// `x` (positive) rounded to `digits` significant digits, and the decimals that shows.
+fn round_significant(x: f64, digits: u32) -> (f64, usize) {
+    let magnitude = x.log10().floor() as i32;
+    let decimals = (digits as i32 - 1 - magnitude).max(0);
+    let factor = 10f64.powi(decimals);
+    ((x * factor).round() / factor, decimals as usize)
 }
 
 /// Why a report file could not be written. Every variant names the file.
@@ -94,9 +210,24 @@ pub fn write_csv(path: &Path, header: &[&str], rows: &[Vec<String>]) -> Result<(
     writer.flush().map_err(|source| ReportError::Io { path: path.to_path_buf(), source })
 }
 
-/// Width and height of one panel, and the height of the figure title band, in pixels.
+/// Width and height of one panel, in pixels.
 const PANEL_SIZE: (u32, u32) = (480, 360);
-const TITLE_HEIGHT: u32 = 40;
+/// Font sizes in pixels: the figure title, a panel's caption, axis descriptions, tick labels
+/// and legend entries.
+const TITLE_FONT_PX: u32 = 22;
+const CAPTION_FONT_PX: u32 = 16;
+const DESC_FONT_PX: u32 = 14;
+const TICK_FONT_PX: u32 = 13;
+/// Room around the figure's title and legend, between legend entries, and around a chart
+/// inside its panel, in pixels.
+const PAD_PX: u32 = 10;
+/// Length of a tick mark; plotters puts the label twice as far from the axis.
+const TICK_MARK_PX: u32 = 4;
+/// The most ticks an axis gets, and the least room between two x tick labels, in pixels.
+const TICKS_MAX: usize = 6;
+const TICK_GAP_PX: u32 = 16;
+/// Width of a legend entry's line sample, in pixels.
+const SWATCH_PX: u32 = 24;
 
 /// Line colors, cycled when a figure has more series names than colors.
 const PALETTE: [RGBColor; 10] = [
@@ -112,10 +243,11 @@ const PALETTE: [RGBColor; 10] = [
     RGBColor(23, 190, 207),
 ];
 
-/// Writes an SVG with `panels` laid out in a grid of `columns` columns (rows as needed), a
-/// figure title on top, a legend in each panel. Lines with point markers, distinct colors per
-/// series name consistently across panels (same name = same color). Axis ranges from the data,
-/// y starting at 0 unless data is negative. Empty panels/series must not panic.
+/// Writes an SVG with `panels` laid out in a grid of `columns` columns (rows as needed), the
+/// figure title on top (wrapped to the figure's width) and under it one legend for the whole
+/// figure. Lines with point markers, distinct colors per series name consistently across
+/// panels (same name = same color). Axis ranges from the data, y starting at 0 unless data is
+/// negative; tick labels in each axis's [`Unit`]. Empty panels/series must not panic.
 ///
 /// Creates parent directories. `columns` is clamped to 1..=`panels.len()`.
 pub fn write_svg(path: &Path, title: &str, columns: usize, panels: &[Panel]) -> Result<(), ReportError> {
@@ -127,69 +259,338 @@ pub fn write_svg(path: &Path, title: &str, columns: usize, panels: &[Panel]) -> 
 
 type DrawResult = Result<(), Box<dyn std::error::Error>>;
 
+/// Width and height of `text` in the registered sans-serif font of `size_px`.
+fn text_size(text: &str, size_px: u32) -> Result<(u32, u32), Box<dyn std::error::Error>> {
+    Ok(("sans-serif", size_px).into_font().box_size(text)?)
+}
+
 fn draw(path: &Path, title: &str, columns: usize, panels: &[Panel]) -> DrawResult {
     let columns = columns.clamp(1, panels.len().max(1));
     let rows = panels.len().div_ceil(columns).max(1);
-    let size = (PANEL_SIZE.0 * columns as u32, TITLE_HEIGHT + PANEL_SIZE.1 * rows as u32);
+    let width = PANEL_SIZE.0 * columns as u32;
+
+    // Colors by name in order of first appearance; the legend lists them in that order.
+    let mut legend: Vec<(&str, RGBColor)> = Vec::new();
+    for series in panels.iter().flat_map(|p| &p.series) {
+        if !legend.iter().any(|(name, _)| *name == series.name) {
+            legend.push((series.name.as_str(), PALETTE[legend.len() % PALETTE.len()]));
+        }
+    }
+    let colors: BTreeMap<&str, RGBColor> = legend.iter().copied().collect();
+
+    let title_lines = wrap(title, TITLE_FONT_PX, width - 2 * PAD_PX)?;
+    let title_line_px = TITLE_FONT_PX * 13 / 10;
+    let title_px = PAD_PX + title_line_px * title_lines.len() as u32;
+    let legend_rows = legend_rows(&legend, width - 2 * PAD_PX)?;
+    let legend_row_px = TICK_FONT_PX * 2;
+    let legend_px = if legend_rows.is_empty() { 0 } else { PAD_PX + legend_row_px * legend_rows.len() as u32 };
+    let header_px = title_px + legend_px;
+    let size = (width, header_px + PANEL_SIZE.1 * rows as u32);
     let root = SVGBackend::new(path, size).into_drawing_area();
     root.fill(&WHITE)?;
-    let body = root.titled(title, ("sans-serif", 24))?;
 
-    let mut colors = BTreeMap::new();
-    for series in panels.iter().flat_map(|p| &p.series) {
-        let next = PALETTE[colors.len() % PALETTE.len()];
-        colors.entry(series.name.as_str()).or_insert(next);
+    let title_style = ("sans-serif", TITLE_FONT_PX).into_font().color(&BLACK).pos(Pos::new(HPos::Center, VPos::Top));
+    for (i, line) in title_lines.iter().enumerate() {
+        root.draw_text(line, &title_style, ((width / 2) as i32, (PAD_PX + title_line_px * i as u32) as i32))?;
     }
-    for (panel, area) in panels.iter().zip(body.split_evenly((rows, columns))) {
-        draw_panel(&area, panel, &colors)?;
+    let entry_style = ("sans-serif", TICK_FONT_PX).into_font().color(&BLACK).pos(Pos::new(HPos::Left, VPos::Center));
+    for (row, (entries, row_width)) in legend_rows.iter().enumerate() {
+        let y = (title_px + PAD_PX + legend_row_px * row as u32 + legend_row_px / 2) as i32;
+        let mut x = ((width - row_width) / 2) as i32;
+        for &(name, text_width) in entries {
+            let color = colors[name];
+            root.draw(&PathElement::new([(x, y), (x + SWATCH_PX as i32, y)], color.stroke_width(2)))?;
+            root.draw(&Circle::new((x + SWATCH_PX as i32 / 2, y), 3, color.stroke_width(2)))?;
+            root.draw_text(name, &entry_style, (x + (SWATCH_PX + PAD_PX / 2) as i32, y))?;
+            x += legend_entry_width(text_width) as i32;
+        }
+    }
+
+    // Every panel's y labels get the room of the widest, so that the axes of a column line up.
+    let y_axes = panels.iter().map(|panel| y_axis(panel, PANEL_SIZE.1)).collect::<Result<Vec<_>, _>>()?;
+    let y_label_width_px = y_axes.iter().map(|(_, ticks)| ticks.label_width_px).max().unwrap_or(0);
+    let (_, body) = root.split_vertically(header_px);
+    for ((panel, y_axis), area) in panels.iter().zip(y_axes).zip(body.split_evenly((rows, columns))) {
+        draw_panel(&area, panel, y_axis, y_label_width_px, &colors)?;
     }
     root.present()?;
     Ok(())
 }
 
+/// `text` broken at spaces into lines no wider than `width_px` (a word wider than that gets a
+/// line of its own).
+fn wrap(text: &str, size_px: u32, width_px: u32) -> Result<Vec<String>, Box<dyn std::error::Error>> {
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split_whitespace() {
+        match lines.last_mut() {
+            Some(line) if text_size(&format!("{line} {word}"), size_px)?.0 <= width_px => {
+                line.push(' ');
+                line.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    Ok(lines)
+}
+
+/// One row of the legend: its entries (name, text width) and its width, in pixels.
+type LegendRow<'a> = (Vec<(&'a str, u32)>, u32);
+
+/// The legend's entries in rows no wider than `width_px`.
+fn legend_rows<'a>(
+    legend: &[(&'a str, RGBColor)],
+    width_px: u32,
+) -> Result<Vec<LegendRow<'a>>, Box<dyn std::error::Error>> {
+    let mut rows: Vec<LegendRow<'a>> = Vec::new();
+    for &(name, _) in legend {
+        let text_width = text_size(name, TICK_FONT_PX)?.0;
+        let entry = legend_entry_width(text_width);
+        match rows.last_mut() {
+            Some((entries, row_width)) if *row_width + entry <= width_px => {
+                entries.push((name, text_width));
+                *row_width += entry;
+            }
+            _ => rows.push((vec![(name, text_width)], entry)),
+        }
+    }
+    Ok(rows)
+}
+
+/// The width a legend entry takes: its line sample, its name and the gap to the next entry.
+fn legend_entry_width(text_width_px: u32) -> u32 {
+    SWATCH_PX + PAD_PX / 2 + text_width_px + 2 * PAD_PX
+}
+
+/// The lines of `panel` with their non-finite points left out.
+fn finite_lines(panel: &Panel) -> Vec<(&Series, Vec<(f64, f64)>)> {
+    let finite = |s: &Series| s.points.iter().copied().filter(|(x, y)| x.is_finite() && y.is_finite()).collect();
+    panel.series.iter().map(|s| (s, finite(s))).collect()
+}
+
+/// The y range of `panel` and its ticks, for a panel `height_px` tall.
+fn y_axis(panel: &Panel, height_px: u32) -> Result<(Range<f64>, AxisTicks), Box<dyn std::error::Error>> {
+    let lines = finite_lines(panel);
+    let range = axis_range(panel.y_unit, lines.iter().flat_map(|(_, points)| points).map(|p| p.1), Some(0.0));
+    let caption_px = text_size(&panel.title, CAPTION_FONT_PX)?.1 + PAD_PX;
+    let desc_px = text_size("Mg", DESC_FONT_PX)?.1;
+    let plot_height = height_px.saturating_sub(caption_px + 3 * PAD_PX + 2 * TICK_MARK_PX + 2 * TICK_FONT_PX + desc_px);
+    let ticks = AxisTicks::fit(panel.y_unit, &range, plot_height, true)?;
+    Ok((range, ticks))
+}
+
+/// Draws `panel` on `area` with the y axis given, its labels `y_label_width_px` wide.
 fn draw_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, plotters::coord::Shift>,
     panel: &Panel,
+    (y_range, y_axis): (Range<f64>, AxisTicks),
+    y_label_width_px: u32,
     colors: &BTreeMap<&str, RGBColor>,
 ) -> DrawResult
 where
     DB::ErrorType: 'static,
 {
-    let finite = |s: &Series| s.points.iter().copied().filter(|(x, y)| x.is_finite() && y.is_finite()).collect();
-    let lines: Vec<(&Series, Vec<(f64, f64)>)> = panel.series.iter().map(|s| (s, finite(s))).collect();
-    let all = lines.iter().flat_map(|(_, points)| points);
-    let x_range = span(all.clone().map(|p| p.0), None);
-    let y_range = span(all.map(|p| p.1), Some(0.0));
+    let lines = finite_lines(panel);
+    let x_range = axis_range(panel.x_unit, lines.iter().flat_map(|(_, points)| points).map(|p| p.0), None);
+
+    // The y labels decide the width of their area, which decides the room left for x labels.
+    let (width, _) = area.dim_in_pixel();
+    let label_dist = 2 * TICK_MARK_PX;
+    let desc_px = text_size("Mg", DESC_FONT_PX)?.1;
+    let y_area = label_dist + y_label_width_px + PAD_PX + desc_px;
+    let plot_width = width.saturating_sub(y_area + 4 * PAD_PX);
+    let x_axis = AxisTicks::fit(panel.x_unit, &x_range, plot_width, false)?;
+    let x_area = label_dist + x_axis.label_height_px + PAD_PX / 2 + desc_px + PAD_PX / 2;
+    // Half the last x label may stick out to the right of the plot.
+    let margin_right = (2 * PAD_PX).max(x_axis.label_width_px / 2 + PAD_PX / 2);
 
     let mut chart = ChartBuilder::on(area)
-        .caption(&panel.title, ("sans-serif", 18))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(55)
-        .build_cartesian_2d(x_range, y_range)?;
-    chart.configure_mesh().x_desc(&panel.x_label).y_desc(&panel.y_label).label_style(("sans-serif", 12)).draw()?;
+        .caption(&panel.title, ("sans-serif", CAPTION_FONT_PX))
+        .margin_top(PAD_PX)
+        .margin_left(PAD_PX)
+        .margin_right(margin_right)
+        .margin_bottom(PAD_PX / 2)
+        .x_label_area_size(x_area)
+        .y_label_area_size(y_area)
+        .build_cartesian_2d(x_axis.coord(x_range), y_axis.coord(y_range))?;
+    let x_format = |v: &f64| panel.x_unit.format_digits(*v, x_axis.digits);
+    let y_format = |v: &f64| panel.y_unit.format_digits(*v, y_axis.digits);
+    chart
+        .configure_mesh()
+        .x_desc(&panel.x_label)
+        .y_desc(&panel.y_label)
+        .x_label_formatter(&x_format)
+        .y_label_formatter(&y_format)
+        .label_style(("sans-serif", TICK_FONT_PX))
+        .axis_desc_style(("sans-serif", DESC_FONT_PX))
+        .bold_line_style(BLACK.mix(0.12))
+        .set_all_tick_mark_size(TICK_MARK_PX)
+        .draw()?;
 
     for (series, points) in lines {
         let color = colors.get(series.name.as_str()).copied().unwrap_or(BLACK);
-        chart
-            .draw_series(LineSeries::new(points, color.stroke_width(2)).point_size(3))?
-            .label(&series.name)
-            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], color.stroke_width(2)));
-    }
-    if !panel.series.is_empty() {
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .label_font(("sans-serif", 12))
-            .draw()?;
+        chart.draw_series(LineSeries::new(points, color.stroke_width(2)).point_size(3))?;
     }
     Ok(())
 }
 
-/// The range covering `values` (and `include`, if given), with a 5% margin above the top (and
-/// below a negative bottom); 0..1 when empty, widened around a single value.
+/// The ticks of one axis, how they are labelled, and the room their labels take.
+struct AxisTicks {
+    /// Where the ticks sit, in data coordinates.
+    ticks: Vec<f64>,
+    /// Significant digits of the labels.
+    digits: u32,
+    /// Width of the widest label, in pixels.
+    label_width_px: u32,
+    /// Height of the tallest label, in pixels.
+    label_height_px: u32,
+}
+
+impl AxisTicks {
+    /// The ticks of an axis over `range` that is `length_px` long: as many as fit (at most
+    /// [`TICKS_MAX`]) with their labels side by side (`vertical`: one above the other).
+    fn fit(unit: Unit, range: &Range<f64>, length_px: u32, vertical: bool) -> Result<Self, Box<dyn std::error::Error>> {
+        let mut most = TICKS_MAX;
+        loop {
+            let ticks = ticks(unit, range, most);
+            let digits = distinct_digits(unit, &ticks);
+            let sizes = ticks
+                .iter()
+                .map(|&t| text_size(&unit.format_digits(t, digits), TICK_FONT_PX))
+                .collect::<Result<Vec<_>, _>>()?;
+            let label_width_px = sizes.iter().map(|s| s.0).max().unwrap_or(0);
+            let label_height_px = sizes.iter().map(|s| s.1).max().unwrap_or(TICK_FONT_PX);
+            let each_px = if vertical { label_height_px } else { label_width_px } + TICK_GAP_PX;
+            if most <= 2 || each_px * ticks.len() as u32 <= length_px {
+                return Ok(AxisTicks { ticks, digits, label_width_px, label_height_px });
+            }
+            most -= 1;
+        }
+    }
+}
+
+impl AxisTicks {
+    /// The axis over `range` with these ticks.
+    fn coord(&self, range: Range<f64>) -> TickedAxis {
+        TickedAxis { linear: range.into(), ticks: self.ticks.clone() }
+    }
+}
+
+/// A linear f64 axis with the ticks we chose (a grid line at each) instead of plotters' own,
+/// and no minor grid lines.
+struct TickedAxis {
+    /// The axis's mapping of values to pixels.
+    linear: RangedCoordf64,
+    /// The ticks, in data coordinates.
+    ticks: Vec<f64>,
+}
+
+impl Ranged for TickedAxis {
+    // The labels come from the mesh's formatter; this marker only makes plotters accept one.
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        self.linear.map(value, limit)
+    }
+
+    fn key_points<Hint: KeyPointHint>(&self, hint: Hint) -> Vec<f64> {
+        if hint.weight().allow_light_points() {
+            Vec::new()
+        } else {
+            self.ticks.clone()
+        }
+    }
+
+    fn range(&self) -> Range<f64> {
+        self.linear.range()
+    }
+}
+
+/// The fewest significant digits, from 3 up to 6, that give distinct ticks distinct labels.
+fn distinct_digits(unit: Unit, ticks: &[f64]) -> u32 {
+    (3..6)
+        .find(|&digits| {
+            let labels: Vec<String> = ticks.iter().map(|&t| unit.format_digits(t, digits)).collect();
+            labels.windows(2).all(|pair| pair[0] != pair[1])
+        })
+        .unwrap_or(6)
+}
+
+/// At most `most` ticks within `range` for `unit`: multiples of 1, 2, 2.5 or 5 times a power
+/// of ten (whole numbers only for [`Unit::Integer`]); for [`Unit::Log10Count`], the powers of ten in
+/// range, or 1, 2 and 5 times them when fewer than three powers fall in range.
+fn ticks(unit: Unit, range: &Range<f64>, most: usize) -> Vec<f64> {
+    match unit {
+        Unit::Log10Count => {
+            let slack = (range.end - range.start) * 1e-9;
+            let inside = |x: &f64| *x >= range.start - slack && *x <= range.end + slack;
+            let powers: Vec<f64> = (range.start.ceil() as i64..=range.end.floor() as i64).map(|p| p as f64).collect();
+            if powers.len() >= 3 {
+                return if powers.len() <= most { powers } else { round_ticks(range, most, 1.0) };
+            }
+            let decades = range.start.floor() as i64..=range.end.ceil() as i64;
+            let one_two_five: Vec<f64> =
+                decades.flat_map(|p| [1.0f64, 2.0, 5.0].map(|m| p as f64 + m.log10())).filter(inside).collect();
+            if one_two_five.len() <= most {
+                one_two_five
+            } else {
+                powers
+            }
+        }
+        Unit::Integer => round_ticks(range, most, 1.0),
+        _ => round_ticks(range, most, 0.0),
+    }
+}
+
+/// At most `most` (at least 1) ticks at the multiples in `range` of the smallest round step (1,
+/// 2, 2.5 or 5 times a power of ten; at least `step_min`, and whole if that is 1 or more) that
+/// gives no more.
+fn round_ticks(range: &Range<f64>, most: usize, step_min: f64) -> Vec<f64> {
+    let most = most.max(1);
+    let length = range.end - range.start;
+    if !length.is_finite() || length <= 0.0 {
+        return vec![range.start];
+    }
+    let slack = length * 1e-9;
+    let mut power_first = (length / most as f64).log10().floor() as i32 - 1;
+    if step_min > 0.0 {
+        power_first = power_first.max(step_min.log10().floor() as i32);
+    }
+    // Steps from at most a tenth of the range per tick: four powers of ten up, a step is
+    // longer than the range, which then holds one multiple at most.
+    for power in power_first..power_first + 4 {
+        for mantissa in [1.0, 2.0, 2.5, 5.0] {
+            let step = mantissa * 10f64.powi(power);
+            if step < step_min || (step_min >= 1.0 && step.fract() != 0.0) {
+                continue;
+            }
+            let first = ((range.start - slack) / step).ceil();
+            let last = ((range.end + slack) / step).floor();
+            if last - first < most as f64 {
+                return (first as i64..=last as i64).map(|k| k as f64 * step).collect();
+            }
+        }
+    }
+    vec![]
+}
+
+/// The range of an axis of `unit` covering `values` (and `include`, if given), see [`span`];
+/// an [`Unit::Integer`] axis gets half a unit of room at either end instead.
+fn axis_range(unit: Unit, values: impl Iterator<Item = f64>, include: Option<f64>) -> Range<f64> {
+    if unit != Unit::Integer {
+        return span(values, include);
+    }
+    let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    if lo > hi {
+        0.5..1.5
+    } else {
+        lo - 0.5..hi + 0.5
+    }
+}
+
+/// The range covering `values` (and `include`, if given), with a 5% margin at either end but
+/// none below a bottom that is `include` (a y axis from 0 has 0 on its x axis); 0..1 when
+/// empty, widened around a single value.
 fn span(values: impl Iterator<Item = f64>, include: Option<f64>) -> Range<f64> {
     let (lo, hi) = values.chain(include).fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| (lo.min(v), hi.max(v)));
     if lo > hi || (lo == 0.0 && hi == 0.0) {
@@ -198,7 +599,7 @@ fn span(values: impl Iterator<Item = f64>, include: Option<f64>) -> Range<f64> {
         lo - lo.abs() * 0.1..hi + hi.abs() * 0.1
     } else {
         let pad = (hi - lo) * 0.05;
-        (if lo < 0.0 { lo - pad } else { lo })..hi + pad
+        (if include == Some(lo) { lo } else { lo - pad })..hi + pad
     }
 }
 
@@ -282,7 +683,106 @@ mod tests {
     }
 
     fn panel(title: &str, series: Vec<Series>) -> Panel {
-        Panel { title: title.to_string(), x_label: "hot keys".to_string(), y_label: "txn/s".to_string(), series }
+        Panel {
+            title: title.to_string(),
+            x_label: "hot keys".to_string(),
+            x_unit: Unit::Count,
+            y_label: "txn/s".to_string(),
+            y_unit: Unit::Count,
+            series,
+        }
+    }
+
+    #[test]
+    fn counts_read_with_si_prefixes() {
+        assert_eq!(format_si(4_000_000.0), "4 M");
+        assert_eq!(format_si(250_000.0), "250 k");
+        assert_eq!(format_si(1_500_000.0), "1.5 M");
+        assert_eq!(format_si(12_345_678.0), "12.3 M");
+        assert_eq!(format_si(2.5e9), "2.5 G");
+        assert_eq!(format_si(20.0), "20");
+        assert_eq!(format_si(0.5), "0.5");
+        assert_eq!(format_si(0.30000000000000004), "0.3");
+    }
+
+    #[test]
+    fn zero_reads_0_and_negatives_keep_their_sign() {
+        for unit in [Unit::Count, Unit::Seconds, Unit::Percent, Unit::Ratio, Unit::Integer] {
+            assert_eq!(unit.format(0.0), "0", "{unit:?}");
+            assert_eq!(unit.format(-0.0), "0", "{unit:?}");
+        }
+        assert_eq!(format_si(-250_000.0), "-250 k");
+        assert_eq!(format_seconds(-0.0012), "-1.2 ms");
+        assert_eq!(Unit::Percent.format(-40.0), "-40 %");
+    }
+
+    #[test]
+    fn rounding_up_to_the_next_prefix_takes_it() {
+        assert_eq!(format_si(999.5), "1 k");
+        assert_eq!(format_si(999.4), "999");
+        assert_eq!(format_si(999_600.0), "1 M");
+        assert_eq!(format_si(9.996), "10");
+        assert_eq!(format_seconds(0.0009996), "1 ms");
+    }
+
+    #[test]
+    fn times_read_in_seconds_with_si_prefixes() {
+        assert_eq!(format_seconds(0.000012), "12 µs");
+        assert_eq!(format_seconds(0.0012), "1.2 ms");
+        assert_eq!(format_seconds(850e-9), "850 ns");
+        assert_eq!(format_seconds(3.0), "3 s");
+    }
+
+    #[test]
+    fn percents_ratios_and_log_counts_read_in_their_unit() {
+        assert_eq!(Unit::Percent.format(40.0), "40 %");
+        assert_eq!(Unit::Percent.format(12.5), "12.5 %");
+        assert_eq!(Unit::Ratio.format(1.5), "1.5×");
+        assert_eq!(Unit::Log10Count.format(5.0), "100 k");
+        assert_eq!(Unit::Log10Count.format(50_000f64.log10()), "50 k");
+        assert_eq!(Unit::Integer.format(3.0), "3");
+    }
+
+    #[test]
+    fn more_digits_only_where_three_would_merge_two_ticks() {
+        assert_eq!(distinct_digits(Unit::Count, &[0.0, 1e6, 2e6]), 3);
+        assert_eq!(distinct_digits(Unit::Count, &[1.000e6, 1.001e6, 1.002e6]), 4);
+    }
+
+    #[test]
+    fn ticks_are_round_and_few() {
+        assert_eq!(ticks(Unit::Count, &(0.0..4.2e6), 6), vec![0.0, 1e6, 2e6, 3e6, 4e6]);
+        assert_eq!(ticks(Unit::Percent, &(0.0..105.0), 6), vec![0.0, 20.0, 40.0, 60.0, 80.0, 100.0]);
+        assert_eq!(ticks(Unit::Count, &(1.0..20.95), 6), vec![5.0, 10.0, 15.0, 20.0]);
+        assert_eq!(ticks(Unit::Count, &(1.0..20.95), 3), vec![10.0, 20.0]);
+        assert_eq!(ticks(Unit::Ratio, &(0.0..1.36), 6), vec![0.0, 0.25, 0.5, 0.75, 1.0, 1.25]);
+        assert_eq!(ticks(Unit::Integer, &(0.5..9.5), 4), vec![2.0, 4.0, 6.0, 8.0]);
+        let seconds = ticks(Unit::Seconds, &(0.0..46e-6), 6);
+        let labels: Vec<String> = seconds.iter().map(|&t| format_seconds(t)).collect();
+        assert_eq!(labels, ["0", "10 µs", "20 µs", "30 µs", "40 µs"]);
+        for most in 1..=8 {
+            for range in [0.0..1.0, 0.0..4.2e6, -2.2..2.2, 4.7..6.4, 1e-7..3e-7] {
+                let n = ticks(Unit::Count, &range, most).len();
+                assert!((1..=most).contains(&n), "{range:?}, at most {most}: {n} ticks");
+            }
+        }
+    }
+
+    #[test]
+    fn integer_ticks_are_whole_numbers_with_room_at_the_ends() {
+        let range = axis_range(Unit::Integer, [1.0, 2.0, 3.0, 4.0].into_iter(), None);
+        assert_eq!(range, 0.5..4.5);
+        assert_eq!(ticks(Unit::Integer, &range, 6), vec![1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(ticks(Unit::Integer, &(0.5..2.5), 6), vec![1.0, 2.0]);
+    }
+
+    #[test]
+    fn log_ticks_sit_on_powers_of_ten_or_one_two_five() {
+        let labels = |range: Range<f64>| -> Vec<String> {
+            ticks(Unit::Log10Count, &range, 6).iter().map(|&t| Unit::Log10Count.format(t)).collect()
+        };
+        assert_eq!(labels(50_000f64.log10()..2e6f64.log10()), ["50 k", "100 k", "200 k", "500 k", "1 M", "2 M"]);
+        assert_eq!(labels(3.0..7.2), ["1 k", "10 k", "100 k", "1 M", "10 M"]);
     }
 
     #[test]
@@ -354,10 +854,10 @@ mod tests {
     }
 
     #[test]
-    fn axis_ranges_come_from_the_data() {
+    fn axis_ranges_come_from_the_data_with_a_margin_except_at_zero() {
         let close = |r: Range<f64>, lo: f64, hi: f64| (r.start - lo).abs() < 1e-9 && (r.end - hi).abs() < 1e-9;
         assert!(close(span([2.0, 4.0].into_iter(), Some(0.0)), 0.0, 4.2));
-        assert!(close(span([2.0, 4.0].into_iter(), None), 2.0, 4.1));
+        assert!(close(span([2.0, 4.0].into_iter(), None), 1.9, 4.1));
         assert!(close(span([-2.0, 2.0].into_iter(), Some(0.0)), -2.2, 2.2));
         assert!(close(span(std::iter::empty(), Some(0.0)), 0.0, 1.0));
         assert!(close(span([5.0].into_iter(), None), 4.5, 5.5));
