@@ -17,18 +17,22 @@
 //!   atomic passes in entry order (the argument for why that is exact is in its docs), pass
 //!   latency, finite recirculation queues with priority, multicast groups, a GID counter, and
 //!   counters for everything it refused or dropped.
+//! - [`device`]: [`SwitchDevice`], the program-independent view the simulator and the real
+//!   runtime drive.
 //! - [`programs`]: the switch programs — P4DB's transaction engine and the LM-Switch lock
 //!   manager; later the other papers' programs, on the same model without changes to it.
 //!
 //! No I/O, no clock, no randomness: the simulator and the real runtime drive the same code.
 
 pub mod alu;
+pub mod device;
 pub mod pipeline;
 pub mod profile;
 pub mod program;
 pub mod programs;
 pub mod registers;
 
+pub use device::SwitchDevice;
 pub use pipeline::{Switch, SwitchStats, Transmit};
 pub use profile::SwitchProfile;
 pub use program::{LoadError, PassDecision, Program, ProgramSpec, Recirc, RegisterArraySpec, Reject};
