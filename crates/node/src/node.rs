@@ -692,6 +692,8 @@ impl Node {
             Kind::P4dbTxn => TxnPacket::decode(payload).map(|p| p.txn_id).ok(),
             Kind::Lock => LockPacket::decode(payload).map(|p| p.txn_id).ok(),
             Kind::Forward => NodeMsg::decode(payload).ok().filter(NodeMsg::is_reply).map(|m| m.txn()),
+            // A node is no controller: the datagram is rejected by whichever core takes it.
+            Kind::Control => None,
         };
         match txn {
             Some(id) if id & RELEASE_TAG == 0 && owner_node(id) == self.cfg.id => Route::Core(worker_of(id)),
@@ -809,6 +811,7 @@ impl Node {
                 Ok(msg) => self.serve(now, Requester::Remote(frame.src), msg, out),
                 Err(e) => self.reject(e.reason()),
             },
+            Kind::Control => self.reject("control_message_to_a_node"),
         }
     }
 

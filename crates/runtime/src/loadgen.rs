@@ -316,7 +316,7 @@ impl Generator {
                 Ok(NodeMsg::LockReadReply { txn, .. }) => self.answered(now, at, txn),
                 _ => self.tally.unexpected += 1,
             },
-            Kind::Lock => self.tally.unexpected += 1,
+            Kind::Lock | Kind::Control => self.tally.unexpected += 1,
         }
     }
 

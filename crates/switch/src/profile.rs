@@ -40,6 +40,31 @@ pub struct SwitchProfile {
     pub recirc_port_bits_per_s: u64,
     /// Packets a recirculation port queues before it drops (assumption).
     pub recirc_queue_packets: u32,
+    /// Logical tables per stage: match tables, plus one for each register array (a stateful
+    /// action is invoked from a table). Older configs without it load with Tofino's 16.
+    #[serde(default = "default_tables_per_stage")]
+    pub tables_per_stage: u8,
+    /// Time the control plane takes to carry out one register or table operation and answer,
+    /// in ns (assumption): the switch CPU's driver and a PCIe round trip to the ASIC. Operations
+    /// are served one at a time. Older configs without it load with the default.
+    #[serde(default = "default_control_plane_ns")]
+    pub control_plane_ns: u64,
+}
+
+/// Logical table ids per MAU stage on Tofino 1 and 2 (`StageUse::MAX_LOGICAL_IDS` in the
+/// open-sourced compiler, `bf-p4c/specs/mau_spec.h`).
+pub const TOFINO_TABLES_PER_STAGE: u8 = 16;
+
+/// Assumption: one control-plane register or table operation, driver and PCIe included, takes
+/// tens of microseconds end to end; we take 20 µs. A knob, not a measurement.
+pub const DEFAULT_CONTROL_PLANE_NS: u64 = 20_000;
+
+fn default_tables_per_stage() -> u8 {
+    TOFINO_TABLES_PER_STAGE
+}
+
+fn default_control_plane_ns() -> u64 {
+    DEFAULT_CONTROL_PLANE_NS
 }
 
 impl SwitchProfile {
@@ -67,6 +92,8 @@ impl SwitchProfile {
             recirc_port_bits_per_s: 100_000_000_000,
             // Assumption: a shallow per-port queue; drops are counted, never silent.
             recirc_queue_packets: 64,
+            tables_per_stage: TOFINO_TABLES_PER_STAGE,
+            control_plane_ns: DEFAULT_CONTROL_PLANE_NS,
         }
     }
 

@@ -1,10 +1,14 @@
-//! Register memory of one pipe, and the per-pass door to it.
+//! Register memory of one pipe, and the per-pass door to it and to the tables.
 //!
 //! [`RegisterFile`] holds the cells of every array a program declared. During a pass, a
-//! program reaches them only through a [`PassContext`], which enforces the two access rules of
-//! the hardware on every call, whatever the program believes:
-//! - a packet touches each register array at most once per pass, and
-//! - it touches arrays in stage order (a stage's ALUs are behind the packet once it moved on).
+//! program reaches them, and the exact-match tables ([`crate::tables::TableFile`]), only
+//! through a [`PassContext`], which enforces the access rules of the hardware on every call,
+//! whatever the program believes:
+//! - a packet touches each register array, and looks up each table, at most once per pass, and
+//! - it touches arrays and tables in stage order (a stage is behind the packet once it moved
+//!   on); arrays and tables share one notion of "the stage the pass has reached".
+//!
+//! Tables are read-only here: the data plane matches, the control plane writes.
 //!
 //! A program's `admit` step is meant to have ruled violations out already; the context's check
 //! is the second line of defence, and a violation it finds is a bug in the program, which the
@@ -12,6 +16,7 @@
 
 use crate::alu::CompiledAction;
 use crate::program::{ProgramSpec, RegisterArraySpec};
+use crate::tables::TableFile;
 use thiserror::Error;
 
 /// The cells of one register array.
@@ -63,6 +68,22 @@ pub enum AccessError {
     StageOrder {
         /// The array.
         register: u8,
+        /// Its stage.
+        stage: u8,
+        /// The stage the pass had reached.
+        reached: u8,
+    },
+    /// No table has this id.
+    #[error("no table with id {0}")]
+    UnknownTable(u8),
+    /// The table was already looked up in this pass.
+    #[error("table {0} looked up twice in one pass")]
+    TableTwice(u8),
+    /// The table's stage is behind the packet.
+    #[error("table {table} is in stage {stage}, but the pass already reached stage {reached}")]
+    TableStageOrder {
+        /// The table.
+        table: u8,
         /// Its stage.
         stage: u8,
         /// The stage the pass had reached.
@@ -123,11 +144,18 @@ impl RegisterFile {
     }
 }
 
-/// The registers as one pass sees them, with the per-pass rules enforced.
+/// The tables of a pass over a program that declares none.
+static NO_TABLES: TableFile = TableFile::EMPTY;
+
+/// The registers and tables as one pass sees them, with the per-pass rules enforced.
 pub struct PassContext<'a> {
     registers: &'a mut RegisterFile,
+    /// The exact-match tables, read-only.
+    tables: &'a TableFile,
     /// Bit `id` set once register `id` was touched in this pass.
     touched: u64,
+    /// Bit `id` set once table `id` was looked up in this pass.
+    tables_touched: u64,
     /// The highest stage the pass has reached.
     reached: u8,
     /// The switch's global transaction id counter.
@@ -135,9 +163,38 @@ pub struct PassContext<'a> {
 }
 
 impl<'a> PassContext<'a> {
-    /// A fresh pass over `registers`, stamping ids from `gid`.
+    /// A fresh pass over `registers` (and no tables), stamping ids from `gid`.
     pub fn new(registers: &'a mut RegisterFile, gid: &'a mut u64) -> Self {
-        PassContext { registers, touched: 0, reached: 0, gid }
+        Self::with_tables(registers, &NO_TABLES, gid)
+    }
+
+    /// A fresh pass over `registers` and `tables`, stamping ids from `gid`.
+    pub fn with_tables(registers: &'a mut RegisterFile, tables: &'a TableFile, gid: &'a mut u64) -> Self {
+        PassContext { registers, tables, touched: 0, tables_touched: 0, reached: 0, gid }
+    }
+
+    /// Looks `key` up in exact-match table `table`: its value on a hit, `None` on a miss (a key
+    /// wider than the table's key can never match). Like a register access, a lookup must not
+    /// go back a stage and may happen once per table per pass; a refused lookup changes
+    /// nothing.
+    #[inline]
+    pub fn lookup(&mut self, table: u8, key: u64) -> Result<Option<u64>, AccessError> {
+        let (stage, value) = self.tables.lookup(table, key).ok_or(AccessError::UnknownTable(table))?;
+        let bit = 1u64 << table;
+        if self.tables_touched & bit != 0 {
+            return Err(AccessError::TableTwice(table));
+        }
+        if stage < self.reached {
+            return Err(AccessError::TableStageOrder { table, stage, reached: self.reached });
+        }
+        self.tables_touched |= bit;
+        self.reached = stage;
+        Ok(value)
+    }
+
+    /// The stage of `table`, if it exists.
+    pub fn table_stage_of(&self, table: u8) -> Option<u8> {
+        self.tables.stage_of(table)
     }
 
     /// Runs `action` of `register` on cell `index` with packet inputs `in1`, `in2`, and returns
@@ -197,6 +254,7 @@ mod tests {
             name: "t".into(),
             arrays: vec![array(1, 1), array(2, 1), array(3, 2)],
             reserve_fast_recirc_port: false,
+            tables: Vec::new(),
         }
     }
 

@@ -23,7 +23,8 @@ fn array(id: u8, stage: u8, entries: u32) -> RegisterArraySpec {
 }
 
 fn check(arrays: Vec<RegisterArraySpec>) -> Result<(), LoadError> {
-    ProgramSpec { name: "t".into(), arrays, reserve_fast_recirc_port: false }.check(&SwitchProfile::tofino1())
+    ProgramSpec { name: "t".into(), arrays, reserve_fast_recirc_port: false, tables: Vec::new() }
+        .check(&SwitchProfile::tofino1())
 }
 
 #[test]
@@ -72,7 +73,8 @@ fn actions_beyond_the_stateful_alu_are_refused() {
     )];
     let err = check(vec![a.clone()]).unwrap_err();
     assert!(err.to_string().contains("at most 2"), "{err}");
-    let tofino2 = ProgramSpec { name: "t".into(), arrays: vec![a], reserve_fast_recirc_port: false };
+    let tofino2 =
+        ProgramSpec { name: "t".into(), arrays: vec![a], reserve_fast_recirc_port: false, tables: Vec::new() };
     assert!(tofino2.check(&SwitchProfile::tofino2()).is_ok(), "Tofino 2 evaluates 4 comparisons");
 }
 

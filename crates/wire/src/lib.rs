@@ -13,12 +13,15 @@
 //! - [`lock`]: a lock-manager request/reply for the LM-Switch baseline (NetLock-style grants for
 //!   hot tuples whose data stays on the nodes).
 //! - [`node`]: node-to-node 2PL and 2PC messages, which the switch only forwards.
+//! - [`control`]: the control channel: a controller host's requests to read and write register
+//!   cells and table entries of a switch, and the switch's replies with a status.
 //!
 //! Layouts are `#[repr(C)]` structs of byte-order-explicit integers read in place with
 //! `zerocopy`, so decoding costs a bounds check, not a parse. Decoding never panics and never
 //! allocates more than the fixed maximum: malformed input returns a [`DecodeError`] whose
 //! [`DecodeError::reason`] is a stable label the receiver counts.
 
+pub mod control;
 pub mod lock;
 pub mod node;
 pub mod p4db;
@@ -43,6 +46,9 @@ pub enum Kind {
     P4dbTxn = 2,
     /// A lock-manager request or reply (LM-Switch baseline).
     Lock = 3,
+    /// A control-plane message ([`control`]): to [`SWITCH_ID`] from the controller, or a
+    /// switch's reply to it.
+    Control = 4,
 }
 
 impl Kind {
@@ -51,6 +57,7 @@ impl Kind {
             1 => Ok(Kind::Forward),
             2 => Ok(Kind::P4dbTxn),
             3 => Ok(Kind::Lock),
+            4 => Ok(Kind::Control),
             other => Err(DecodeError::UnknownKind(other)),
         }
     }
@@ -177,6 +184,16 @@ mod tests {
         let (decoded, rest) = Frame::decode(&bytes).unwrap();
         assert_eq!(decoded, frame);
         assert_eq!(rest, &[42]);
+    }
+
+    #[test]
+    fn every_kind_round_trips_and_control_is_kind_4() {
+        for kind in [Kind::Forward, Kind::P4dbTxn, Kind::Lock, Kind::Control] {
+            let mut bytes = Vec::new();
+            Frame { kind, src: 1, dst: SWITCH_ID }.encode(&mut bytes);
+            assert_eq!(Frame::decode(&bytes).unwrap().0.kind, kind);
+        }
+        assert_eq!(Frame::decode(&[VERSION, 4, 0, 9, 0xFF, 0xFF]).unwrap().0.kind, Kind::Control);
     }
 
     #[test]

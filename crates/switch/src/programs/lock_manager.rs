@@ -153,7 +153,7 @@ impl Program for LockManager {
                 actions: lock_actions(),
             })
             .collect();
-        ProgramSpec { name: "lock_manager".into(), arrays, reserve_fast_recirc_port: true }
+        ProgramSpec { name: "lock_manager".into(), arrays, reserve_fast_recirc_port: true, tables: Vec::new() }
     }
 
     fn kind(&self) -> Kind {

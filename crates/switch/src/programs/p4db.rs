@@ -550,6 +550,7 @@ impl Program for P4dbEngine {
             name: "p4db".into(),
             arrays: std::iter::once(lock).chain(data).collect(),
             reserve_fast_recirc_port: self.config.fast_recirculation,
+            tables: Vec::new(),
         }
     }
 

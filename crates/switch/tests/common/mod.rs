@@ -32,3 +32,5 @@ pub fn drive<P: Program>(switch: &mut Switch<P>, mut arrivals: Vec<(Nanos, u16, 
     assert!(switch.poll_timeout().is_none(), "switch did not go idle: livelock");
     out
 }
+
+pub mod toy;
