@@ -21,10 +21,12 @@
 pub mod op;
 pub mod rng;
 pub mod sched;
+pub mod trace;
 pub mod txn;
 
 pub use op::{AccOut, Op, OpKind, OpOutcome, TupleKey, RESTOCK_AMOUNT, RESTOCK_THRESHOLD};
 pub use sched::Scheduler;
+pub use trace::{TraceBytes, TraceHash};
 pub use txn::{Insert, InsertRow, SerialStore, Txn};
 
 /// Virtual or real time in integer nanoseconds. Units are last in names (`latency_ns`).

@@ -16,9 +16,10 @@ pub mod wal;
 
 pub use config::{Cc, CpuCosts, Mode, NodeConfig};
 pub use node::{
-    Finished, Node, NodeStats, Outbox, PhaseTimes, Record, RecoveredCommit, RecoveryReport, Route, Send, SwitchView,
+    Finished, Node, NodeEvent, NodeStats, Outbox, PhaseTimes, Record, RecoveredCommit, RecoveryReport, SwitchView,
     Timer,
 };
+pub use pisadb_host::{Host, Route, Send};
 pub use wal::LogRecord;
 
 /// A committed transaction's reads and writes with versions, as the serializability checker wants them.

@@ -53,7 +53,8 @@ use crate::locks::{Acquire, LockTable, TxnId};
 use crate::store::{Store, Tuple};
 use crate::wal::LogRecord;
 use crate::CommittedTxn;
-use pisadb_core::{rng, InsertRow, Nanos, OpKind, TupleKey, Txn};
+use pisadb_core::{rng, InsertRow, Nanos, OpKind, TraceBytes, TraceHash, TupleKey, Txn};
+use pisadb_host::{Host, Route, Send};
 use pisadb_layout::Layout;
 use pisadb_switch::programs::lock_manager::LockManager;
 use pisadb_switch::programs::p4db::{multicast_group, P4dbEngine};
@@ -128,22 +129,33 @@ impl Timer {
     }
 }
 
-/// Which core should run a handler.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Route {
-    /// The core of this worker.
-    Worker(u16),
-    /// Any core (the first free one).
-    AnyCore,
-}
-
-/// A datagram to send.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Send {
-    /// Destination node, or [`SWITCH_ID`].
-    pub dst: u16,
-    /// The whole datagram, frame included.
-    pub bytes: Vec<u8>,
+/// A timer's trace bytes spell it as `Name { field: value, … }` with decimal numbers: the text
+/// the trace hashed before it had explicit bytes, kept so the pinned trace hashes hold. It is
+/// written out here field by field, independent of the `Debug` derive.
+impl TraceBytes for Timer {
+    fn trace(&self, h: &mut TraceHash) {
+        let (name, worker, txn) = match *self {
+            Timer::Begin { worker } => ("Begin", Some(worker), None),
+            Timer::Retry { worker } => ("Retry", Some(worker), None),
+            Timer::Resume { worker } => ("Resume", Some(worker), None),
+            Timer::SwitchTimeout { worker, txn } => ("SwitchTimeout", Some(worker), Some(txn)),
+            Timer::PeerTimeout { worker, txn } => ("PeerTimeout", Some(worker), Some(txn)),
+            Timer::Lease { txn } => ("Lease", None, Some(txn)),
+            Timer::RecoveredSwitchTxn { txn } => ("RecoveredSwitchTxn", None, Some(txn)),
+        };
+        h.write(name.as_bytes());
+        h.write(b" { ");
+        if let Some(worker) = worker {
+            h.write(b"worker: ");
+            h.write_decimal(u64::from(worker));
+            h.write(if txn.is_some() { b", " } else { b" }" });
+        }
+        if let Some(txn) = txn {
+            h.write(b"txn: ");
+            h.write_decimal(txn);
+            h.write(b" }");
+        }
+    }
 }
 
 /// A committed transaction, as the worker reports it.
@@ -220,31 +232,25 @@ impl Record {
     }
 }
 
-/// What a handler produced.
-#[derive(Debug, Default)]
-pub struct Outbox {
-    /// Datagrams to send when the handler ends.
-    pub sends: Vec<Send>,
-    /// Timers to set: (when, what).
-    pub timers: Vec<(Nanos, Timer)>,
-    /// Transactions committed by the handler.
-    pub finished: Vec<Finished>,
-    /// CPU time the handler took.
-    pub cpu_ns: Nanos,
-    /// Write-ahead log records (with `log`): the driver makes them durable before it sends
-    /// `sends` or reports `finished`.
-    pub log: Vec<LogRecord>,
+/// What a node's handler produced (see [`pisadb_host::Outbox`]): its events are [`NodeEvent`]s.
+pub type Outbox = pisadb_host::Outbox<Timer, LogRecord, NodeEvent>;
+
+/// What a node reports to the driver's metrics and oracles.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NodeEvent {
     /// With `record_history` and `log`: the record of a switch transaction as it is logged,
     /// which is when it counts as committed (§6.1). Its switch outputs and GID are not known
-    /// yet; they come with `finished` or, if the node crashed first, with `recovered`. A
-    /// checker keeps it, as a client remembers what it submitted.
-    pub committing: Vec<Box<Record>>,
-    /// Switch transactions logged before a crash that got their answer after the restart.
-    pub recovered: Vec<RecoveredCommit>,
+    /// yet; they come with [`NodeEvent::Finished`] or, if the node crashed first, with
+    /// [`NodeEvent::Recovered`]. A checker keeps it, as a client remembers what it submitted.
+    Committing(Box<Record>),
+    /// A switch transaction logged before a crash got its answer after the restart.
+    Recovered(RecoveredCommit),
+    /// A transaction committed.
+    Finished(Finished),
 }
 
 /// A switch transaction whose node crashed after logging it, answered after the restart: what
-/// completes the record a checker kept from [`Outbox::committing`].
+/// completes the record a checker kept from [`NodeEvent::Committing`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RecoveredCommit {
     /// The transaction.
@@ -690,7 +696,7 @@ impl Node {
             Kind::Control => None,
         };
         match txn {
-            Some(id) if id & RELEASE_TAG == 0 && owner_node(id) == self.cfg.id => Route::Worker(worker_of(id)),
+            Some(id) if id & RELEASE_TAG == 0 && owner_node(id) == self.cfg.id => Route::Core(worker_of(id)),
             _ => Route::AnyCore,
         }
     }
@@ -1109,7 +1115,7 @@ impl Node {
                 inserts: a.gen.inserts.clone(),
             });
             if self.cfg.record_history {
-                out.committing.push(record_of(a, None));
+                out.events.push(NodeEvent::Committing(record_of(a, None)));
             }
         }
         out.cpu_ns += self.cfg.costs.message_ns + self.cfg.costs.stack_ns;
@@ -1229,7 +1235,7 @@ impl Node {
             out.log.extend(self.commit_record(txn, Some(answer), Vec::new(), inserted.clone(), !p.writers.is_empty()));
         }
         if self.cfg.record_history {
-            out.recovered.push(RecoveredCommit { txn, gid: answer.gid, outputs, inserted });
+            out.events.push(NodeEvent::Recovered(RecoveredCommit { txn, gid: answer.gid, outputs, inserted }));
         }
         self.stats.recovered_commits += 1;
     }
@@ -1282,7 +1288,7 @@ impl Node {
         a.close_phase(now);
         let on_switch = a.phase == Phase::SwitchTxn;
         let record = self.cfg.record_history.then(|| record_of(&a, gid));
-        out.finished.push(Finished {
+        out.events.push(NodeEvent::Finished(Finished {
             worker,
             kind: a.gen.kind,
             on_switch,
@@ -1291,7 +1297,7 @@ impl Node {
             attempts: a.attempts,
             phases: a.phases,
             record,
-        });
+        }));
         out.timers.push((now, Timer::Begin { worker }));
     }
 
@@ -1573,6 +1579,41 @@ fn record_of(a: &Attempt, gid: Option<u64>) -> Box<Record> {
         inserted: a.inserted.clone(),
         history,
     })
+}
+
+/// The drivers run a node through the host interface; each method is the node's own.
+impl Host for Node {
+    type Timer = Timer;
+    type Log = LogRecord;
+    type Event = NodeEvent;
+
+    fn cores(&self) -> u16 {
+        self.cfg.workers
+    }
+    fn start(&mut self, now: Nanos, out: &mut Outbox) {
+        Node::start(self, now, out)
+    }
+    fn route(&self, bytes: &[u8]) -> Route {
+        Node::route(self, bytes)
+    }
+    fn timer_core(&self, timer: &Timer) -> u16 {
+        timer.worker()
+    }
+    fn handle_datagram(&mut self, now: Nanos, bytes: &[u8], out: &mut Outbox) {
+        Node::handle_datagram(self, now, bytes, out)
+    }
+    fn handle_timer(&mut self, now: Nanos, timer: Timer, out: &mut Outbox) {
+        Node::handle_timer(self, now, timer, out)
+    }
+    fn stop(&mut self) {
+        Node::stop(self)
+    }
+    fn is_idle(&self) -> bool {
+        Node::is_idle(self)
+    }
+    fn fence_switch(&mut self, epoch: u16) {
+        Node::fence_switch(self, epoch)
+    }
 }
 
 /// A transaction attempt id: node (bits 48..63), the node's incarnation (38..47), worker

@@ -46,6 +46,7 @@ use pisadb_node::node::{owner_node, txn_id, worker_of};
 use pisadb_node::Mode;
 use pisadb_sim::net::Endpoint;
 use pisadb_sim::{RackPlan, RunConfig, Topology};
+use pisadb_switch::SwitchDevice;
 use pisadb_wire::node::{LockMode, NodeMsg, OnConflict, MAX_ITEMS};
 use pisadb_wire::p4db::TxnPacket;
 use pisadb_wire::{Frame, Kind, FRAME_BYTES, SWITCH_ID};

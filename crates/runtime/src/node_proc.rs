@@ -35,7 +35,7 @@ use crate::wal_file::WalFile;
 use crate::{stop_requested, unix_now_ns, RealConfig, DONE_FILE, DRAIN_DIR};
 use hdrhistogram::Histogram;
 use pisadb_core::{Insert, Nanos, Scheduler, TupleKey, Txn};
-use pisadb_node::{Finished, Node, NodeStats, Outbox, RecoveryReport, Timer};
+use pisadb_node::{Finished, Node, NodeEvent, NodeStats, Outbox, RecoveryReport, Timer};
 use pisadb_wire::SWITCH_ID;
 use pisadb_workload::TxnClass;
 use serde::{Deserialize, Serialize};
@@ -341,8 +341,11 @@ impl<'a> Driver<'a> {
             self.timers.push(at, timer);
         }
         let now = self.now();
-        for f in out.finished.drain(..) {
-            self.count(now, f);
+        for event in out.events.drain(..) {
+            // Records kept for the simulator's oracles have no use here.
+            if let NodeEvent::Finished(f) = event {
+                self.count(now, f);
+            }
         }
         out.cpu_ns = 0;
         Ok(())

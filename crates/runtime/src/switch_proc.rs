@@ -30,6 +30,7 @@ use crate::{stop_requested, unix_now_ns, RealConfig};
 use pisadb_core::{Nanos, TupleKey};
 use pisadb_node::rebuild::{rebuild_switch, RebuildReport};
 use pisadb_sim::{RackPlan, RackSwitch};
+use pisadb_switch::SwitchDevice;
 use pisadb_switch::SwitchStats;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -29,7 +29,7 @@
 //! The plan is data, and the generator that draws per-datagram faults is seeded from it: one
 //! seed, one history, one trace hash, however the faults fall.
 
-use pisadb_core::Nanos;
+use pisadb_core::{Nanos, TraceBytes, TraceHash};
 use serde::{Deserialize, Serialize};
 
 /// What the plan does to the rack.
@@ -80,6 +80,20 @@ impl std::fmt::Display for Target {
         match self {
             Target::Node(n) => write!(f, "node {n}"),
             Target::Switch => write!(f, "switch"),
+        }
+    }
+}
+
+/// A crash target's trace bytes spell it as its `Display` does (`node 3`, `switch`), written
+/// out explicitly so the trace does not depend on formatting code.
+impl TraceBytes for Target {
+    fn trace(&self, h: &mut TraceHash) {
+        match *self {
+            Target::Node(n) => {
+                h.write(b"node ");
+                h.write_decimal(u64::from(n));
+            }
+            Target::Switch => h.write(b"switch"),
         }
     }
 }

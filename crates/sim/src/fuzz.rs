@@ -242,12 +242,12 @@ pub fn run_case(case: &FuzzCase) -> CaseReport {
     };
     let failure = check(case, &mut out).err();
     let stats = out.cluster.fault_stats();
-    report.committed = out.cluster.records().len();
+    report.committed = out.cluster.observer().records().len();
     report.lost = stats.lost;
     report.duplicated = stats.duplicated;
     report.to_down = stats.to_down;
     report.crashes = stats.node_crashes + stats.switch_crashes;
-    report.longest_gap_us = out.cluster.longest_progress_gap().0 as f64 / 1_000.0;
+    report.longest_gap_us = out.cluster.observer().longest_progress_gap().0 as f64 / 1_000.0;
     report.events = out.cluster.events_processed();
     report.trace_hash = format!("{:016x}", out.cluster.trace_hash());
     report.failure = failure;
@@ -256,19 +256,19 @@ pub fn run_case(case: &FuzzCase) -> CaseReport {
 
 /// The oracles, in the order of the module's list; the first that fails says why.
 pub fn check(case: &FuzzCase, out: &mut RunOutput) -> Result<(), String> {
-    let (gap, node, worker) = out.cluster.longest_progress_gap();
+    let (gap, node, worker) = out.cluster.observer().longest_progress_gap();
     // 1. Nothing stuck (the drain also checks the workload's invariants, 5).
     out.check_invariants(MAX_EVENTS).map_err(|e| {
         let stuck: Vec<String> = out
             .cluster
-            .nodes()
+            .hosts()
             .iter()
             .flat_map(|n| n.in_flight().into_iter().take(3).map(move |l| format!("node {}: {l}", n.config().id)))
             .take(6)
             .collect();
         format!("after the drain: {e}; in flight: {}", stuck.join("; "))
     })?;
-    for n in out.cluster.nodes() {
+    for n in out.cluster.hosts() {
         if !n.is_idle() {
             return Err(format!("node {} still has work in flight after the drain", n.config().id));
         }
@@ -276,12 +276,12 @@ pub fn check(case: &FuzzCase, out: &mut RunOutput) -> Result<(), String> {
             return Err(format!("node {}: {count} rows inserted twice", n.config().id));
         }
     }
-    if let Some(r) = out.cluster.unfinished_commits().next() {
+    if let Some(r) = out.cluster.observer().unfinished_commits().next() {
         return Err(format!("switch transaction {:#x} was logged but never committed", r.id));
     }
     // 2. Serializable on the nodes.
     let mut history = History::new();
-    out.cluster.records().iter().filter_map(|r| r.history.clone()).for_each(|t| history.record(t));
+    out.cluster.observer().records().iter().filter_map(|r| r.history.clone()).for_each(|t| history.record(t));
     history.check().map_err(|v| format!("not serializable on the nodes: {v}"))?;
     // 3. Serializable on the switch, in GID order.
     if out.mode == Mode::P4db {
@@ -291,9 +291,9 @@ pub fn check(case: &FuzzCase, out: &mut RunOutput) -> Result<(), String> {
     check_version_chains(out)?;
     if out.mode == Mode::P4db {
         let mut restarts = PlanRestarts::new(&case.config, case.peer_timeout_ns).map_err(|e| e.to_string())?;
-        let rebuilt = restarts.switch(out.cluster.logs()).map_err(|e| format!("rebuilding the switch: {e}"))?;
+        let rebuilt = restarts.switch(out.cluster.logs(), 0).map_err(|e| format!("rebuilding the switch: {e}"))?;
         for (key, p) in out.layout.iter() {
-            let live = out.cluster.switch_value(&out.layout, key);
+            let live = crate::run::switch_value(&out.cluster, &out.layout, key);
             let from_logs = rebuilt.register_value(p.register, p.index);
             if live != from_logs {
                 return Err(format!(
@@ -317,7 +317,7 @@ pub fn check(case: &FuzzCase, out: &mut RunOutput) -> Result<(), String> {
 /// The switch parts of the committed transactions, replayed serially in GID order from the
 /// initial values, give the outputs the nodes saw and the switch's final values.
 fn check_switch_order(out: &RunOutput) -> Result<(), String> {
-    let mut by_gid: Vec<_> = out.cluster.records().iter().filter(|r| r.gid.is_some()).collect();
+    let mut by_gid: Vec<_> = out.cluster.observer().records().iter().filter(|r| r.gid.is_some()).collect();
     by_gid.sort_by_key(|r| r.gid);
     if let Some(w) = by_gid.windows(2).find(|w| w[0].gid == w[1].gid) {
         return Err(format!("GID {:?} given to both {:#x} and {:#x}", w[0].gid, w[0].id, w[1].id));
@@ -337,7 +337,7 @@ fn check_switch_order(out: &RunOutput) -> Result<(), String> {
         }
     }
     for (key, _) in out.layout.iter() {
-        let live = out.cluster.switch_value(&out.layout, key);
+        let live = crate::run::switch_value(&out.cluster, &out.layout, key);
         if live != Some(store.get(key)) {
             return Err(format!(
                 "hot tuple {key:?}: the switch holds {live:?}, the GID-order replay {}",
@@ -353,7 +353,7 @@ fn check_switch_order(out: &RunOutput) -> Result<(), String> {
 fn check_version_chains(out: &RunOutput) -> Result<(), String> {
     let mut overwritten: BTreeSet<(TupleKey, u64)> = BTreeSet::new();
     let mut writers: BTreeMap<TupleKey, Vec<u64>> = BTreeMap::new();
-    for h in out.cluster.records().iter().filter_map(|r| r.history.as_ref()) {
+    for h in out.cluster.observer().records().iter().filter_map(|r| r.history.as_ref()) {
         for &(key, prev) in &h.writes {
             overwritten.insert((key, prev));
             writers.entry(key).or_default().push(h.id);
@@ -361,7 +361,7 @@ fn check_version_chains(out: &RunOutput) -> Result<(), String> {
     }
     for (key, ids) in writers {
         let last: Vec<u64> = ids.into_iter().filter(|id| !overwritten.contains(&(key, *id))).collect();
-        let stored = out.cluster.nodes().iter().find_map(|n| n.store().get(key)).map(|t| t.version);
+        let stored = out.cluster.hosts().iter().find_map(|n| n.store().get(key)).map(|t| t.version);
         if last.len() != 1 || stored != Some(last[0]) {
             return Err(format!(
                 "tuple {key:?}: stored version {stored:x?}, but the committed chain ends with {last:x?} (a lost commit)"

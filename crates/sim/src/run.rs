@@ -6,14 +6,18 @@
 //! P4DB mode the switch's registers are loaded with the hot tuples' initial values. LM-Switch
 //! places one lock per hot tuple in the lock manager's arrays.
 
-use crate::cluster::{Cluster, Restarts, SimError};
 use crate::faults::Faults;
+use crate::metrics::Metrics;
 use crate::net::LinkParams;
 use crate::switch::RackSwitch;
+use crate::world::{Restarts, SimError, World};
 use pisadb_core::{rng::splitmix64, Nanos, SerialStore, TupleKey, Txn};
 use pisadb_layout::Layout;
 use pisadb_node::rebuild::rebuild_switch;
 use pisadb_node::{Cc, CpuCosts, LogRecord, Mode, Node, NodeConfig, SwitchView};
+
+/// A simulated P4DB rack: nodes on one switch running P4DB's engine or the lock manager.
+pub type Cluster = World<Node, RackSwitch, Metrics>;
 use pisadb_switch::programs::lock_manager::{LockManager, LockManagerConfig};
 use pisadb_switch::programs::p4db::{multicast_groups, P4dbConfig, P4dbEngine};
 use pisadb_switch::{Switch, SwitchProfile};
@@ -239,14 +243,14 @@ impl RunOutput {
     /// copies are not used). Meaningful once the rack is quiet ([`Cluster::drain`]).
     pub fn snapshot(&self) -> SerialStore {
         let mut db = SerialStore::default();
-        for node in self.cluster.nodes() {
+        for node in self.cluster.hosts() {
             for (key, tuple) in node.store().iter() {
                 db.set(key, tuple.value);
             }
         }
         if self.mode == Mode::P4db {
             for (key, _) in self.layout.iter() {
-                if let Some(value) = self.cluster.switch_value(&self.layout, key) {
+                if let Some(value) = switch_value(&self.cluster, &self.layout, key) {
                     db.set(key, value);
                 }
             }
@@ -261,7 +265,7 @@ impl RunOutput {
         self.cluster.drain(max_events).map_err(|e| e.to_string())?;
         let db = self.snapshot();
         let committed: Vec<(&GeneratedTxn, &[i64])> =
-            self.cluster.records().iter().map(|r| (&r.gen, r.outputs.as_slice())).collect();
+            self.cluster.observer().records().iter().map(|r| (&r.gen, r.outputs.as_slice())).collect();
         self.workload.check_invariants(&db, &committed)
     }
 }
@@ -440,7 +444,11 @@ pub fn build(cfg: &RunConfig) -> Result<Rack, SimError> {
         .map(|id| Node::new(plan.node_config(cfg, id), plan.node_workload(cfg, id), plan.switch_view(), cfg.seed))
         .collect::<Result<Vec<_>, String>>()
         .map_err(SimError::Config)?;
-    Ok(Rack { cluster: Cluster::new(nodes, switch, &cfg.link), layout: plan.layout, workload: plan.workload })
+    Ok(Rack {
+        cluster: Cluster::new(nodes, switch, &cfg.link, Metrics::default()),
+        layout: plan.layout,
+        workload: plan.workload,
+    })
 }
 
 /// Builds the rack of `cfg` subjected to `faults`: its nodes log (the cluster keeps the logs as
@@ -462,7 +470,7 @@ pub fn build_faulty(cfg: &RunConfig, faults: Faults, peer_timeout_ns: Nanos) -> 
         .map_err(SimError::Config)?;
     let layout = restarts.plan.layout.clone();
     let workload = restarts.plan.workload.with_stream(cfg.seed);
-    let mut cluster = Cluster::new(nodes, switch, &cfg.link);
+    let mut cluster = Cluster::new(nodes, switch, &cfg.link, Metrics::default());
     cluster.inject(faults, Box::new(restarts));
     Ok(Rack { cluster, layout, workload })
 }
@@ -485,14 +493,14 @@ impl PlanRestarts {
     }
 }
 
-impl Restarts for PlanRestarts {
-    fn node(&mut self, id: u16, log: &[LogRecord]) -> Result<Node, String> {
+impl Restarts<Node, RackSwitch> for PlanRestarts {
+    fn host(&mut self, id: u16, log: &[LogRecord]) -> Result<Node, String> {
         let workload = self.plan.node_workload(&self.cfg, id);
         let (node, _) = Node::recover(self.node_config(id), workload, self.plan.switch_view(), self.cfg.seed, log)?;
         Ok(node)
     }
 
-    fn switch(&mut self, logs: &[Vec<LogRecord>]) -> Result<RackSwitch, String> {
+    fn switch(&mut self, logs: &[Vec<LogRecord>], epoch: u16) -> Result<RackSwitch, String> {
         let mut switch = self.plan.switch(&self.cfg).map_err(|e| e.to_string())?;
         if let RackSwitch::P4db(s) = &mut switch {
             for id in 0..self.cfg.nodes {
@@ -501,9 +509,16 @@ impl Restarts for PlanRestarts {
             if self.cfg.mode == Mode::P4db {
                 rebuild_switch(s, logs)?;
             }
+            s.program_mut().set_epoch(epoch);
         }
         Ok(switch)
     }
+}
+
+/// The value of hot tuple `key` in the switch's registers under `layout`.
+pub fn switch_value(cluster: &Cluster, layout: &Layout, key: TupleKey) -> Option<i64> {
+    let p = layout.get(key)?;
+    cluster.switch().register_value(p.register, p.index)
 }
 
 /// Runs one point.
@@ -514,7 +529,11 @@ pub fn run(cfg: &RunConfig) -> Result<RunOutput, SimError> {
 /// Runs a built rack as `cfg` says.
 pub fn run_rack(cfg: &RunConfig, rack: Rack) -> Result<RunOutput, SimError> {
     let Rack { mut cluster, layout, workload } = rack;
-    let w = cluster.run(cfg.warmup_ns, cfg.measure_ns, cfg.max_events)?.clone();
+    cluster.run(cfg.warmup_ns, cfg.measure_ns, cfg.max_events)?;
+    let w = cluster.observer().window();
+    if w.committed == 0 {
+        return Err(SimError::Stalled { at_ns: cluster.now() });
+    }
     let seconds = cfg.measure_ns as f64 / 1e9;
     let attempts = w.committed + w.aborts;
     let us = |q: f64| w.latency.value_at_quantile(q) as f64 / 1000.0;

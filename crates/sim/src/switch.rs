@@ -3,7 +3,8 @@
 use pisadb_core::Nanos;
 use pisadb_switch::programs::lock_manager::LockManager;
 use pisadb_switch::programs::p4db::P4dbEngine;
-use pisadb_switch::{Switch, SwitchStats, Transmit};
+use pisadb_switch::registers::RegisterFile;
+use pisadb_switch::{Switch, SwitchDevice, SwitchStats, Transmit};
 
 /// A switch running P4DB's engine (P4DB and No-Switch modes: No-Switch only forwards) or the
 /// lock manager (LM-Switch).
@@ -23,39 +24,33 @@ macro_rules! each {
     };
 }
 
-impl RackSwitch {
-    /// Connects node `node`.
-    pub fn attach(&mut self, node: u16) {
+impl SwitchDevice for RackSwitch {
+    fn attach(&mut self, node: u16) {
         each!(self, s => s.attach(node))
     }
-
-    /// A datagram arrives from `from`.
-    pub fn handle_datagram(&mut self, now: Nanos, from: u16, bytes: &[u8]) {
+    fn handle_datagram(&mut self, now: Nanos, from: u16, bytes: &[u8]) {
         each!(self, s => s.handle_datagram(now, from, bytes))
     }
-
-    /// Runs what is due.
-    pub fn handle_timeout(&mut self, now: Nanos) {
+    fn handle_timeout(&mut self, now: Nanos) {
         each!(self, s => s.handle_timeout(now))
     }
-
-    /// When the switch next needs to run by itself.
-    pub fn poll_timeout(&self) -> Option<Nanos> {
+    fn poll_timeout(&self) -> Option<Nanos> {
         each!(self, s => s.poll_timeout())
     }
-
-    /// The next datagram leaving the switch.
-    pub fn poll_transmit(&mut self) -> Option<Transmit> {
+    fn poll_transmit(&mut self) -> Option<Transmit> {
         each!(self, s => s.poll_transmit())
     }
-
-    /// The switch's counters.
-    pub fn stats(&self) -> &SwitchStats {
+    fn stats(&self) -> &SwitchStats {
         each!(self, s => s.stats())
     }
+    fn registers(&self) -> &RegisterFile {
+        each!(self, s => s.registers())
+    }
+}
 
+impl RackSwitch {
     /// A register cell's low half.
     pub fn register_value(&self, register: u8, index: u32) -> Option<i64> {
-        each!(self, s => s.registers().read(register, index).ok().map(|(lo, _)| lo))
+        self.registers().read(register, index).ok().map(|(lo, _)| lo)
     }
 }

@@ -96,7 +96,7 @@ fn answers_of_a_crashed_switch_that_arrive_after_its_rebuild_are_dropped() {
         let rack = build_faulty(&case.config, case.faults.clone(), case.peer_timeout_ns).expect("builds");
         let mut out = run_rack(&case.config, rack).expect("runs");
         pisadb_sim::fuzz::check(&case, &mut out).unwrap_or_else(|e| panic!("seed {}: {e}", case.seed));
-        fenced += out.cluster.nodes().iter().filter_map(|n| n.stats().rejected.get("stale_switch_epoch")).sum::<u64>();
+        fenced += out.cluster.hosts().iter().filter_map(|n| n.stats().rejected.get("stale_switch_epoch")).sum::<u64>();
     }
     assert!(fenced > 0, "no late answer was dropped: the test no longer makes any");
 }

@@ -43,7 +43,7 @@ fn run_and_check(cfg: &RunConfig) -> (usize, u64) {
     let what = format!("{} {:?} {:?} {:?} seed {}", cfg.workload.name(), cfg.mode, cfg.layout, cfg.cc, cfg.seed);
     let mut out = run(cfg).unwrap_or_else(|e| panic!("{what}: {e}"));
     out.check_invariants(5_000_000).unwrap_or_else(|e| panic!("{what}: {e}"));
-    for node in out.cluster.nodes() {
+    for node in out.cluster.hosts() {
         assert!(
             node.stats().rejected.is_empty(),
             "{what}: node {} rejected {:?}",
@@ -51,7 +51,7 @@ fn run_and_check(cfg: &RunConfig) -> (usize, u64) {
             node.stats().rejected
         );
     }
-    (out.cluster.records().len(), out.result.recirculations)
+    (out.cluster.observer().records().len(), out.result.recirculations)
 }
 
 fn smallbank() -> WorkloadSpec {
@@ -112,7 +112,7 @@ fn a_lost_commit_breaks_the_invariants() {
         let mut out = run(&cfg).unwrap();
         out.cluster.drain(5_000_000).unwrap();
         let db = out.snapshot();
-        let records = out.cluster.records();
+        let records = out.cluster.observer().records();
         // Everything but the first commit whose effect an invariant sees (a deposit moves
         // money in; every TPC-C transaction leaves a row).
         let first =

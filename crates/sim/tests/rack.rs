@@ -45,7 +45,7 @@ fn every_transaction_finishes_and_releases_its_locks() {
             let mut out = run(&small(mode, cc, 3)).unwrap();
             assert!(out.result.committed_per_s > 0.0);
             out.cluster.drain(5_000_000).unwrap_or_else(|e| panic!("{mode:?} {cc:?}: {e}"));
-            for node in out.cluster.nodes() {
+            for node in out.cluster.hosts() {
                 assert_eq!(node.locked_tuples(), 0, "{mode:?} {cc:?}: node {} still holds locks", node.config().id);
             }
         }
@@ -60,7 +60,7 @@ fn switch_results_equal_a_serial_replay_in_gid_order() {
     let mut out = run(&cfg).unwrap();
     out.cluster.drain(5_000_000).unwrap();
     let workload = cfg.workload.build(cfg.nodes, cfg.seed).unwrap();
-    let mut switch_txns: Vec<_> = out.cluster.records().iter().filter(|r| r.gid.is_some()).collect();
+    let mut switch_txns: Vec<_> = out.cluster.observer().records().iter().filter(|r| r.gid.is_some()).collect();
     assert!(switch_txns.len() > 100, "only {} switch transactions", switch_txns.len());
     switch_txns.sort_by_key(|r| r.gid);
     let gids: Vec<u64> = switch_txns.iter().map(|r| r.gid.unwrap()).collect();
@@ -75,7 +75,7 @@ fn switch_results_equal_a_serial_replay_in_gid_order() {
         assert_eq!(txn.execute_serial(&mut store), outputs, "gid {:?}", r.gid);
     }
     for &key in &hot {
-        if let Some(v) = out.cluster.switch_value(&out.layout, key) {
+        if let Some(v) = pisadb_sim::switch_value(&out.cluster, &out.layout, key) {
             assert_eq!(v, store.get(key), "{key:?}");
         }
     }
@@ -105,11 +105,11 @@ fn warm_transactions_commit_atomically_when_the_hot_set_overflows_the_switch() {
         let mut out = run(&cfg).unwrap();
         out.cluster.drain(5_000_000).unwrap();
         assert!(out.layout.len() < 40 && !out.layout.overflow.is_empty(), "the hot set must overflow");
-        let records = out.cluster.records();
+        let records = out.cluster.observer().records();
         let warm: Vec<_> = records.iter().filter(|r| !r.switch_ops.is_empty() && r.history.is_some()).collect();
         let remote_warm = warm.iter().filter(|r| r.gen.distributed).count();
         assert!(warm.len() > 50 && remote_warm > 5, "{cc:?}: {} warm, {remote_warm} distributed", warm.len());
-        for node in out.cluster.nodes() {
+        for node in out.cluster.hosts() {
             assert_eq!(node.locked_tuples(), 0, "{cc:?}: node {} holds locks", node.config().id);
             assert!(node.stats().rejected.is_empty(), "{cc:?}: {:?}", node.stats().rejected);
         }
@@ -129,7 +129,11 @@ fn warm_transactions_commit_atomically_when_the_hot_set_overflows_the_switch() {
             assert_eq!(txn.execute_serial(&mut store), outputs, "{cc:?}: gid {:?}", r.gid);
         }
         for (key, _) in out.layout.iter() {
-            assert_eq!(out.cluster.switch_value(&out.layout, key), Some(store.get(key)), "{cc:?}: {key:?}");
+            assert_eq!(
+                pisadb_sim::switch_value(&out.cluster, &out.layout, key),
+                Some(store.get(key)),
+                "{cc:?}: {key:?}"
+            );
         }
     }
 }

@@ -16,7 +16,7 @@ fn history(cfg: RunConfig) -> History {
     out.check_invariants(5_000_000)
         .unwrap_or_else(|e| panic!("{} {:?} seed {}: {e}", cfg.workload.name(), cfg.mode, cfg.seed));
     let mut history = History::new();
-    out.cluster.records().iter().filter_map(|r| r.history.clone()).for_each(|t| history.record(t));
+    out.cluster.observer().records().iter().filter_map(|r| r.history.clone()).for_each(|t| history.record(t));
     history
 }
 

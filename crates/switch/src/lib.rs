@@ -22,12 +22,15 @@
 //!   latency, finite recirculation queues with priority, multicast groups, a GID counter,
 //!   routed egress, the control channel to a controller host, and counters for everything it
 //!   refused or dropped.
+//! - [`device`]: [`SwitchDevice`], the program-independent view the simulator and the real
+//!   runtime drive.
 //! - [`programs`]: the switch programs — P4DB's transaction engine and the LM-Switch lock
 //!   manager; later the other papers' programs, on the same model without changes to it.
 //!
 //! No I/O, no clock, no randomness: the simulator and the real runtime drive the same code.
 
 pub mod alu;
+pub mod device;
 pub mod pipeline;
 pub mod ports;
 pub mod profile;
@@ -36,6 +39,7 @@ pub mod programs;
 pub mod registers;
 pub mod tables;
 
+pub use device::SwitchDevice;
 pub use pipeline::{Switch, SwitchStats, Transmit};
 pub use ports::{Port, PortError};
 pub use profile::SwitchProfile;

@@ -1,0 +1,54 @@
+//! A switch as its drivers see it, whatever program it runs.
+//!
+//! The simulator and the real runtime move datagrams in and out of switches and ask when each
+//! next needs to run; they never look inside a program. [`SwitchDevice`] is that view. Every
+//! [`Switch<P>`] is one, and a system whose racks use several programs (a transaction engine
+//! in one mode, a lock manager in another) wraps them in its own enum that forwards to the one
+//! it holds, so the driver stays generic and dispatch stays static.
+
+use crate::pipeline::{Switch, SwitchStats, Transmit};
+use crate::program::Program;
+use crate::registers::RegisterFile;
+use pisadb_core::Nanos;
+
+/// The driver's view of a switch.
+pub trait SwitchDevice {
+    /// Connects host `host` to a port of this switch.
+    fn attach(&mut self, host: u16);
+    /// A datagram from host `from` arrives at `now`.
+    fn handle_datagram(&mut self, now: Nanos, from: u16, bytes: &[u8]);
+    /// Runs everything due at or before `now`.
+    fn handle_timeout(&mut self, now: Nanos);
+    /// When the switch next needs [`SwitchDevice::handle_timeout`], if ever.
+    fn poll_timeout(&self) -> Option<Nanos>;
+    /// The next datagram leaving the switch.
+    fn poll_transmit(&mut self) -> Option<Transmit>;
+    /// What the switch has done so far.
+    fn stats(&self) -> &SwitchStats;
+    /// The register memory, as the control plane reads it.
+    fn registers(&self) -> &RegisterFile;
+}
+
+impl<P: Program> SwitchDevice for Switch<P> {
+    fn attach(&mut self, host: u16) {
+        Switch::attach(self, host)
+    }
+    fn handle_datagram(&mut self, now: Nanos, from: u16, bytes: &[u8]) {
+        Switch::handle_datagram(self, now, from, bytes)
+    }
+    fn handle_timeout(&mut self, now: Nanos) {
+        Switch::handle_timeout(self, now)
+    }
+    fn poll_timeout(&self) -> Option<Nanos> {
+        Switch::poll_timeout(self)
+    }
+    fn poll_transmit(&mut self) -> Option<Transmit> {
+        Switch::poll_transmit(self)
+    }
+    fn stats(&self) -> &SwitchStats {
+        Switch::stats(self)
+    }
+    fn registers(&self) -> &RegisterFile {
+        Switch::registers(self)
+    }
+}
