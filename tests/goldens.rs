@@ -13,9 +13,9 @@
 //! `reproduce p4db --quick` take minutes in a debug build, so their digests are checked by an
 //! ignored test: `cargo test --release --test goldens -- --ignored`.
 
-use pisadb_node::{Cc, Mode};
-use pisadb_sim::fuzz::{run_case, FuzzCase};
-use pisadb_sim::{run, RunConfig, WorkloadSpec};
+use pisadb_p4db::fuzz::{run_case, FuzzCase};
+use pisadb_p4db::node::{Cc, Mode};
+use pisadb_p4db::{run, RunConfig, WorkloadSpec};
 use pisadb_workload::{SmallBankConfig, TpccConfig};
 use serde_json::Value;
 use std::path::{Path, PathBuf};

@@ -2,8 +2,8 @@
 //! the rack in the simulator, with the figures a user reads.
 
 use clap::{Args as ClapArgs, ValueEnum};
-use pisadb_node::{Cc, Mode};
-use pisadb_sim::{run, LayoutChoice, RunConfig, RunResult, WorkloadSpec};
+use pisadb_p4db::node::{Cc, Mode};
+use pisadb_p4db::{run, LayoutChoice, RunConfig, RunResult, WorkloadSpec};
 use pisadb_workload::{Scheme, SmallBankConfig, TpccConfig, YcsbConfig, YcsbMix};
 use serde::Serialize;
 

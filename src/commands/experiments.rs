@@ -16,10 +16,10 @@
 //! windows.
 
 use clap::ValueEnum;
-use pisadb_node::{Cc, Mode};
+use pisadb_p4db::node::{Cc, Mode};
+use pisadb_p4db::programs::p4db::P4dbConfig;
+use pisadb_p4db::{LayoutChoice, RunConfig, WorkloadSpec};
 use pisadb_report::Unit;
-use pisadb_sim::{LayoutChoice, RunConfig, WorkloadSpec};
-use pisadb_switch::programs::p4db::P4dbConfig;
 use pisadb_switch::SwitchProfile;
 use pisadb_workload::{SmallBankConfig, TpccConfig, YcsbConfig, YcsbMix};
 

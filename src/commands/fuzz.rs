@@ -1,11 +1,11 @@
 //! `pisadb fuzz`: many short simulated racks with injected faults, each checked by the
-//! oracles of [`pisadb_sim::fuzz`]. Seeds run in parallel, one per core; every seed's line
+//! oracles of [`pisadb_p4db::fuzz`]. Seeds run in parallel, one per core; every seed's line
 //! says what it ran and what happened, and a failing seed comes with the command that
 //! replays it alone.
 
 use clap::Args as ClapArgs;
+use pisadb_p4db::fuzz::{run_case, CaseReport, FuzzCase};
 use pisadb_report::Progress;
-use pisadb_sim::fuzz::{run_case, CaseReport, FuzzCase};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 

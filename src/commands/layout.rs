@@ -8,7 +8,7 @@
 use clap::{Args as ClapArgs, ValueEnum};
 use pisadb_core::Txn;
 use pisadb_layout::{declustered, evaluate, random, LayoutStats};
-use pisadb_switch::programs::p4db::P4dbConfig;
+use pisadb_p4db::programs::p4db::P4dbConfig;
 use pisadb_switch::SwitchProfile;
 use pisadb_workload::{SmallBank, SmallBankConfig, Workload, Ycsb, YcsbConfig};
 use serde::Serialize;

@@ -400,7 +400,7 @@ pub struct SwitchBenchArgs {
 pub fn run_switch_bench_command(args: &SwitchBenchArgs) -> Result<(), String> {
     check_seconds(args.seconds)?;
     let rack = args.load.rack(args.senders, args.window, CcArg::NoWait, args.hot_prob);
-    let run = rack.config(pisadb_node::Mode::P4db);
+    let run = rack.config(pisadb_p4db::node::Mode::P4db);
     let data_dir = args.data_dir.clone().unwrap_or_else(|| {
         std::env::temp_dir().join(format!(
             "pisadb-switch-bench-{}-{}",

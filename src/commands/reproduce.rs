@@ -401,7 +401,7 @@ fn report(done: &[(Plan, Vec<Measured>)], quick: bool, seed: u64, wall_min: f64)
 mod tests {
     use super::*;
     use crate::commands::experiments::Options;
-    use pisadb_node::Cc;
+    use pisadb_p4db::node::Cc;
 
     fn plans(quick: bool) -> Vec<Plan> {
         let options = Options { quick, seed: 1, cc: Cc::NoWait };

@@ -10,8 +10,8 @@
 use super::bench::CcArg;
 use super::experiments::{plan, Baseline, Chart, Experiment, Options, Plan, PointSpec};
 use clap::Args as ClapArgs;
+use pisadb_p4db::{run, RunResult};
 use pisadb_report::{write_csv, write_svg, Panel, Progress, Series, Unit};
-use pisadb_sim::{run, RunResult};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -14,9 +14,9 @@
 //! ## Checks after a run
 //!
 //! - *Nothing committed is lost*: every node's store, rebuilt from its log alone
-//!   ([`pisadb_node::Node::recover`]), equals the store the node ended with.
+//!   ([`pisadb_p4db::node::Node::recover`]), equals the store the node ended with.
 //! - *The switch's state is what its transactions imply*: a fresh switch rebuilt from all nodes'
-//!   logs ([`pisadb_node::rebuild`]) holds the same hot values as the live one at the end.
+//!   logs ([`pisadb_p4db::node::rebuild`]) holds the same hot values as the live one at the end.
 //! - *Workload invariants* (SmallBank's money, TPC-C's consistency) on the union of the stores
 //!   and the switch, given every committed transaction. A killed node's report dies with it,
 //!   so after a node kill this check is skipped (and says so).
@@ -27,8 +27,8 @@ use crate::switch_proc::{fresh_switch, hot_values, SwitchReport};
 use crate::wal_file::read_dir_log;
 use crate::{install_stop_signals, stop_requested, unix_now_ns, RealConfig};
 use pisadb_core::SerialStore;
-use pisadb_node::{Mode, Node};
-use pisadb_sim::RackPlan;
+use pisadb_p4db::node::{Mode, Node};
+use pisadb_p4db::RackPlan;
 use pisadb_workload::GeneratedTxn;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -62,7 +62,7 @@ pub enum Fault {
 #[derive(Clone, Debug)]
 pub struct ClusterOptions {
     /// The rack, as for the simulator.
-    pub run: pisadb_sim::RunConfig,
+    pub run: pisadb_p4db::RunConfig,
     /// Seconds of load.
     pub seconds: f64,
     /// Where the nodes' data directories, the config and the reports go.
@@ -121,7 +121,7 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult, String> {
         }
     };
     let namespaces = netns.as_ref().map(Netns::names);
-    let plan = pisadb_sim::plan(&opts.run).map_err(|e| e.to_string())?;
+    let plan = pisadb_p4db::plan(&opts.run).map_err(|e| e.to_string())?;
     // Leftovers of an earlier start in this directory must not start this one.
     let _ = std::fs::remove_dir_all(opts.data_dir.join(crate::READY_DIR));
     let _ = std::fs::remove_file(opts.data_dir.join(crate::GO_FILE));
@@ -490,8 +490,8 @@ fn verify(
     if cfg.run.mode == Mode::P4db {
         let mut fresh = fresh_switch(plan, cfg)?;
         let rebuilt = match &mut fresh {
-            pisadb_sim::RackSwitch::P4db(s) => pisadb_node::rebuild::rebuild_switch(s, &logs).map(|_| ()),
-            pisadb_sim::RackSwitch::LockManager(_) => Ok(()),
+            pisadb_p4db::RackSwitch::P4db(s) => pisadb_p4db::node::rebuild::rebuild_switch(s, &logs).map(|_| ()),
+            pisadb_p4db::RackSwitch::LockManager(_) => Ok(()),
         };
         let (ok, detail) = match rebuilt {
             Ok(()) => {

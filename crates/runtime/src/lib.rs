@@ -6,7 +6,7 @@
 //! ([`wal_file`]), and a supervisor ([`cluster`]) that starts them on loopback, kills and
 //! restarts them on request, and checks the result. Every process of a rack reads one
 //! [`RealConfig`] (a JSON file the supervisor writes), so all of them build the same workload
-//! and layout ([`pisadb_sim::RackPlan`]).
+//! and layout ([`pisadb_p4db::RackPlan`]).
 //!
 //! ## Addresses
 //!
@@ -46,7 +46,7 @@ pub mod udp;
 pub mod wal_file;
 pub mod wire;
 
-use pisadb_sim::RunConfig;
+use pisadb_p4db::RunConfig;
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

@@ -9,7 +9,7 @@
 //! through the switch. The messages come from the rack's own workload and layout
 //! ([`message_pool`]): for each transaction a node's generator issues, a hot one (or a warm
 //! one's hot part) becomes the P4DB switch packet the node would send
-//! ([`pisadb_switch::programs::p4db::P4dbEngine::packet_for`], the node's own builder), and a
+//! ([`pisadb_p4db::programs::p4db::P4dbEngine::packet_for`], the node's own builder), and a
 //! cold distributed one becomes its first remote request, a `LockRead` forwarded to the
 //! tuple's owner, which (the generator again, on the owner's socket) answers it through the
 //! switch. Local cold transactions never reach the switch and are skipped.
@@ -18,7 +18,7 @@
 //!
 //! Each sender has `window` slots, one message in flight per slot, like a node's workers run
 //! one transaction each. A slot is a worker id in the transaction ids it sends
-//! ([`pisadb_node::node::txn_id`]), so the switch's at-most-once memory (one entry per worker
+//! ([`pisadb_p4db::node::machine::txn_id`]), so the switch's at-most-once memory (one entry per worker
 //! slot) sees what it would see from real nodes: each slot's ids increase. A slot whose answer
 //! is lost is freed after a timeout and sends its next message. Bounded windows keep the
 //! offered load at what the switch can take instead of filling socket buffers and measuring
@@ -29,7 +29,7 @@
 //! [`Generator`] is sans-IO: it hands out datagrams to send and takes datagrams received,
 //! with `now` passed in. [`run_switch_bench`] drives it with real sockets (one thread polls
 //! every sender's socket, leaving the other core of a small machine to the switch), and
-//! [`model_run`] drives it against the simulator's switch model ([`pisadb_sim::RackSwitch`], the
+//! [`model_run`] drives it against the simulator's switch model ([`pisadb_p4db::RackSwitch`], the
 //! same pipeline the switch process runs) over the simulator's links ([`pisadb_sim::Topology`])
 //! in virtual time. The two runs therefore see the same message mix, the same senders and the
 //! same window; what differs is the switch: a process on a kernel UDP stack, or the modelled
@@ -42,13 +42,14 @@ use crate::udp::BatchSocket;
 use crate::{install_stop_signals, stop_requested, unix_now_ns, RealConfig};
 use hdrhistogram::Histogram;
 use pisadb_core::{Nanos, OpKind, Scheduler, Txn};
-use pisadb_node::node::{owner_node, txn_id, worker_of};
-use pisadb_node::Mode;
+use pisadb_p4db::node::machine::{owner_node, txn_id, worker_of};
+use pisadb_p4db::node::Mode;
+use pisadb_p4db::wire::p4db::TxnPacket;
+use pisadb_p4db::{RackPlan, RunConfig};
 use pisadb_sim::net::Endpoint;
-use pisadb_sim::{RackPlan, RunConfig, Topology};
+use pisadb_sim::Topology;
 use pisadb_switch::SwitchDevice;
 use pisadb_wire::node::{LockMode, NodeMsg, OnConflict, MAX_ITEMS};
-use pisadb_wire::p4db::TxnPacket;
 use pisadb_wire::{Frame, Kind, FRAME_BYTES, SWITCH_ID};
 use serde::Serialize;
 use std::net::SocketAddr;
@@ -479,7 +480,7 @@ pub fn run_switch_bench(opts: &BenchOptions) -> Result<BenchResult, String> {
     let mut switch = procs.spawn_switch(0)?;
     let measured = (|| {
         eprintln!("switch-bench: switch process on {}; planning the rack to build the senders' packets", cfg.switch);
-        let plan = pisadb_sim::plan(&opts.run).map_err(|e| e.to_string())?;
+        let plan = pisadb_p4db::plan(&opts.run).map_err(|e| e.to_string())?;
         let pools = (0..nodes).map(|s| message_pool(&plan, &opts.run, s, opts.pool)).collect::<Result<Vec<_>, _>>()?;
         let mut sockets = cfg.nodes.iter().map(|&a| BatchSocket::bind(a)).collect::<Result<Vec<_>, _>>()?;
         wait_for_switch(&mut sockets, cfg.switch, &mut switch)?;
@@ -706,7 +707,7 @@ mod tests {
     fn small_rack() -> RunConfig {
         let mut run = RunConfig::ycsb_default();
         run.nodes = 2;
-        run.workload = pisadb_sim::WorkloadSpec::SmallBank(pisadb_workload::SmallBankConfig {
+        run.workload = pisadb_p4db::WorkloadSpec::SmallBank(pisadb_workload::SmallBankConfig {
             nodes: 2,
             accounts: 2_000,
             ..Default::default()
@@ -718,7 +719,7 @@ mod tests {
     #[test]
     fn pools_hold_switch_packets_and_lock_requests_from_the_workload() {
         let run = small_rack();
-        let plan = pisadb_sim::plan(&run).unwrap();
+        let plan = pisadb_p4db::plan(&run).unwrap();
         let pool = message_pool(&plan, &run, 1, 500).unwrap();
         let txns = pool.iter().filter(|t| matches!(t, Template::SwitchTxn(_))).count();
         assert!(txns > 300, "SmallBank is 90% hot: {txns} of 500");
@@ -734,7 +735,7 @@ mod tests {
     #[test]
     fn the_generator_keeps_at_most_window_messages_in_flight_and_matches_answers_to_slots() {
         let run = small_rack();
-        let plan = pisadb_sim::plan(&run).unwrap();
+        let plan = pisadb_p4db::plan(&run).unwrap();
         let pools = (0..2).map(|s| message_pool(&plan, &run, s, 50).unwrap()).collect();
         let mut g = Generator::new(pools, 3, 1_000).unwrap();
         let mut out = Vec::new();
@@ -770,7 +771,7 @@ mod tests {
     #[test]
     fn the_model_answers_every_message_and_stays_under_its_pipeline_ceiling() {
         let run = small_rack();
-        let plan = pisadb_sim::plan(&run).unwrap();
+        let plan = pisadb_p4db::plan(&run).unwrap();
         let pools: Vec<_> = (0..2).map(|s| message_pool(&plan, &run, s, 200).unwrap()).collect();
         let g = Generator::new(pools.clone(), 4, 1_000_000).unwrap();
         let (tally, passes) = model_run(&plan, &run, g, 2_000_000).unwrap();

@@ -1,4 +1,4 @@
-//! A database node as a process: [`pisadb_node::Node`] driven by a UDP socket, a timer heap and
+//! A database node as a process: [`pisadb_p4db::node::Node`] driven by a UDP socket, a timer heap and
 //! the wall clock, with its write-ahead log on disk.
 //!
 //! ## The event loop
@@ -14,7 +14,7 @@
 //! ## Start, stop, restart
 //!
 //! At start the node opens its log in its data directory. An empty log is a fresh node;
-//! otherwise [`pisadb_node::Node::recover`] redoes what the log holds and the node carries on
+//! otherwise [`pisadb_p4db::node::Node::recover`] redoes what the log holds and the node carries on
 //! in a new incarnation. At the config's stop time the workers stop starting transactions; the
 //! node keeps serving until nothing is in flight (or a grace period ends) and writes its report
 //! (`report.json`) to the data directory. SIGINT or SIGTERM stops it the same way.
@@ -35,7 +35,7 @@ use crate::wal_file::WalFile;
 use crate::{stop_requested, unix_now_ns, RealConfig, DONE_FILE, DRAIN_DIR};
 use hdrhistogram::Histogram;
 use pisadb_core::{Insert, Nanos, Scheduler, TupleKey, Txn};
-use pisadb_node::{Finished, Node, NodeEvent, NodeStats, Outbox, RecoveryReport, Timer};
+use pisadb_p4db::node::{Finished, Node, NodeEvent, NodeStats, Outbox, RecoveryReport, Timer};
 use pisadb_wire::SWITCH_ID;
 use pisadb_workload::TxnClass;
 use serde::{Deserialize, Serialize};
@@ -142,7 +142,7 @@ pub struct NodeReport {
 
 /// Runs node `id` of `cfg` until it is stopped; writes and returns its report.
 pub fn run_node(cfg: &RealConfig, id: u16, data_dir: &Path) -> Result<NodeReport, String> {
-    let plan = pisadb_sim::plan(&cfg.run).map_err(|e| e.to_string())?;
+    let plan = pisadb_p4db::plan(&cfg.run).map_err(|e| e.to_string())?;
     let mut node_cfg = plan.node_config(&cfg.run, id);
     node_cfg.log = cfg.durable;
     node_cfg.peer_timeout_ns = cfg.peer_timeout_ms * 1_000_000;

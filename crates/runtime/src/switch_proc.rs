@@ -1,4 +1,4 @@
-//! The software switch as a process: the pipeline model ([`pisadb_sim::RackSwitch`], the same
+//! The software switch as a process: the pipeline model ([`pisadb_p4db::RackSwitch`], the same
 //! one the simulator drives) behind a UDP socket.
 //!
 //! Each round receives a batch of datagrams, maps each sender's address to its node id (the
@@ -19,7 +19,7 @@
 //! ## Restart
 //!
 //! Started with the nodes' data directories (`--recover-from`), the switch first rebuilds its
-//! registers from their logs ([`pisadb_node::rebuild`]) and only then opens its socket, so no
+//! registers from their logs ([`pisadb_p4db::node::rebuild`]) and only then opens its socket, so no
 //! transaction runs on a half-built state. Nodes resend what went unanswered; the rebuilt
 //! switch answers those it replayed from its memory of answers.
 
@@ -28,8 +28,8 @@ use crate::wal_file::read_dir_log;
 use crate::wire::{PortReport, Wires};
 use crate::{stop_requested, unix_now_ns, RealConfig};
 use pisadb_core::{Nanos, TupleKey};
-use pisadb_node::rebuild::{rebuild_switch, RebuildReport};
-use pisadb_sim::{RackPlan, RackSwitch};
+use pisadb_p4db::node::rebuild::{rebuild_switch, RebuildReport};
+use pisadb_p4db::{RackPlan, RackSwitch};
 use pisadb_switch::SwitchDevice;
 use pisadb_switch::SwitchStats;
 use serde::{Deserialize, Serialize};
@@ -107,7 +107,7 @@ pub fn build_switch(
     recover_from: &[PathBuf],
     epoch: u16,
 ) -> Result<(RackPlan, RackSwitch, Option<RebuildSummary>), String> {
-    let plan = pisadb_sim::plan(&cfg.run).map_err(|e| e.to_string())?;
+    let plan = pisadb_p4db::plan(&cfg.run).map_err(|e| e.to_string())?;
     let mut switch = fresh_switch(&plan, cfg)?;
     if let RackSwitch::P4db(s) = &mut switch {
         s.program_mut().set_epoch(epoch);
@@ -203,7 +203,7 @@ pub fn run_switch(
     (out.dropped, out.rejected, out.last_gid) = (named(&stats.dropped), named(&stats.rejected), stats.last_gid);
     if let RackSwitch::P4db(s) = &switch {
         out.replayed_answers = s.program().replayed;
-        if cfg.run.mode == pisadb_node::Mode::P4db {
+        if cfg.run.mode == pisadb_p4db::node::Mode::P4db {
             out.hot_values = hot_values(&plan, &switch);
         }
     }

@@ -1,9 +1,9 @@
 //! A node's write-ahead log on disk: one append-only file, `wal.log` in the node's data
-//! directory, in the format of [`pisadb_node::wal`]. The node's event loop collects the log
+//! directory, in the format of [`pisadb_p4db::node::wal`]. The node's event loop collects the log
 //! records of every handler it ran in one round, writes them with one `write` and makes them
 //! durable with one `fdatasync` before it sends anything those handlers produced: group commit.
 
-use pisadb_node::wal::{append, read_log, LogRecord};
+use pisadb_p4db::node::wal::{append, read_log, LogRecord};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};

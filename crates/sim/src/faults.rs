@@ -13,10 +13,10 @@
 //!   Only its write-ahead log survives. A handler that was still running when the crash came
 //!   did not finish: its log records, datagrams and commits are all dropped, as they would be
 //!   by a process killed before its `fsync` returned. After `down_ns` the node restarts from
-//!   its log ([`pisadb_node::Node::recover`]).
+//!   its log (the system's [`crate::Restarts`]).
 //! - **The switch crashes**: its registers, queues and memory of answers are gone, and
 //!   datagrams reaching it are lost. After `down_ns` it restarts with the hot set's initial
-//!   values and is rebuilt from every node's log ([`pisadb_node::rebuild`]).
+//!   values and is rebuilt from every node's log ([`pisadb_p4db::node::rebuild`]).
 //!
 //! ## Healing
 //!

@@ -52,3 +52,33 @@ impl<P: Program> SwitchDevice for Switch<P> {
         Switch::registers(self)
     }
 }
+
+/// Runs a switch on its own, as tests and benchmarks do: each `(time, from_host, datagram)` of
+/// `arrivals` (sorted here by time) enters at its time, timeouts run in between, and after the
+/// last arrival the switch runs until idle. Returns every datagram it transmitted, in order, or
+/// an error if it was still busy after `max_wakeups` wake-ups (a livelock: every pending event
+/// either emits, drops or recirculates, and a recirculating packet must eventually finish).
+pub fn run_alone<S: SwitchDevice>(
+    switch: &mut S,
+    mut arrivals: Vec<(Nanos, u16, Vec<u8>)>,
+    max_wakeups: u64,
+) -> Result<Vec<Transmit>, String> {
+    arrivals.sort_by_key(|a| a.0);
+    let mut out = Vec::new();
+    for (at, from, bytes) in arrivals {
+        while let Some(t) = switch.poll_timeout().filter(|&t| t <= at) {
+            switch.handle_timeout(t);
+        }
+        switch.handle_datagram(at, from, &bytes);
+        out.extend(std::iter::from_fn(|| switch.poll_transmit()));
+    }
+    for _ in 0..max_wakeups {
+        let Some(t) = switch.poll_timeout() else { return Ok(out) };
+        switch.handle_timeout(t);
+        out.extend(std::iter::from_fn(|| switch.poll_transmit()));
+    }
+    match switch.poll_timeout() {
+        None => Ok(out),
+        Some(t) => Err(format!("the switch was still busy after {max_wakeups} wake-ups (next at {t} ns): livelock")),
+    }
+}

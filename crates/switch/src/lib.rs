@@ -24,8 +24,10 @@
 //!   refused or dropped.
 //! - [`device`]: [`SwitchDevice`], the program-independent view the simulator and the real
 //!   runtime drive.
-//! - [`programs`]: the switch programs — P4DB's transaction engine and the LM-Switch lock
-//!   manager; later the other papers' programs, on the same model without changes to it.
+//!
+//! The programs that run on the model belong to their systems (`systems/p4db/src/programs`:
+//! P4DB's transaction engine and the LM-Switch lock manager); each implements [`Program`] on
+//! the same model without changes to it.
 //!
 //! No I/O, no clock, no randomness: the simulator and the real runtime drive the same code.
 
@@ -35,7 +37,6 @@ pub mod pipeline;
 pub mod ports;
 pub mod profile;
 pub mod program;
-pub mod programs;
 pub mod registers;
 pub mod tables;
 

@@ -5,7 +5,6 @@ mod common;
 
 use common::toy::{open, Action, Toy, ToyPacket};
 use pisadb_core::Nanos;
-use pisadb_switch::programs::p4db::{P4dbConfig, P4dbEngine};
 use pisadb_switch::{Port, PortError, Switch, SwitchProfile, Transmit};
 use pisadb_wire::{Frame, Kind};
 
@@ -106,9 +105,9 @@ fn neighbour_ports_are_trusted_but_must_exist_and_routes_must_name_a_port() {
 }
 
 #[test]
-fn without_neighbours_or_routes_a_p4db_switch_behaves_as_before() {
+fn without_neighbours_or_routes_a_switch_forwards_as_a_single_rack_switch() {
     let profile = SwitchProfile::tofino1();
-    let mut switch = Switch::new(profile.clone(), P4dbEngine::new(P4dbConfig::for_profile(&profile))).unwrap();
+    let mut switch = Switch::new(profile.clone(), Toy::default()).unwrap();
     (0..2).for_each(|n| switch.attach(n));
     let mut bytes = Vec::new();
     Frame { kind: Kind::Forward, src: 0, dst: 1 }.encode(&mut bytes);

@@ -5,13 +5,8 @@
 //! traffic to forward, or a request for one of its programs. Behind the frame comes the kind's
 //! own fixed layout:
 //!
-//! - [`p4db`]: a P4DB switch transaction — a header (transaction id, GID, recirculation count,
-//!   multi-pass flag, the lock pair, the accumulator) and up to [`p4db::MAX_INSTRUCTIONS`]
-//!   8-byte instructions `{register, opcode, index, data}`, as §5.4 and Fig. 6 of the P4DB paper
-//!   describe. The switch writes each instruction's result over its `data` and sends the same
-//!   packet back.
-//! - [`lock`]: a lock-manager request/reply for the LM-Switch baseline (NetLock-style grants for
-//!   hot tuples whose data stays on the nodes).
+//! - a system's own formats, which live with the system (P4DB's switch transactions and
+//!   LM-Switch's lock requests are in `systems/p4db/src/wire`);
 //! - [`node`]: node-to-node 2PL and 2PC messages, which the switch only forwards.
 //! - [`control`]: the control channel: a controller host's requests to read and write register
 //!   cells and table entries of a switch, and the switch's replies with a status.
@@ -22,9 +17,7 @@
 //! [`DecodeError::reason`] is a stable label the receiver counts.
 
 pub mod control;
-pub mod lock;
 pub mod node;
-pub mod p4db;
 
 use thiserror::Error;
 use zerocopy::network_endian::U16;

@@ -1,0 +1,36 @@
+//! # pisadb-p4db: P4DB and its two baselines on the shared platform
+//!
+//! P4DB (seed 000) runs the hottest transactions of a distributed database inside the switch
+//! that connects its nodes: a declustered layout of the hot set over the switch's register
+//! arrays, single-pass lock-free transactions, multi-pass ones under the pipeline lock, warm
+//! transactions that span switch and nodes through an extended 2PC, and recovery of the switch
+//! from the nodes' write-ahead logs. Its baselines are *No-Switch* (the switch only forwards)
+//! and *LM-Switch* (the switch is a lock manager for hot tuples, as NetLock).
+//!
+//! Everything here is P4DB's own; what it shares with the other systems lives in `crates/`:
+//!
+//! - [`node`]: the database node, a [`pisadb_host::Host`] (workers, 2PL + 2PC, hot and warm
+//!   switch transactions, LM-Switch's lock requests, its write-ahead log and recovery, the
+//!   switch rebuild);
+//! - [`programs`]: the switch programs (the transaction engine, the lock manager) on the shared
+//!   pipeline model, and [`switch::RackSwitch`], the rack's switch in each mode;
+//! - [`wire`]: their packet formats;
+//! - [`run`]: one experiment point — plan a rack from a [`RunConfig`] (layout, switch, nodes),
+//!   run it on the shared simulator ([`pisadb_sim::World`]) and report a [`RunResult`], with
+//!   [`metrics`] observing the nodes' events;
+//! - [`fuzz`]: fault-injection cases and the oracles that check them.
+
+pub mod fuzz;
+pub mod metrics;
+pub mod node;
+pub mod programs;
+pub mod run;
+pub mod switch;
+pub mod wire;
+
+pub use metrics::{Metrics, Window};
+pub use run::{
+    build, build_faulty, plan, run, run_rack, switch_value, Cluster, LatencyBreakdown, LayoutChoice, PlanRestarts,
+    Rack, RackPlan, RunConfig, RunOutput, RunResult, WorkloadSpec,
+};
+pub use switch::RackSwitch;

@@ -1,0 +1,26 @@
+//! P4DB's database node as a sans-IO state machine ([`pisadb_host::Host`]).
+//!
+//! A node owns a partition of every table ([`pisadb_engine::store`]), a lock table
+//! ([`pisadb_engine::locks`]) and a set of worker cores, each running one transaction at a time
+//! in a closed loop ([`machine`]). It reads no clock and does no I/O: the simulator and the real
+//! runtime feed it datagrams and timers with the current time and carry out what it asks for
+//! (sends, timers), charging the CPU time it reports ([`config::CpuCosts`], calibrated from our
+//! own code in [`calibration`]). [`wal`] is its write-ahead log; [`rebuild`] rebuilds a crashed
+//! switch from every node's log.
+
+pub mod calibration;
+pub mod config;
+pub mod machine;
+pub mod rebuild;
+pub mod wal;
+
+pub use config::{Cc, CpuCosts, Mode, NodeConfig};
+pub use machine::{
+    Finished, Node, NodeEvent, NodeStats, Outbox, PhaseTimes, Record, RecoveredCommit, RecoveryReport, SwitchView,
+    Timer,
+};
+pub use pisadb_host::{Host, Route, Send};
+pub use wal::LogRecord;
+
+/// A committed transaction's reads and writes with versions, as the serializability checker wants them.
+pub use pisadb_check::CommittedTxn;
