@@ -71,15 +71,18 @@ pub struct SlowLink {
 pub enum Target {
     /// A database node.
     Node(u16),
-    /// The switch.
-    Switch,
+    /// A switch, by id (0: a rack's only switch).
+    Switch(u16),
 }
 
 impl std::fmt::Display for Target {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Target::Node(n) => write!(f, "node {n}"),
-            Target::Switch => write!(f, "switch"),
+            // Switch 0 keeps its short name: it is a rack's only switch, and pinned traces
+            // spell it so.
+            Target::Switch(0) => write!(f, "switch"),
+            Target::Switch(s) => write!(f, "switch {s}"),
         }
     }
 }
@@ -93,7 +96,11 @@ impl TraceBytes for Target {
                 h.write(b"node ");
                 h.write_decimal(u64::from(n));
             }
-            Target::Switch => h.write(b"switch"),
+            Target::Switch(0) => h.write(b"switch"),
+            Target::Switch(s) => {
+                h.write(b"switch ");
+                h.write_decimal(u64::from(s));
+            }
         }
     }
 }

@@ -7,9 +7,10 @@
 //! `systems/p4db`). The simulator reads no clock: how fast it runs is measured by its caller.
 
 pub mod faults;
-pub mod net;
 pub mod world;
 
 pub use faults::{Crash, FaultStats, Faults, SlowLink, Target};
-pub use net::{LinkParams, Topology};
-pub use world::{Moment, Observer, Restarts, SimError, World};
+/// The network model ([`pisadb_net`]), re-exported under its old path.
+pub use pisadb_net as net;
+pub use pisadb_net::{LinkParams, Topology};
+pub use world::{Moment, Observer, Restarts, SimError, World, WorldError};

@@ -1,7 +1,8 @@
-//! The simulated world: hosts with cores, links and a switch, driven by one event scheduler.
+//! The simulated world: hosts with cores, switches, and the links between them, driven by one
+//! event scheduler.
 //!
 //! [`World`] runs any system: its hosts are any [`Host`] (a system with several kinds makes an
-//! enum of them), its switch any [`SwitchDevice`], and what the hosts report goes to an
+//! enum of them), its switches any [`SwitchDevice`], and what the hosts report goes to an
 //! [`Observer`] the system provides (its metrics and its oracles' records). The world itself
 //! knows no protocol, no workload and no program.
 //!
@@ -21,12 +22,29 @@
 //! outputs (datagrams, timers, events) take effect when it ends, `cpu_ns` later, and the core
 //! is busy until then.
 //!
-//! ## Network and switch
+//! ## Network and switches
+//!
+//! The network is a [`Topology`] of hosts and switches (a rack: every host on switch 0; a line
+//! of racks; a core and its ToRs; a hierarchy). Each switch learns at construction which hosts
+//! hang off its own ports, which neighbour switches it has, and, from the topology's
+//! forwarding tables, out of which neighbour port every other host lies.
 //!
 //! A datagram leaves a host after its NIC latency, is serialized on the host's uplink behind
-//! earlier frames, propagates, and enters the switch model, which executes or forwards it and
-//! says when each output leaves; the output is serialized on the downlink to its destination,
-//! propagates, and reaches the host after the NIC latency. See [`crate::net`].
+//! earlier frames, propagates, and enters its switch's model, which executes or forwards it and
+//! says when and by which port each output leaves. Toward a host, the output is serialized on
+//! that host's downlink, propagates, and reaches the host after the NIC latency; toward a
+//! neighbour switch it is serialized on the trunk, propagates, and enters that switch (no NIC:
+//! switches are joined port to port). A packet for the CPU port goes to the controller host
+//! over its link.
+//!
+//! Every link has its own figures ([`LinkParams`]: line rate, propagation, NIC) and its own
+//! egress discipline ([`pisadb_net::PortDiscipline`]). A FIFO link is pure arithmetic (the frame's arrival
+//! is known when it is sent: no extra events, the fast path of a rack). A strict-priority link
+//! is a [`PriorityPort`] the world drives with events: a frame enters it when it reaches the
+//! port, waits in its class behind a shared, finite buffer that tail-drops (counted in
+//! [`World::port_counters`]), and leaves when the wire is free and no more urgent frame waits.
+//! A datagram's class comes from the world's classifier ([`World::set_classifier`]; class 0
+//! without one), as a switch's traffic manager maps header fields to egress queues.
 //!
 //! ## Faults
 //!
@@ -44,12 +62,13 @@
 //! is the observer's to judge ([`SimError::Stalled`] is there for it).
 
 use crate::faults::{FaultStats, Faults, Target};
-use crate::net::{Endpoint, LinkParams, Topology};
 use pisadb_core::rng::SeededRng;
 use pisadb_core::{Nanos, Scheduler, TraceBytes, TraceHash};
 use pisadb_host::{Host, HostOutbox, Route};
-use pisadb_switch::SwitchDevice;
+use pisadb_net::{ClassCounters, Endpoint, LinkParams, PriorityPort, Topology};
+use pisadb_switch::{Port, SwitchDevice, Transmit};
 use rand::Rng;
+use std::collections::BTreeMap;
 
 /// Why a run did not finish normally.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -95,9 +114,9 @@ impl std::error::Error for SimError {}
 pub trait Restarts<H: Host, S> {
     /// Host `id`, recovered from its log.
     fn host(&mut self, id: u16, log: &[H::Log]) -> Result<H, String>;
-    /// The switch, rebuilt from `logs` (one per host), answering in `epoch` (its number of
-    /// crashes so far); hosts are attached by the caller.
-    fn switch(&mut self, logs: &[Vec<H::Log>], epoch: u16) -> Result<S, String>;
+    /// Switch `id`, rebuilt from `logs` (one per host), answering in `epoch` (its number of
+    /// crashes so far); the world connects its ports again.
+    fn switch(&mut self, id: u16, logs: &[Vec<H::Log>], epoch: u16) -> Result<S, String>;
 }
 
 /// Where in a run an event happened.
@@ -121,9 +140,9 @@ pub trait Observer<H: Host, S> {
     /// The hosts are about to start at time 0.
     fn on_start(&mut self, _hosts: &[H]) {}
     /// The measurement window begins at `at`.
-    fn on_window_start(&mut self, _at: Nanos, _hosts: &[H], _switch: &S) {}
+    fn on_window_start(&mut self, _at: Nanos, _hosts: &[H], _switches: &[&S]) {}
     /// The measurement window ends at `at`.
-    fn on_window_end(&mut self, _at: Nanos, _hosts: &[H], _switch: &S, _moment: Moment) {}
+    fn on_window_end(&mut self, _at: Nanos, _hosts: &[H], _switches: &[&S], _moment: Moment) {}
 }
 
 /// An observer that keeps nothing (runs that only need the hosts' end state).
@@ -133,11 +152,51 @@ impl<H: Host, S> Observer<H, S> for () {
     }
 }
 
+/// Where a frame goes when it has crossed a link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Hop {
+    /// Into a host (after the link's NIC latency).
+    Host(u16),
+    /// Into a switch, through the port facing the sender.
+    Switch {
+        /// The switch entered.
+        switch: u16,
+        /// Its port the frame comes in by.
+        ingress: Port,
+    },
+}
+
 enum Event<T> {
-    HostTimer { host: u16, epoch: u32, timer: T },
-    Deliver { host: u16, bytes: Vec<u8> },
-    AtSwitch { from: u16, bytes: Vec<u8> },
-    SwitchWake { epoch: u32 },
+    HostTimer {
+        host: u16,
+        epoch: u32,
+        timer: T,
+    },
+    Deliver {
+        host: u16,
+        bytes: Vec<u8>,
+    },
+    AtSwitch {
+        switch: u16,
+        ingress: Port,
+        bytes: Vec<u8>,
+    },
+    SwitchWake {
+        switch: u16,
+        epoch: u32,
+    },
+    /// A frame reaches strict-priority link `link`'s port; `after_ns` is added to its arrival
+    /// (a reordering delay the fault plan drew).
+    EnterPort {
+        link: usize,
+        hop: Hop,
+        after_ns: Nanos,
+        bytes: Vec<u8>,
+    },
+    /// Strict-priority link `link`'s port may have a frame done.
+    PortWake {
+        link: usize,
+    },
     WindowStart,
     Crash(Target),
     Restart(Target),
@@ -153,26 +212,51 @@ struct FaultState<H: Host, S> {
     healthy_from: Nanos,
 }
 
-/// A simulated rack of hosts of type `H` on one switch of type `S`, reporting to `O`.
+/// A frame inside a strict-priority port: where it goes and its delay after the link.
+type PortItem = (Hop, Nanos, Vec<u8>);
+
+/// A strict-priority egress port and its pending wake-up.
+struct DrivenPort {
+    /// The port's state machine.
+    port: PriorityPort<PortItem>,
+    /// When a [`Event::PortWake`] is scheduled, if one is.
+    wake: Option<Nanos>,
+}
+
+/// One switch and its incarnation.
+struct SwitchSlot<S> {
+    /// The switch model.
+    device: S,
+    /// When it is due to wake by itself, if a wake-up is scheduled.
+    wake: Option<Nanos>,
+    /// Its incarnation number (its crashes so far).
+    epoch: u32,
+    /// Whether it is down.
+    down: bool,
+}
+
+/// Hosts of type `H` on switches of type `S` joined by a [`Topology`], reporting to `O`.
 pub struct World<H: Host, S, O> {
     /// The hosts, by id.
     hosts: Vec<H>,
     /// Per host, per core: busy until.
     cores: Vec<Vec<Nanos>>,
-    /// The switch.
-    switch: S,
-    /// The links.
+    /// The switches, by id.
+    switches: Vec<SwitchSlot<S>>,
+    /// The links and forwarding tables.
     topology: Topology,
-    /// NIC and stack latency at each end of a link.
-    nic_ns: Nanos,
+    /// Per host: the switch its uplink goes to.
+    uplink: Vec<u16>,
+    /// The strict-priority ports, by link index.
+    ports: BTreeMap<usize, DrivenPort>,
+    /// The class of a datagram on strict-priority links.
+    classify: fn(&[u8]) -> u8,
     /// What waits to happen.
     events: Scheduler<Event<H::Timer>>,
     /// The current virtual time.
     now: Nanos,
     /// Events handled so far.
     processed: u64,
-    /// When the switch is due to wake by itself, if a wake-up is scheduled.
-    switch_wake: Option<Nanos>,
     /// The trace hash so far.
     trace: TraceHash,
     /// When the measurement window began.
@@ -187,49 +271,112 @@ pub struct World<H: Host, S, O> {
     host_epoch: Vec<u32>,
     /// Per host: whether it is down.
     host_down: Vec<bool>,
-    /// The switch's incarnation number (its crashes so far).
-    switch_epoch: u32,
-    /// Whether the switch is down.
-    switch_down: bool,
     /// What the system does with its hosts' events.
     observer: O,
     /// Why the run must stop (a restart or an observer failed).
     failure: Option<String>,
 }
 
+/// Why a world cannot be built from the topology given.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum WorldError {
+    /// The topology's hosts are not `0..hosts.len()`.
+    #[error("the topology has hosts {topology:?}, but {given} hosts were given (ids must be 0..{given})")]
+    Hosts {
+        /// Host ids in the topology.
+        topology: Vec<u16>,
+        /// Hosts given.
+        given: usize,
+    },
+    /// The topology's switches are not `0..switches.len()`.
+    #[error("the topology has switches {topology:?}, but {given} switches were given (ids must be 0..{given})")]
+    Switches {
+        /// Switch ids in the topology.
+        topology: Vec<u16>,
+        /// Switches given.
+        given: usize,
+    },
+    /// A host has no link to a switch.
+    #[error("host {0} has no uplink to a switch")]
+    NoUplink(u16),
+    /// A switch refused the route the topology derived.
+    #[error("switch {switch}: {why}")]
+    Route {
+        /// The switch.
+        switch: u16,
+        /// What it said.
+        why: String,
+    },
+}
+
 impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
-    /// A rack of `hosts` (host `i` has id `i`) on one switch, links with `link`.
-    pub fn new(hosts: Vec<H>, mut switch: S, link: &LinkParams, observer: O) -> Self {
-        let n = hosts.len() as u16;
-        let cores = hosts.iter().map(|host| vec![0; usize::from(host.cores())]).collect();
-        for id in 0..n {
-            switch.attach(id);
+    /// A rack: `hosts` (host `i` has id `i`) on one switch, every link with `link`.
+    pub fn rack(hosts: Vec<H>, switch: S, link: &LinkParams, observer: O) -> Self {
+        let topology = Topology::rack(hosts.len() as u16, link);
+        Self::new(topology, hosts, vec![switch], observer).expect("a rack is a valid world")
+    }
+
+    /// A world of `hosts` and `switches` (ids are positions) joined as `topology` says: each
+    /// switch gets its hosts attached, its neighbour ports connected and a route for every
+    /// other host.
+    pub fn new(topology: Topology, hosts: Vec<H>, switches: Vec<S>, observer: O) -> Result<Self, WorldError> {
+        let n = hosts.len();
+        if topology.hosts() != (0..n as u16).collect::<Vec<_>>() {
+            return Err(WorldError::Hosts { topology: topology.hosts(), given: n });
         }
-        World {
+        if topology.switches() != (0..switches.len() as u16).collect::<Vec<_>>() {
+            return Err(WorldError::Switches { topology: topology.switches(), given: switches.len() });
+        }
+        let uplink = (0..n as u16)
+            .map(|h| topology.uplink_of(h).ok_or(WorldError::NoUplink(h)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut switches: Vec<SwitchSlot<S>> =
+            switches.into_iter().map(|device| SwitchSlot { device, wake: None, epoch: 0, down: false }).collect();
+        for (id, slot) in switches.iter_mut().enumerate() {
+            connect(&topology, id as u16, n as u16, &mut slot.device)?;
+        }
+        let ports = topology
+            .links
+            .iter()
+            .enumerate()
+            .filter_map(|(i, link)| Some((i, DrivenPort { port: link.priority_port()?, wake: None })))
+            .collect();
+        Ok(World {
+            cores: hosts.iter().map(|host| vec![0; usize::from(host.cores())]).collect(),
             hosts,
-            cores,
-            switch,
-            topology: Topology::rack(n, link),
-            nic_ns: link.nic_ns,
+            switches,
+            topology,
+            uplink,
+            ports,
+            classify: |_| 0,
             events: Scheduler::new(),
             now: 0,
             processed: 0,
-            switch_wake: None,
             trace: TraceHash::new(),
             window_start: None,
             stopping: false,
             faults: None,
-            logs: vec![Vec::new(); usize::from(n)],
-            host_epoch: vec![0; usize::from(n)],
-            host_down: vec![false; usize::from(n)],
-            switch_epoch: 0,
-            switch_down: false,
+            logs: vec![Vec::new(); n],
+            host_epoch: vec![0; n],
+            host_down: vec![false; n],
             observer,
             failure: None,
-        }
+        })
     }
 
-    /// Subjects the rack to `faults`, restarting what crashes with `restarts`. Call before
+    /// Sets how a datagram's class on strict-priority links is found (its first bytes are the
+    /// frame header).
+    pub fn set_classifier(&mut self, classify: fn(&[u8]) -> u8) {
+        self.classify = classify;
+    }
+
+    /// Makes host `host` the controller of switch `switch`: packets for the CPU port go to it,
+    /// and its control requests are served.
+    pub fn set_controller(&mut self, switch: u16, host: u16) {
+        self.switches[usize::from(switch)].device.set_controller(host);
+    }
+
+    /// Subjects the world to `faults`, restarting what crashes with `restarts`. Call before
     /// [`World::run`]. The hosts should log (their logs are what restarts read).
     pub fn inject(&mut self, faults: Faults, restarts: Box<dyn Restarts<H, S>>) {
         for c in &faults.crashes {
@@ -263,7 +410,9 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
         let end = warmup_ns + measure_ns;
         self.run_until(end, max_events)?;
         let moment = self.moment(end);
-        self.observer.on_window_end(end, &self.hosts, &self.switch, moment);
+        // Observers see the switches only at the window's edges: a vector of references is cheap.
+        let devices: Vec<&S> = self.switches.iter().map(|s| &s.device).collect();
+        self.observer.on_window_end(end, &self.hosts, &devices, moment);
         Ok(())
     }
 
@@ -310,64 +459,44 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
 
     fn handle(&mut self, now: Nanos, event: Event<H::Timer>) {
         match event {
-            Event::HostTimer { host, epoch, timer } => {
-                let h = usize::from(host);
-                if self.host_down[h] || epoch != self.host_epoch[h] {
-                    return; // set by an incarnation that crashed
-                }
-                // Hashed before the core check: a timer that waits for its core is hashed
-                // again when it runs (the pinned hashes count both).
-                self.trace.write(&now.to_le_bytes());
-                self.trace.write(&host.to_le_bytes());
-                timer.trace(&mut self.trace);
-                let core = usize::from(self.hosts[h].timer_core(&timer));
-                let free = self.cores[h][core];
-                if free > now {
-                    self.schedule(free, Event::HostTimer { host, epoch, timer });
-                    return;
-                }
-                let mut out = HostOutbox::<H>::default();
-                self.hosts[h].handle_timer(now, timer, &mut out);
-                self.finish_handler(host, core, now, out);
-            }
-            Event::Deliver { host, bytes } => {
-                let h = usize::from(host);
-                if self.host_down[h] {
+            Event::HostTimer { host, epoch, timer } => self.host_timer(now, host, epoch, timer),
+            Event::Deliver { host, bytes } => self.deliver(now, host, bytes),
+            Event::AtSwitch { switch, ingress, bytes } => {
+                if self.switches[usize::from(switch)].down {
                     return self.count(|s| s.to_down += 1);
                 }
-                let core = match self.hosts[h].route(&bytes) {
-                    Route::Core(c) => usize::from(c),
-                    Route::AnyCore => self.first_free_core(host),
-                };
-                if self.cores[h][core] > now {
-                    let at = self.cores[h][core];
-                    self.schedule(at, Event::Deliver { host, bytes });
+                match ingress {
+                    Port::Host(from) => {
+                        self.trace_event(now, from, b"switch", &bytes);
+                        self.switches[usize::from(switch)].device.handle_datagram(now, from, &bytes);
+                    }
+                    Port::Switch(_) | Port::ControlPlane => {
+                        let port_id = match ingress {
+                            Port::Switch(neighbour) => neighbour,
+                            _ => u16::MAX,
+                        };
+                        self.trace_event(now, switch, b"switch from port", &port_id.to_le_bytes());
+                        self.trace.write(&bytes);
+                        self.switches[usize::from(switch)].device.handle_datagram_from(now, ingress, &bytes);
+                    }
+                }
+                self.drain_switch(now, switch);
+            }
+            Event::SwitchWake { switch, epoch } => {
+                let slot = &mut self.switches[usize::from(switch)];
+                if epoch != slot.epoch {
                     return;
                 }
-                self.trace_event(now, host, b"deliver", &bytes);
-                let mut out = HostOutbox::<H>::default();
-                self.hosts[h].handle_datagram(now, &bytes, &mut out);
-                self.finish_handler(host, core, now, out);
+                slot.wake = None;
+                slot.device.handle_timeout(now);
+                self.drain_switch(now, switch);
             }
-            Event::AtSwitch { from, bytes } => {
-                if self.switch_down {
-                    return self.count(|s| s.to_down += 1);
-                }
-                self.trace_event(now, from, b"switch", &bytes);
-                self.switch.handle_datagram(now, from, &bytes);
-                self.drain_switch(now);
-            }
-            Event::SwitchWake { epoch } => {
-                if epoch != self.switch_epoch {
-                    return;
-                }
-                self.switch_wake = None;
-                self.switch.handle_timeout(now);
-                self.drain_switch(now);
-            }
+            Event::EnterPort { link, hop, after_ns, bytes } => self.enter_port(now, link, hop, after_ns, bytes),
+            Event::PortWake { link } => self.wake_port(now, link),
             Event::WindowStart => {
                 self.window_start = Some(now);
-                self.observer.on_window_start(now, &self.hosts, &self.switch);
+                let devices: Vec<&S> = self.switches.iter().map(|s| &s.device).collect();
+                self.observer.on_window_start(now, &self.hosts, &devices);
             }
             Event::Crash(target) => {
                 self.trace_target(now, b"crash ", target);
@@ -380,6 +509,47 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
                 }
             }
         }
+    }
+
+    fn host_timer(&mut self, now: Nanos, host: u16, epoch: u32, timer: H::Timer) {
+        let h = usize::from(host);
+        if self.host_down[h] || epoch != self.host_epoch[h] {
+            return; // set by an incarnation that crashed
+        }
+        // Hashed before the core check: a timer that waits for its core is hashed again when
+        // it runs (the pinned hashes count both).
+        self.trace.write(&now.to_le_bytes());
+        self.trace.write(&host.to_le_bytes());
+        timer.trace(&mut self.trace);
+        let core = usize::from(self.hosts[h].timer_core(&timer));
+        let free = self.cores[h][core];
+        if free > now {
+            self.schedule(free, Event::HostTimer { host, epoch, timer });
+            return;
+        }
+        let mut out = HostOutbox::<H>::default();
+        self.hosts[h].handle_timer(now, timer, &mut out);
+        self.finish_handler(host, core, now, out);
+    }
+
+    fn deliver(&mut self, now: Nanos, host: u16, bytes: Vec<u8>) {
+        let h = usize::from(host);
+        if self.host_down[h] {
+            return self.count(|s| s.to_down += 1);
+        }
+        let core = match self.hosts[h].route(&bytes) {
+            Route::Core(c) => usize::from(c),
+            Route::AnyCore => self.first_free_core(host),
+        };
+        if self.cores[h][core] > now {
+            let at = self.cores[h][core];
+            self.schedule(at, Event::Deliver { host, bytes });
+            return;
+        }
+        self.trace_event(now, host, b"deliver", &bytes);
+        let mut out = HostOutbox::<H>::default();
+        self.hosts[h].handle_datagram(now, &bytes, &mut out);
+        self.finish_handler(host, core, now, out);
     }
 
     fn count(&mut self, what: impl FnOnce(&mut FaultStats)) {
@@ -396,17 +566,20 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
                 self.host_epoch[i] += 1;
                 self.count(|s| s.node_crashes += 1);
             }
-            Target::Switch => {
-                self.switch_down = true;
-                self.switch_epoch += 1;
-                self.switch_wake = None;
+            Target::Switch(s) => {
+                let slot = &mut self.switches[usize::from(s)];
+                slot.down = true;
+                slot.epoch += 1;
+                slot.wake = None;
                 self.count(|s| s.switch_crashes += 1);
             }
         }
     }
 
     fn restart(&mut self, now: Nanos, target: Target) -> Result<(), String> {
+        // Hosts fence off every switch rebuilt so far; with one switch, its crash count.
         let epoch = self.rebuilt_switch_epoch();
+        let hosts = self.hosts.len() as u16;
         let Some(f) = self.faults.as_mut() else { return Err("no restart plan".into()) };
         match target {
             Target::Node(n) => {
@@ -423,11 +596,9 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
                 self.host_down[i] = false;
                 self.apply(n, now, now, out);
             }
-            Target::Switch => {
-                let mut switch = f.restarts.switch(&self.logs, epoch)?;
-                for id in 0..self.hosts.len() as u16 {
-                    switch.attach(id);
-                }
+            Target::Switch(s) => {
+                let mut device = f.restarts.switch(s, &self.logs, epoch)?;
+                connect(&self.topology, s, hosts, &mut device).map_err(|e| e.to_string())?;
                 // The control plane collected every log: each host has fenced off the crashed
                 // switch, whose answers may still be on the wire (a host down now is fenced as
                 // it restarts).
@@ -436,16 +607,18 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
                         host.fence_switch(epoch);
                     }
                 }
-                self.switch = switch;
-                self.switch_down = false;
+                let slot = &mut self.switches[usize::from(s)];
+                slot.device = device;
+                slot.down = false;
             }
         }
         Ok(())
     }
 
-    /// The epoch of the switch rebuilt after the latest crash: its number of crashes.
+    /// The epoch of the switches rebuilt after the latest crash: their crashes so far.
     fn rebuilt_switch_epoch(&self) -> u16 {
-        u16::try_from(self.switch_epoch).unwrap_or(u16::MAX)
+        let crashes: u32 = self.switches.iter().map(|s| s.epoch).sum();
+        u16::try_from(crashes).unwrap_or(u16::MAX)
     }
 
     /// Whether a crash of `target` planned in `[start, end)` cuts short what happens then.
@@ -457,10 +630,11 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
 
     /// The copies of a datagram that enter a link to or from `host` at `now`: none if lost,
     /// two if duplicated; each with its delay before the link (in order) and after it
-    /// (overtaking, with `reorder`).
-    fn network_fate(&mut self, now: Nanos, host: u16) -> [Option<(Nanos, Nanos)>; 2] {
+    /// (overtaking, with `reorder`). Slow links are per host; a trunk between switches passes
+    /// `None` and is only lossy, duplicating and jittery.
+    fn network_fate(&mut self, now: Nanos, host: Option<u16>) -> [Option<(Nanos, Nanos)>; 2] {
         let Some(f) = self.faults.as_mut() else { return [Some((0, 0)), None] };
-        let slow = f.plan.slow_ns(host, now);
+        let slow = host.map_or(0, |h| f.plan.slow_ns(h, now));
         if !f.plan.network_faulty(now) {
             return [Some((slow, 0)), None];
         }
@@ -483,6 +657,97 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
             f.stats.duplicated += 1;
         }
         [first, second]
+    }
+
+    /// Puts `bytes`, which left its sender at `left`, on link `from → to` at `ready` (plus each
+    /// copy's fault delays): a FIFO link computes the arrival at once, a strict-priority one
+    /// takes the frame into its port when it gets there.
+    fn send_on_link(
+        &mut self,
+        (from, to): (Endpoint, Endpoint),
+        left: Nanos,
+        ready: Nanos,
+        bytes: Vec<u8>,
+        fault_host: Option<u16>,
+    ) {
+        let fates = self.network_fate(left, fault_host);
+        let Some(index) = self.topology.link_index(from, to) else { return };
+        let hop = match to {
+            Endpoint::Host(h) => Hop::Host(h),
+            Endpoint::Switch(s) => Hop::Switch {
+                switch: s,
+                ingress: match from {
+                    Endpoint::Host(h) => Port::Host(h),
+                    Endpoint::Switch(n) => Port::Switch(n),
+                },
+            },
+        };
+        let [first, copy] = fates;
+        if self.ports.contains_key(&index) {
+            for (before, after) in [copy, first].into_iter().flatten() {
+                let bytes = bytes.clone();
+                self.schedule(ready + before, Event::EnterPort { link: index, hop, after_ns: after, bytes });
+            }
+            return;
+        }
+        let link = &mut self.topology.links[index];
+        let nic_ns = if matches!(hop, Hop::Host(_)) { link.params.nic_ns } else { 0 };
+        let arrive = |link: &mut pisadb_net::Link, (before, after): (Nanos, Nanos)| {
+            link.carry(ready + before, bytes.len()) + after + nic_ns
+        };
+        // The first copy takes the wire first, as the pinned traces have it.
+        let first_at = first.map(|c| arrive(link, c));
+        let copy_at = copy.map(|c| arrive(link, c));
+        if let Some(at) = copy_at {
+            self.arrive(at, hop, bytes.clone());
+        }
+        if let Some(at) = first_at {
+            self.arrive(at, hop, bytes);
+        }
+    }
+
+    fn arrive(&mut self, at: Nanos, hop: Hop, bytes: Vec<u8>) {
+        match hop {
+            Hop::Host(host) => self.schedule(at, Event::Deliver { host, bytes }),
+            Hop::Switch { switch, ingress } => self.schedule(at, Event::AtSwitch { switch, ingress, bytes }),
+        }
+    }
+
+    fn enter_port(&mut self, now: Nanos, link: usize, hop: Hop, after_ns: Nanos, bytes: Vec<u8>) {
+        let class = (self.classify)(&bytes);
+        let Some(driven) = self.ports.get_mut(&link) else { return };
+        let len = bytes.len();
+        // A refused frame is counted by the port itself (tail drop).
+        let _ = driven.port.push(now, class, len, (hop, after_ns, bytes));
+        self.arm_port(now, link);
+    }
+
+    fn wake_port(&mut self, now: Nanos, link: usize) {
+        let Some(driven) = self.ports.get_mut(&link) else { return };
+        driven.wake = None;
+        let nic_ns = self.topology.links[link].params.nic_ns;
+        let mut arrivals = Vec::new();
+        while let Some(a) = driven.port.pop_arrival(now) {
+            arrivals.push(a);
+        }
+        for a in arrivals {
+            let (hop, after_ns, bytes) = a.item;
+            let nic = if matches!(hop, Hop::Host(_)) { nic_ns } else { 0 };
+            self.arrive(a.arrival_at_ns + after_ns + nic, hop, bytes);
+        }
+        self.arm_port(now, link);
+    }
+
+    /// Schedules link `link`'s port to wake when it next needs to, unless it already will.
+    fn arm_port(&mut self, now: Nanos, link: usize) {
+        let Some(driven) = self.ports.get_mut(&link) else { return };
+        let Some(at) = driven.port.poll_timeout() else { return };
+        // The port decides an instant only once time has passed it.
+        let at = at.max(now) + 1;
+        if driven.wake.is_none_or(|w| at < w) {
+            driven.wake = Some(at);
+            self.schedule(at, Event::PortWake { link });
+        }
     }
 
     /// Folds one event into the trace hash (no allocation: this is the simulator's hot loop).
@@ -519,18 +784,11 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
             return self.count(|s| s.cut_short += 1);
         }
         self.logs[usize::from(host)].extend(out.log);
+        let switch = self.uplink[usize::from(host)];
         for send in out.sends {
-            let fates = self.network_fate(end, host);
-            let link = self.topology.link(Endpoint::Host(host), Endpoint::Switch(0)).expect("every host has an uplink");
-            let arrivals = fates
-                .map(|f| f.map(|(before, after)| link.carry(end + self.nic_ns + before, send.bytes.len()) + after));
-            let [first, copy] = arrivals;
-            if let Some(at) = copy {
-                self.schedule(at, Event::AtSwitch { from: host, bytes: send.bytes.clone() });
-            }
-            if let Some(at) = first {
-                self.schedule(at, Event::AtSwitch { from: host, bytes: send.bytes });
-            }
+            let from = Endpoint::Host(host);
+            let nic_ns = self.topology.get_link(from, Endpoint::Switch(switch)).map_or(0, |l| l.params.nic_ns);
+            self.send_on_link((from, Endpoint::Switch(switch)), end, end + nic_ns, send.bytes, Some(host));
         }
         let epoch = self.host_epoch[usize::from(host)];
         for (at, timer) in out.timers {
@@ -544,28 +802,29 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
         }
     }
 
-    fn drain_switch(&mut self, now: Nanos) {
-        while let Some(t) = self.switch.poll_transmit() {
-            if self.crashes_within(Target::Switch, now, t.at_ns) {
+    fn drain_switch(&mut self, now: Nanos, switch: u16) {
+        let here = Endpoint::Switch(switch);
+        while let Some(Transmit { at_ns, dst, bytes, port }) = self.switches[usize::from(switch)].device.poll_transmit()
+        {
+            if self.crashes_within(Target::Switch(switch), now, at_ns) {
                 self.count(|s| s.cut_short += 1);
                 continue; // still inside the switch when it crashed
             }
-            let fates = self.network_fate(t.at_ns, t.dst);
-            let Some(link) = self.topology.link(Endpoint::Switch(0), Endpoint::Host(t.dst)) else { continue };
-            let arrivals = fates.map(|f| f.map(|(before, after)| link.carry(t.at_ns + before, t.bytes.len()) + after));
-            let [first, copy] = arrivals;
-            if let Some(at) = copy {
-                self.schedule(at + self.nic_ns, Event::Deliver { host: t.dst, bytes: t.bytes.clone() });
-            }
-            if let Some(at) = first {
-                self.schedule(at + self.nic_ns, Event::Deliver { host: t.dst, bytes: t.bytes });
+            match port {
+                // The CPU port is the controller's own link.
+                Port::Host(_) | Port::ControlPlane => {
+                    self.send_on_link((here, Endpoint::Host(dst)), at_ns, at_ns, bytes, Some(dst))
+                }
+                Port::Switch(next) => self.send_on_link((here, Endpoint::Switch(next)), at_ns, at_ns, bytes, None),
             }
         }
-        if let Some(at) = self.switch.poll_timeout() {
+        let slot = &mut self.switches[usize::from(switch)];
+        if let Some(at) = slot.device.poll_timeout() {
             let at = at.max(now);
-            if self.switch_wake.is_none_or(|w| at < w) {
-                self.switch_wake = Some(at);
-                self.schedule(at, Event::SwitchWake { epoch: self.switch_epoch });
+            if slot.wake.is_none_or(|w| at < w) {
+                slot.wake = Some(at);
+                let epoch = slot.epoch;
+                self.schedule(at, Event::SwitchWake { switch, epoch });
             }
         }
     }
@@ -590,13 +849,48 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
         &self.hosts
     }
 
-    /// The switch.
-    pub fn switch(&self) -> &S {
-        &self.switch
+    /// Switch `id`.
+    pub fn switch(&self, id: u16) -> &S {
+        &self.switches[usize::from(id)].device
+    }
+
+    /// The network.
+    pub fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
+    /// The per-class counters of the strict-priority port of link `from → to` (sent, dropped,
+    /// peak occupancy), if that link has one.
+    pub fn port_counters(&self, from: Endpoint, to: Endpoint) -> Option<&[ClassCounters]> {
+        let index = self.topology.link_index(from, to)?;
+        self.ports.get(&index).map(|p| p.port.counters())
     }
 
     /// The observer (the system's metrics and records).
     pub fn observer(&self) -> &O {
         &self.observer
     }
+}
+
+/// Connects switch `id` as `topology` says: its own hosts attached, its neighbours' ports
+/// connected, and a route toward every other host of `0..hosts`.
+fn connect<S: SwitchDevice>(topology: &Topology, id: u16, hosts: u16, device: &mut S) -> Result<(), WorldError> {
+    let here = Endpoint::Switch(id);
+    let own = topology.hosts_of(id);
+    for &h in &own {
+        device.attach(h);
+    }
+    for s in topology.switches() {
+        if s != id && topology.get_link(here, Endpoint::Switch(s)).is_some() {
+            device.connect_switch(s);
+        }
+    }
+    for h in (0..hosts).filter(|h| !own.contains(h)) {
+        if let Some(Endpoint::Switch(next)) = topology.next_hop(here, Endpoint::Host(h)) {
+            device
+                .set_route(h, Port::Switch(next))
+                .map_err(|e| WorldError::Route { switch: id, why: e.to_string() })?;
+        }
+    }
+    Ok(())
 }

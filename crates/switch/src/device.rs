@@ -7,6 +7,7 @@
 //! it holds, so the driver stays generic and dispatch stays static.
 
 use crate::pipeline::{Switch, SwitchStats, Transmit};
+use crate::ports::{Port, PortError};
 use crate::program::Program;
 use crate::registers::RegisterFile;
 use pisadb_core::Nanos;
@@ -17,6 +18,14 @@ pub trait SwitchDevice {
     fn attach(&mut self, host: u16);
     /// A datagram from host `from` arrives at `now`.
     fn handle_datagram(&mut self, now: Nanos, from: u16, bytes: &[u8]);
+    /// A datagram arrives at `now` through port `ingress` (a host, a neighbour switch, the CPU).
+    fn handle_datagram_from(&mut self, now: Nanos, ingress: Port, bytes: &[u8]);
+    /// Connects a port toward neighbour switch `neighbour`.
+    fn connect_switch(&mut self, neighbour: u16);
+    /// Sends traffic for `dst_host` (not attached here) out of `port`.
+    fn set_route(&mut self, dst_host: u16, port: Port) -> Result<(), PortError>;
+    /// Puts host `host` behind the CPU port: the controller.
+    fn set_controller(&mut self, host: u16);
     /// Runs everything due at or before `now`.
     fn handle_timeout(&mut self, now: Nanos);
     /// When the switch next needs [`SwitchDevice::handle_timeout`], if ever.
@@ -35,6 +44,18 @@ impl<P: Program> SwitchDevice for Switch<P> {
     }
     fn handle_datagram(&mut self, now: Nanos, from: u16, bytes: &[u8]) {
         Switch::handle_datagram(self, now, from, bytes)
+    }
+    fn handle_datagram_from(&mut self, now: Nanos, ingress: Port, bytes: &[u8]) {
+        Switch::handle_datagram_from(self, now, ingress, bytes)
+    }
+    fn connect_switch(&mut self, neighbour: u16) {
+        Switch::connect_switch(self, neighbour)
+    }
+    fn set_route(&mut self, dst_host: u16, port: Port) -> Result<(), PortError> {
+        Switch::set_route(self, dst_host, port)
+    }
+    fn set_controller(&mut self, host: u16) {
+        Switch::set_controller(self, host)
     }
     fn handle_timeout(&mut self, now: Nanos) {
         Switch::handle_timeout(self, now)

@@ -187,7 +187,7 @@ impl FuzzCase {
         if lossy {
             for _ in 0..rng.random_range(0..=2) {
                 let target = if mode == Mode::P4db && rng.random_bool(0.4) {
-                    Target::Switch
+                    Target::Switch(0)
                 } else {
                     Target::Node(rng.random_range(0..nodes))
                 };
@@ -291,7 +291,7 @@ pub fn check(case: &FuzzCase, out: &mut RunOutput) -> Result<(), String> {
     check_version_chains(out)?;
     if out.mode == Mode::P4db {
         let mut restarts = PlanRestarts::new(&case.config, case.peer_timeout_ns).map_err(|e| e.to_string())?;
-        let rebuilt = restarts.switch(out.cluster.logs(), 0).map_err(|e| format!("rebuilding the switch: {e}"))?;
+        let rebuilt = restarts.switch(0, out.cluster.logs(), 0).map_err(|e| format!("rebuilding the switch: {e}"))?;
         for (key, p) in out.layout.iter() {
             let live = crate::run::switch_value(&out.cluster, &out.layout, key);
             let from_logs = rebuilt.register_value(p.register, p.index);

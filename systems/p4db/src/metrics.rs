@@ -159,8 +159,9 @@ fn total_aborts(nodes: &[Node]) -> u64 {
     nodes.iter().map(|n| n.stats().aborts).sum()
 }
 
-fn switch_counters(switch: &RackSwitch) -> (u64, u64, u64) {
-    let s = switch.stats();
+/// The rack's switch's (passes, recirculations, drops).
+fn switch_counters(switches: &[&RackSwitch]) -> (u64, u64, u64) {
+    let s = switches[0].stats();
     (s.passes, s.recirculations, s.dropped.values().sum())
 }
 
@@ -180,18 +181,18 @@ impl Observer<Node, RackSwitch> for Metrics {
         self.last_commit = nodes.iter().map(|n| vec![0; usize::from(n.config().workers)]).collect();
     }
 
-    fn on_window_start(&mut self, _at: Nanos, nodes: &[Node], switch: &RackSwitch) {
+    fn on_window_start(&mut self, _at: Nanos, nodes: &[Node], switches: &[&RackSwitch]) {
         self.aborts_at_start = total_aborts(nodes);
-        self.switch_at_start = switch_counters(switch);
+        self.switch_at_start = switch_counters(switches);
     }
 
-    fn on_window_end(&mut self, at: Nanos, nodes: &[Node], switch: &RackSwitch, moment: Moment) {
+    fn on_window_end(&mut self, at: Nanos, nodes: &[Node], switches: &[&RackSwitch], moment: Moment) {
         for node in 0..self.last_commit.len() {
             for worker in 0..self.last_commit[node].len() {
                 self.note_progress(at, moment.healthy_from, node as u16, worker as u16);
             }
         }
-        let (passes, recircs, drops) = switch_counters(switch);
+        let (passes, recircs, drops) = switch_counters(switches);
         // A restarted switch counts from zero again.
         self.window.aborts = total_aborts(nodes).saturating_sub(self.aborts_at_start);
         self.window.switch_passes = passes.saturating_sub(self.switch_at_start.0);

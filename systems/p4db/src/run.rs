@@ -445,7 +445,7 @@ pub fn build(cfg: &RunConfig) -> Result<Rack, SimError> {
         .collect::<Result<Vec<_>, String>>()
         .map_err(SimError::Config)?;
     Ok(Rack {
-        cluster: Cluster::new(nodes, switch, &cfg.link, Metrics::default()),
+        cluster: Cluster::rack(nodes, switch, &cfg.link, Metrics::default()),
         layout: plan.layout,
         workload: plan.workload,
     })
@@ -470,7 +470,7 @@ pub fn build_faulty(cfg: &RunConfig, faults: Faults, peer_timeout_ns: Nanos) -> 
         .map_err(SimError::Config)?;
     let layout = restarts.plan.layout.clone();
     let workload = restarts.plan.workload.with_stream(cfg.seed);
-    let mut cluster = Cluster::new(nodes, switch, &cfg.link, Metrics::default());
+    let mut cluster = Cluster::rack(nodes, switch, &cfg.link, Metrics::default());
     cluster.inject(faults, Box::new(restarts));
     Ok(Rack { cluster, layout, workload })
 }
@@ -500,7 +500,7 @@ impl Restarts<Node, RackSwitch> for PlanRestarts {
         Ok(node)
     }
 
-    fn switch(&mut self, logs: &[Vec<LogRecord>], epoch: u16) -> Result<RackSwitch, String> {
+    fn switch(&mut self, _id: u16, logs: &[Vec<LogRecord>], epoch: u16) -> Result<RackSwitch, String> {
         let mut switch = self.plan.switch(&self.cfg).map_err(|e| e.to_string())?;
         if let RackSwitch::P4db(s) = &mut switch {
             for id in 0..self.cfg.nodes {
@@ -518,7 +518,7 @@ impl Restarts<Node, RackSwitch> for PlanRestarts {
 /// The value of hot tuple `key` in the switch's registers under `layout`.
 pub fn switch_value(cluster: &Cluster, layout: &Layout, key: TupleKey) -> Option<i64> {
     let p = layout.get(key)?;
-    cluster.switch().register_value(p.register, p.index)
+    cluster.switch(0).register_value(p.register, p.index)
 }
 
 /// Runs one point.

@@ -4,7 +4,7 @@ use crate::programs::lock_manager::LockManager;
 use crate::programs::p4db::P4dbEngine;
 use pisadb_core::Nanos;
 use pisadb_switch::registers::RegisterFile;
-use pisadb_switch::{Switch, SwitchDevice, SwitchStats, Transmit};
+use pisadb_switch::{Port, PortError, Switch, SwitchDevice, SwitchStats, Transmit};
 
 /// A switch running P4DB's engine (P4DB and No-Switch modes: No-Switch only forwards) or the
 /// lock manager (LM-Switch).
@@ -30,6 +30,18 @@ impl SwitchDevice for RackSwitch {
     }
     fn handle_datagram(&mut self, now: Nanos, from: u16, bytes: &[u8]) {
         each!(self, s => s.handle_datagram(now, from, bytes))
+    }
+    fn handle_datagram_from(&mut self, now: Nanos, ingress: Port, bytes: &[u8]) {
+        each!(self, s => s.handle_datagram_from(now, ingress, bytes))
+    }
+    fn connect_switch(&mut self, neighbour: u16) {
+        each!(self, s => s.connect_switch(neighbour))
+    }
+    fn set_route(&mut self, dst_host: u16, port: Port) -> Result<(), PortError> {
+        each!(self, s => s.set_route(dst_host, port))
+    }
+    fn set_controller(&mut self, host: u16) {
+        each!(self, s => s.set_controller(host))
     }
     fn handle_timeout(&mut self, now: Nanos) {
         each!(self, s => s.handle_timeout(now))

@@ -92,7 +92,8 @@ fn answers_of_a_crashed_switch_that_arrive_after_its_rebuild_are_dropped() {
         case.faults.slow = (0..case.config.nodes)
             .map(|node| SlowLink { node, from_ns: 400_000, until_ns: 700_000, extra_ns: 45_000 })
             .collect();
-        case.faults.crashes = vec![Crash { target: Target::Switch, at_ns: 500_000 + case.seed * 100, down_ns: 20_000 }];
+        case.faults.crashes =
+            vec![Crash { target: Target::Switch(0), at_ns: 500_000 + case.seed * 100, down_ns: 20_000 }];
         let rack = build_faulty(&case.config, case.faults.clone(), case.peer_timeout_ns).expect("builds");
         let mut out = run_rack(&case.config, rack).expect("runs");
         pisadb_p4db::fuzz::check(&case, &mut out).unwrap_or_else(|e| panic!("seed {}: {e}", case.seed));
