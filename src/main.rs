@@ -6,6 +6,7 @@
 //! one JSON object with stable field names.
 
 mod commands;
+mod systems;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -22,10 +23,14 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// List the systems this build runs (each paper's design and its baselines), or one
+    /// system's settings.
+    Systems(commands::systems::Args),
     /// Lay hot tuples out on the switch (P4DB's declustered layout vs a random one) and report
     /// how many hot transactions then run in a single pipeline pass.
     Layout(commands::layout::Args),
-    /// Compare No-Switch, LM-Switch and P4DB on one simulated rack (the default job).
+    /// Compare a system with its baselines on one simulated rack (the default job: P4DB,
+    /// No-Switch and LM-Switch).
     Compare(commands::bench::CompareArgs),
     /// Run a named experiment of the P4DB paper; write results/<name>.csv and .svg.
     Sweep(commands::sweep::Args),
@@ -53,6 +58,7 @@ fn main() -> ExitCode {
     let command =
         cli.command.unwrap_or_else(|| Command::Compare(commands::bench::CompareArgs::parse_from(["compare"])));
     let result = match command {
+        Command::Systems(args) => commands::systems::run(&args),
         Command::Layout(args) => commands::layout::run(&args),
         Command::Compare(args) => commands::bench::run_compare(&args),
         Command::Bench(args) => commands::bench::run_bench(&args),

@@ -1,9 +1,11 @@
 //! `pisadb bench` (one simulated point) and `pisadb compare` (the three systems side by side):
 //! the rack in the simulator, with the figures a user reads.
 
+use crate::systems::registry;
 use clap::{Args as ClapArgs, ValueEnum};
+use pisadb_harness::{apply_set, PointReport, System};
 use pisadb_p4db::node::{Cc, Mode};
-use pisadb_p4db::{run, LayoutChoice, RunConfig, RunResult, WorkloadSpec};
+use pisadb_p4db::{LayoutChoice, RunConfig, RunResult, WorkloadSpec};
 use pisadb_workload::{Scheme, SmallBankConfig, TpccConfig, YcsbConfig, YcsbMix};
 use serde::Serialize;
 
@@ -235,12 +237,47 @@ impl RackArgs {
     }
 }
 
+/// Which system runs, and how its settings differ from the defaults: shared by every command
+/// that simulates.
+#[derive(ClapArgs, Debug, Clone, Serialize)]
+pub struct SystemArgs {
+    /// The system (`pisadb systems` lists them).
+    #[arg(long, default_value = "p4db")]
+    pub system: String,
+    /// Edit one of the system's settings, by dotted key (`--set workers=8`, `--set
+    /// link.gbps=25`; `pisadb systems --settings NAME` prints every key); repeatable, applied
+    /// after the other flags.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+}
+
+/// Checks that `--system NAME` names a registered system whose `what` this command runs (today
+/// only P4DB has experiments, fuzz oracles and a real mode).
+pub fn require_p4db(name: &str, what: &str) -> Result<(), String> {
+    let system = registry().get(name).map_err(|e| e.to_string())?;
+    if system.name() == "p4db" {
+        Ok(())
+    } else {
+        Err(format!("system `{}` has no {what} yet (systems with {what}: p4db)", system.name()))
+    }
+}
+
+impl SystemArgs {
+    /// The system named by `--system`.
+    pub fn system(&self) -> Result<&'static dyn System, String> {
+        registry().get(&self.system).map_err(|e| e.to_string())
+    }
+}
+
 /// Flags of `pisadb bench`.
 #[derive(ClapArgs, Debug)]
 pub struct Args {
-    /// The system under test.
-    #[arg(long, value_enum, default_value = "p4db")]
-    mode: ModeArg,
+    #[command(flatten)]
+    system: SystemArgs,
+    /// The variant of the system to run (P4DB's: p4db, no-switch, lm-switch); default: the
+    /// system itself. `--mode` is the same flag under its old name.
+    #[arg(long, alias = "mode")]
+    variant: Option<String>,
     #[command(flatten)]
     rack: RackArgs,
     /// Print one JSON object instead of a table.
@@ -251,33 +288,88 @@ pub struct Args {
 /// A run's figures with the simulator's speed and the inputs.
 #[derive(Serialize)]
 pub struct Point {
-    /// The mode.
-    pub mode: ModeArg,
-    /// The figures.
+    /// The system.
+    pub system: &'static str,
+    /// The variant that ran (named `mode` since the first release).
+    pub mode: String,
+    /// The figures, as the system names them.
     #[serde(flatten)]
-    pub result: RunResult,
+    pub figures: serde_json::Value,
     /// Simulated committed transactions per wall-clock second (the simulator's speed).
     pub sim_txn_per_wall_s: f64,
     /// Wall-clock seconds the run took.
     pub wall_s: f64,
     /// The inputs.
     pub inputs: RackArgs,
+    /// The `--set` overrides applied.
+    pub sets: Vec<String>,
+    /// The table row the system gives the point.
+    #[serde(skip)]
+    pub row: Vec<(String, String)>,
 }
 
-/// Runs one point and measures the simulator's speed (the only wall clock in the program).
-pub fn run_point(mode: ModeArg, rack: &RackArgs) -> Result<Point, String> {
+impl Point {
+    /// P4DB's figures, when the point is P4DB's.
+    fn p4db(&self) -> Option<RunResult> {
+        (self.system == "p4db").then(|| serde_json::from_value(self.figures.clone()).ok()).flatten()
+    }
+
+    /// Committed transactions in the window (for the simulator's speed).
+    fn committed(&self) -> f64 {
+        ["hot_committed", "cold_committed"].iter().filter_map(|k| self.figures[*k].as_f64()).sum()
+    }
+}
+
+/// The settings a system runs with: P4DB's come from the rack flags, every system's from its
+/// defaults; then the `--set` overrides.
+fn settings(system: &dyn System, variant: &str, rack: &RackArgs, sets: &[String]) -> Result<serde_json::Value, String> {
+    let mut settings = if system.name() == "p4db" {
+        let mode = pisadb_p4db::system::mode_of(variant).map_err(|e| e.to_string())?;
+        pisadb_p4db::system::without_mode(serde_json::to_value(rack.config(mode)).map_err(|e| e.to_string())?)
+    } else {
+        system.default_settings()
+    };
+    for set in sets {
+        apply_set(&mut settings, set).map_err(|e| e.to_string())?;
+    }
+    Ok(settings)
+}
+
+/// Runs one point of `variant` and measures the simulator's speed (the only wall clock in the
+/// program).
+pub fn run_point(system: &dyn System, variant: &str, rack: &RackArgs, sets: &[String]) -> Result<Point, String> {
+    system.variant(variant).map_err(|e| e.to_string())?;
+    let settings = settings(system, variant, rack, sets)?;
     #[allow(clippy::disallowed_methods)] // the simulator's own speed is a wall-clock figure
     let started = std::time::Instant::now();
-    let out = run(&rack.config(mode.into())).map_err(|e| e.to_string())?;
+    let PointReport { system: name, variant, figures, row, .. } =
+        system.run_point(variant, &settings).map_err(|e| {
+            if sets.is_empty() {
+                e.to_string()
+            } else {
+                format!("{e} (with --set {})", sets.join(" --set "))
+            }
+        })?;
     let wall_s = started.elapsed().as_secs_f64();
-    let committed = out.result.hot_committed + out.result.cold_committed;
-    let sim_txn_per_wall_s = committed as f64 / wall_s.max(1e-9);
-    Ok(Point { mode, result: out.result, sim_txn_per_wall_s, wall_s, inputs: rack.clone() })
+    let mut point = Point {
+        system: name,
+        mode: variant,
+        figures,
+        sim_txn_per_wall_s: 0.0,
+        wall_s,
+        inputs: rack.clone(),
+        sets: sets.to_vec(),
+        row,
+    };
+    point.sim_txn_per_wall_s = point.committed() / wall_s.max(1e-9);
+    Ok(point)
 }
 
 /// Runs `pisadb bench`.
 pub fn run_bench(args: &Args) -> Result<(), String> {
-    let point = run_point(args.mode, &args.rack)?;
+    let system = args.system.system()?;
+    let variant = args.variant.clone().unwrap_or_else(|| system.variants()[0].name.to_string());
+    let point = run_point(system, &variant, &args.rack, &args.system.sets)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&point).map_err(|e| e.to_string())?);
         return Ok(());
@@ -291,23 +383,29 @@ pub fn run_bench(args: &Args) -> Result<(), String> {
 #[derive(clap::Parser, Debug)]
 pub struct CompareArgs {
     #[command(flatten)]
+    system: SystemArgs,
+    #[command(flatten)]
     rack: RackArgs,
     /// Print a JSON array instead of a table.
     #[arg(long)]
     json: bool,
 }
 
-/// Runs `pisadb compare`: the three systems on the same workload and seed.
+/// Runs `pisadb compare`: every variant of the system on the same workload and seed, its
+/// baselines first.
 pub fn run_compare(args: &CompareArgs) -> Result<(), String> {
+    let system = args.system.system()?;
     if !args.json {
         print_header(&args.rack);
     }
     let mut points = Vec::new();
-    for mode in [ModeArg::NoSwitch, ModeArg::LmSwitch, ModeArg::P4db] {
+    let mut variants: Vec<&str> = system.variants().iter().map(|v| v.name).collect();
+    variants.rotate_left(1); // the system itself last, after the baselines it is measured against
+    for variant in variants {
         if !args.json {
-            eprintln!("simulating {} ...", Mode::from(mode).name());
+            eprintln!("simulating {variant} ...");
         }
-        points.push(run_point(mode, &args.rack)?);
+        points.push(run_point(system, variant, &args.rack, &args.system.sets)?);
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&points).map_err(|e| e.to_string())?);
@@ -323,17 +421,40 @@ fn print_header(r: &RackArgs) {
 }
 
 fn print_table(points: &[Point]) {
-    let base = points.iter().find(|p| p.mode == ModeArg::NoSwitch).map(|p| p.result.committed_per_s);
+    let p4db: Option<Vec<RunResult>> = points.iter().map(Point::p4db).collect();
+    match p4db {
+        Some(results) => print_p4db_table(points, &results),
+        None => print_rows(points),
+    }
+}
+
+/// Any system's points: the columns its rows name, plus the simulator's speed.
+fn print_rows(points: &[Point]) {
+    let Some(first) = points.first() else { return };
+    let width = |i: usize| {
+        points.iter().map(|p| p.row.get(i).map_or(0, |c| c.1.len())).chain([first.row[i].0.len()]).max().unwrap_or(0)
+    };
+    let widths: Vec<usize> = (0..first.row.len()).map(width).collect();
+    let header: Vec<String> = first.row.iter().zip(&widths).map(|((h, _), w)| format!("{h:>w$}")).collect();
+    println!("{} {:>11}", header.join(" "), "sim txn/s");
+    for p in points {
+        let cells: Vec<String> = p.row.iter().zip(&widths).map(|((_, c), w)| format!("{c:>w$}")).collect();
+        println!("{} {:>11.0}", cells.join(" "), p.sim_txn_per_wall_s);
+    }
+}
+
+/// P4DB's table, as the README shows it: speedups against No-Switch.
+fn print_p4db_table(points: &[Point], results: &[RunResult]) {
+    let base = points.iter().zip(results).find(|(p, _)| p.mode == "no-switch").map(|(_, r)| r.committed_per_s);
     println!(
         "{:<10} {:>12} {:>8} {:>7} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>11}",
         "system", "commits/s", "speedup", "aborts", "hot", "cold", "p50 us", "p99 us", "passes", "recircs", "sim txn/s"
     );
-    for p in points {
-        let r = &p.result;
+    for (p, r) in points.iter().zip(results) {
         let speedup = base.map_or("-".to_string(), |b| format!("{:.2}x", r.committed_per_s / b));
         println!(
             "{:<10} {:>12.0} {:>8} {:>6.1}% {:>9} {:>9} {:>9.1} {:>9.1} {:>10} {:>10} {:>11.0}",
-            Mode::from(p.mode).name(),
+            p.mode,
             r.committed_per_s,
             speedup,
             r.abort_rate * 100.0,

@@ -12,6 +12,9 @@ use std::sync::Mutex;
 /// Flags of `pisadb fuzz`.
 #[derive(ClapArgs, Debug)]
 pub struct Args {
+    /// The system whose fault-injection cases run (`pisadb systems` lists them).
+    #[arg(long, default_value = "p4db")]
+    pub system: String,
     /// How many seeds to run.
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..))]
     pub seeds: u64,
@@ -28,6 +31,7 @@ pub struct Args {
 
 /// Runs the campaign.
 pub fn run(args: &Args) -> Result<(), String> {
+    super::bench::require_p4db(&args.system, "fault-injection cases")?;
     let seeds: Vec<u64> = (0..args.seeds).map(|i| args.seed.wrapping_add(i)).collect();
     let threads = args
         .threads

@@ -7,3 +7,4 @@ pub mod layout;
 pub mod real;
 pub mod reproduce;
 pub mod sweep;
+pub mod systems;

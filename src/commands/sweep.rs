@@ -23,6 +23,9 @@ pub struct Args {
     /// The experiment to run.
     #[arg(value_enum)]
     experiment: Experiment,
+    /// The system whose experiments run (`pisadb systems` lists them).
+    #[arg(long, default_value = "p4db")]
+    system: String,
     #[command(flatten)]
     common: CommonArgs,
 }
@@ -138,6 +141,7 @@ fn run_one(p: &PointSpec) -> Result<Measured, String> {
 
 /// Runs `pisadb sweep`.
 pub fn run_sweep(args: &Args) -> Result<(), String> {
+    super::bench::require_p4db(&args.system, "experiments")?;
     let plan = plan(args.experiment, &args.common.options());
     let mut runner = Runner::new(args.common.threads());
     let results = runner.run(&plan)?;

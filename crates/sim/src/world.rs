@@ -245,8 +245,11 @@ pub struct World<H: Host, S, O> {
     switches: Vec<SwitchSlot<S>>,
     /// The links and forwarding tables.
     topology: Topology,
-    /// Per host: the switch its uplink goes to.
-    uplink: Vec<u16>,
+    /// Per host: the switch its uplink goes to, and that link's index in the topology.
+    uplink: Vec<(u16, usize)>,
+    /// Per switch, per host: the index of the link from the switch to the host, if any
+    /// (looked up once: the send path is the simulator's hot loop).
+    downlinks: Vec<Vec<Option<usize>>>,
     /// The strict-priority ports, by link index.
     ports: BTreeMap<usize, DrivenPort>,
     /// The class of a datagram on strict-priority links.
@@ -328,8 +331,15 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
             return Err(WorldError::Switches { topology: topology.switches(), given: switches.len() });
         }
         let uplink = (0..n as u16)
-            .map(|h| topology.uplink_of(h).ok_or(WorldError::NoUplink(h)))
-            .collect::<Result<Vec<_>, _>>()?;
+            .map(|h| {
+                let switch = topology.uplink_of(h).ok_or(WorldError::NoUplink(h))?;
+                let link = topology.link_index(Endpoint::Host(h), Endpoint::Switch(switch));
+                Ok((switch, link.ok_or(WorldError::NoUplink(h))?))
+            })
+            .collect::<Result<Vec<_>, WorldError>>()?;
+        let downlinks = (0..switches.len() as u16)
+            .map(|s| (0..n as u16).map(|h| topology.link_index(Endpoint::Switch(s), Endpoint::Host(h))).collect())
+            .collect();
         let mut switches: Vec<SwitchSlot<S>> =
             switches.into_iter().map(|device| SwitchSlot { device, wake: None, epoch: 0, down: false }).collect();
         for (id, slot) in switches.iter_mut().enumerate() {
@@ -347,6 +357,7 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
             switches,
             topology,
             uplink,
+            downlinks,
             ports,
             classify: |_| 0,
             events: Scheduler::new(),
@@ -659,29 +670,18 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
         [first, second]
     }
 
-    /// Puts `bytes`, which left its sender at `left`, on link `from → to` at `ready` (plus each
-    /// copy's fault delays): a FIFO link computes the arrival at once, a strict-priority one
-    /// takes the frame into its port when it gets there.
+    /// Puts `bytes`, which left its sender at `left`, on link `index` at `ready` (plus each
+    /// copy's fault delays), toward `hop`: a FIFO link computes the arrival at once, a
+    /// strict-priority one takes the frame into its port when it gets there.
     fn send_on_link(
         &mut self,
-        (from, to): (Endpoint, Endpoint),
-        left: Nanos,
-        ready: Nanos,
+        index: usize,
+        hop: Hop,
+        (left, ready): (Nanos, Nanos),
         bytes: Vec<u8>,
         fault_host: Option<u16>,
     ) {
         let fates = self.network_fate(left, fault_host);
-        let Some(index) = self.topology.link_index(from, to) else { return };
-        let hop = match to {
-            Endpoint::Host(h) => Hop::Host(h),
-            Endpoint::Switch(s) => Hop::Switch {
-                switch: s,
-                ingress: match from {
-                    Endpoint::Host(h) => Port::Host(h),
-                    Endpoint::Switch(n) => Port::Switch(n),
-                },
-            },
-        };
         let [first, copy] = fates;
         if self.ports.contains_key(&index) {
             for (before, after) in [copy, first].into_iter().flatten() {
@@ -784,11 +784,11 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
             return self.count(|s| s.cut_short += 1);
         }
         self.logs[usize::from(host)].extend(out.log);
-        let switch = self.uplink[usize::from(host)];
+        let (switch, link) = self.uplink[usize::from(host)];
+        let nic_ns = self.topology.links[link].params.nic_ns;
+        let hop = Hop::Switch { switch, ingress: Port::Host(host) };
         for send in out.sends {
-            let from = Endpoint::Host(host);
-            let nic_ns = self.topology.get_link(from, Endpoint::Switch(switch)).map_or(0, |l| l.params.nic_ns);
-            self.send_on_link((from, Endpoint::Switch(switch)), end, end + nic_ns, send.bytes, Some(host));
+            self.send_on_link(link, hop, (end, end + nic_ns), send.bytes, Some(host));
         }
         let epoch = self.host_epoch[usize::from(host)];
         for (at, timer) in out.timers {
@@ -803,19 +803,33 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
     }
 
     fn drain_switch(&mut self, now: Nanos, switch: u16) {
-        let here = Endpoint::Switch(switch);
         while let Some(Transmit { at_ns, dst, bytes, port }) = self.switches[usize::from(switch)].device.poll_transmit()
         {
             if self.crashes_within(Target::Switch(switch), now, at_ns) {
                 self.count(|s| s.cut_short += 1);
                 continue; // still inside the switch when it crashed
             }
-            match port {
+            let fault_host = match port {
+                Port::Switch(_) => None,
                 // The CPU port is the controller's own link.
+                Port::Host(_) | Port::ControlPlane => Some(dst),
+            };
+            let (link, hop) = match port {
+                Port::Switch(next) => (
+                    self.topology.link_index(Endpoint::Switch(switch), Endpoint::Switch(next)),
+                    Hop::Switch { switch: next, ingress: Port::Switch(switch) },
+                ),
                 Port::Host(_) | Port::ControlPlane => {
-                    self.send_on_link((here, Endpoint::Host(dst)), at_ns, at_ns, bytes, Some(dst))
+                    (self.downlinks[usize::from(switch)].get(usize::from(dst)).copied().flatten(), Hop::Host(dst))
                 }
-                Port::Switch(next) => self.send_on_link((here, Endpoint::Switch(next)), at_ns, at_ns, bytes, None),
+            };
+            match link {
+                Some(link) => self.send_on_link(link, hop, (at_ns, at_ns), bytes, fault_host),
+                // No wire there: the datagram is lost, as it always was (the fault plan still
+                // draws its fate first, so seeds replay).
+                None => {
+                    self.network_fate(at_ns, fault_host);
+                }
             }
         }
         let slot = &mut self.switches[usize::from(switch)];

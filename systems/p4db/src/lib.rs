@@ -18,7 +18,8 @@
 //! - [`run`]: one experiment point — plan a rack from a [`RunConfig`] (layout, switch, nodes),
 //!   run it on the shared simulator ([`pisadb_sim::World`]) and report a [`RunResult`], with
 //!   [`metrics`] observing the nodes' events;
-//! - [`fuzz`]: fault-injection cases and the oracles that check them.
+//! - [`fuzz`]: fault-injection cases and the oracles that check them;
+//! - [`system`]: P4DB in the harness's registry ([`SYSTEM`]): its variants and settings.
 
 pub mod fuzz;
 pub mod metrics;
@@ -26,6 +27,7 @@ pub mod node;
 pub mod programs;
 pub mod run;
 pub mod switch;
+pub mod system;
 pub mod wire;
 
 pub use metrics::{Metrics, Window};
@@ -34,3 +36,4 @@ pub use run::{
     Rack, RackPlan, RunConfig, RunOutput, RunResult, WorkloadSpec,
 };
 pub use switch::RackSwitch;
+pub use system::SYSTEM;

@@ -151,7 +151,7 @@ impl RunConfig {
 }
 
 /// The figures of one point (`pisadb bench --json` prints them under these names).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
     /// Committed transactions per simulated second.
     pub committed_per_s: f64,
@@ -209,7 +209,7 @@ impl RunResult {
 
 /// The mean latency of committed transactions split by phase (paper Fig. 18a), µs. The parts
 /// add up to the mean latency.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LatencyBreakdown {
     /// Aborted attempts and backoff before the committed attempt.
     pub retry_us: f64,

@@ -1,0 +1,197 @@
+//! # pisadb-harness: one harness for every system
+//!
+//! PisaDB hosts several papers' systems on one platform. To a user they are rows of one
+//! registry: `pisadb systems` lists them, and every command takes `--system NAME` (and, where
+//! a system has baselines, `--variant NAME`) instead of growing a command per paper. This crate
+//! is that contract, and it names no system:
+//!
+//! - [`System`]: what a paper's crate implements — its name, its variants (the system itself
+//!   and the baselines it is compared with), its settings as one serde value, and how to run
+//!   one simulated point of a variant with given settings.
+//! - [`Registry`]: the systems the binary was built with, looked up by name with an error that
+//!   lists the names it knows. Adding a system is one line in the binary's registry.
+//! - [`settings`]: `--set key=value` overrides applied to a system's settings before they are
+//!   read back into its typed configuration, with errors that name the key and the keys or
+//!   values it accepts.
+
+pub mod settings;
+
+pub use settings::{apply_set, read_back, SettingsError};
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// Why the harness could not do what was asked.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum HarnessError {
+    /// No system of that name.
+    #[error("unknown system `{name}`; known systems: {}", known.join(", "))]
+    UnknownSystem {
+        /// The name asked for.
+        name: String,
+        /// The names the registry knows.
+        known: Vec<String>,
+    },
+    /// The system has no variant of that name.
+    #[error("system `{system}` has no variant `{variant}`; its variants: {}", known.join(", "))]
+    UnknownVariant {
+        /// The system.
+        system: String,
+        /// The variant asked for.
+        variant: String,
+        /// Its variants.
+        known: Vec<String>,
+    },
+    /// A `--set` override could not be applied or read back.
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    /// The point could not run (a configuration the system refuses, a livelock, …).
+    #[error("{system}: {why}")]
+    Run {
+        /// The system.
+        system: String,
+        /// What went wrong, in the system's words.
+        why: String,
+    },
+}
+
+/// One way to run a system: the system itself or a baseline it is compared with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Variant {
+    /// Its name on the command line (`p4db`, `no-switch`, …).
+    pub name: &'static str,
+    /// One sentence on what it is.
+    pub summary: &'static str,
+}
+
+/// The figures of one simulated point, in a form every command can print.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PointReport {
+    /// The system.
+    pub system: &'static str,
+    /// The variant that ran.
+    pub variant: String,
+    /// Every figure, as the system names them (`bench --json` prints this object).
+    pub figures: Value,
+    /// The columns of a table row: (header, cell), in order.
+    pub row: Vec<(String, String)>,
+    /// Simulated events the run processed.
+    pub events: u64,
+    /// The hash of the run's event trace (equal seeds, equal hashes).
+    pub trace_hash: String,
+}
+
+/// A paper's system, as the harness and the command line see it.
+pub trait System: Sync {
+    /// Its name on the command line (`p4db`).
+    fn name(&self) -> &'static str;
+    /// The paper it implements and where its text is (`P4DB (SIGMOD'22), seed 000`).
+    fn paper(&self) -> &'static str;
+    /// One sentence on what it puts in the switch.
+    fn summary(&self) -> &'static str;
+    /// Its variants; the first is the default.
+    fn variants(&self) -> &'static [Variant];
+    /// Its default settings as one serde value (a JSON object), the base `--set` edits.
+    fn default_settings(&self) -> Value;
+    /// Runs one simulated point of `variant` with `settings` (the default settings, edited).
+    fn run_point(&self, variant: &str, settings: &Value) -> Result<PointReport, HarnessError>;
+
+    /// The variant called `name`, or an error listing the variants.
+    fn variant(&self, name: &str) -> Result<&'static Variant, HarnessError> {
+        self.variants().iter().find(|v| v.name == name).ok_or_else(|| HarnessError::UnknownVariant {
+            system: self.name().to_string(),
+            variant: name.to_string(),
+            known: self.variants().iter().map(|v| v.name.to_string()).collect(),
+        })
+    }
+}
+
+/// The systems a binary was built with.
+pub struct Registry {
+    /// In the order `pisadb systems` lists them.
+    systems: Vec<&'static dyn System>,
+}
+
+impl Registry {
+    /// A registry of `systems`.
+    pub fn new(systems: Vec<&'static dyn System>) -> Self {
+        Registry { systems }
+    }
+
+    /// Every system, in order.
+    pub fn systems(&self) -> &[&'static dyn System] {
+        &self.systems
+    }
+
+    /// The system called `name`, or an error listing the names.
+    pub fn get(&self, name: &str) -> Result<&'static dyn System, HarnessError> {
+        self.systems.iter().copied().find(|s| s.name() == name).ok_or_else(|| HarnessError::UnknownSystem {
+            name: name.to_string(),
+            known: self.systems.iter().map(|s| s.name().to_string()).collect(),
+        })
+    }
+
+    /// The system that owns variant `name` when a command is given a variant but no system
+    /// (so `--mode no-switch` still finds P4DB's baseline), or an error listing every variant.
+    pub fn by_variant(&self, name: &str) -> Result<&'static dyn System, HarnessError> {
+        self.systems.iter().copied().find(|s| s.variants().iter().any(|v| v.name == name)).ok_or_else(|| {
+            HarnessError::UnknownVariant {
+                system: "any".to_string(),
+                variant: name.to_string(),
+                known: self.systems.iter().flat_map(|s| s.variants().iter().map(|v| v.name.to_string())).collect(),
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Toy;
+    static TOY_VARIANTS: [Variant; 2] =
+        [Variant { name: "toy", summary: "the toy" }, Variant { name: "baseline", summary: "without the toy" }];
+
+    impl System for Toy {
+        fn name(&self) -> &'static str {
+            "toy"
+        }
+        fn paper(&self) -> &'static str {
+            "none"
+        }
+        fn summary(&self) -> &'static str {
+            "a toy"
+        }
+        fn variants(&self) -> &'static [Variant] {
+            &TOY_VARIANTS
+        }
+        fn default_settings(&self) -> Value {
+            serde_json::json!({ "nodes": 2 })
+        }
+        fn run_point(&self, variant: &str, settings: &Value) -> Result<PointReport, HarnessError> {
+            Ok(PointReport {
+                system: "toy",
+                variant: self.variant(variant)?.name.to_string(),
+                figures: settings.clone(),
+                row: vec![],
+                events: 0,
+                trace_hash: String::new(),
+            })
+        }
+    }
+
+    static TOY: Toy = Toy;
+
+    #[test]
+    fn systems_and_variants_are_found_by_name_and_errors_list_the_known_ones() {
+        let registry = Registry::new(vec![&TOY]);
+        assert_eq!(registry.get("toy").map(|s| s.name()), Ok("toy"));
+        let Err(err) = registry.get("gothard") else { panic!("gothard is not registered") };
+        assert_eq!(err.to_string(), "unknown system `gothard`; known systems: toy");
+        assert_eq!(registry.by_variant("baseline").map(|s| s.name()), Ok("toy"));
+        let Err(err) = TOY.variant("fast") else { panic!("the toy has no variant `fast`") };
+        assert_eq!(err.to_string(), "system `toy` has no variant `fast`; its variants: toy, baseline");
+        let point = TOY.run_point("baseline", &TOY.default_settings()).expect("runs");
+        assert_eq!(point.variant, "baseline");
+    }
+}

@@ -1,0 +1,47 @@
+//! `pisadb systems`: what the registry holds — each system's paper, what it puts in the
+//! switch, its variants, and (with `--settings NAME`) every setting `--set` can edit.
+
+use crate::systems::registry;
+use clap::Args as ClapArgs;
+use serde_json::{json, Value};
+
+/// Flags of `pisadb systems`.
+#[derive(ClapArgs, Debug)]
+pub struct Args {
+    /// Print this system's default settings (the keys `--set` takes) as JSON.
+    #[arg(long, value_name = "SYSTEM")]
+    settings: Option<String>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `pisadb systems`.
+pub fn run(args: &Args) -> Result<(), String> {
+    let registry = registry();
+    if let Some(name) = &args.settings {
+        let system = registry.get(name).map_err(|e| e.to_string())?;
+        println!("{}", serde_json::to_string_pretty(&system.default_settings()).map_err(|e| e.to_string())?);
+        return Ok(());
+    }
+    if args.json {
+        let systems: Vec<Value> = registry
+            .systems()
+            .iter()
+            .map(|s| json!({ "name": s.name(), "paper": s.paper(), "summary": s.summary(), "variants": s.variants() }))
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&systems).map_err(|e| e.to_string())?);
+        return Ok(());
+    }
+    for s in registry.systems() {
+        println!("{}  {}", s.name(), s.paper());
+        println!("    {}", s.summary());
+        for v in s.variants() {
+            println!("    --variant {:<12} {}", v.name, v.summary);
+        }
+        println!();
+    }
+    println!("Run one with `pisadb bench --system NAME --variant VARIANT`; list a system's settings with");
+    println!("`pisadb systems --settings NAME` and change one with `--set key=value`.");
+    Ok(())
+}

@@ -1,0 +1,9 @@
+//! The systems this binary runs. A new system is a crate under `systems/` that implements
+//! [`pisadb_harness::System`], and one line here.
+
+use pisadb_harness::Registry;
+
+/// Every system, in the order `pisadb systems` lists them.
+pub fn registry() -> Registry {
+    Registry::new(vec![&pisadb_p4db::SYSTEM])
+}

@@ -1,0 +1,138 @@
+//! P4DB as the harness sees it: one [`System`] with three variants (P4DB and its two
+//! baselines), whose settings are a [`RunConfig`] and whose points are [`run`]s.
+
+use crate::node::Mode;
+use crate::run::{run, RunConfig, RunResult};
+use pisadb_harness::{read_back, HarnessError, PointReport, System, Variant};
+use serde_json::Value;
+
+/// P4DB in the registry.
+pub struct P4db;
+
+/// The registry's instance.
+pub static SYSTEM: P4db = P4db;
+
+/// The three contenders of P4DB's §7, in the order `compare` runs them.
+static VARIANTS: [Variant; 3] = [
+    Variant {
+        name: "p4db",
+        summary: "hot transactions run in the switch; cold and warm ones with 2PL + 2PC on the nodes",
+    },
+    Variant { name: "no-switch", summary: "the switch only forwards; every transaction runs on the nodes" },
+    Variant {
+        name: "lm-switch",
+        summary: "the switch grants locks on hot tuples (NetLock-style); data stays on the nodes",
+    },
+];
+
+/// The mode a variant name means.
+pub fn mode_of(variant: &str) -> Result<Mode, HarnessError> {
+    SYSTEM.variant(variant)?;
+    Ok(match variant {
+        "no-switch" => Mode::NoSwitch,
+        "lm-switch" => Mode::LmSwitch,
+        _ => Mode::P4db,
+    })
+}
+
+impl P4db {
+    /// The configuration `settings` describe, run as `variant`.
+    pub fn config(&self, variant: &str, settings: &Value) -> Result<RunConfig, HarnessError> {
+        let mode = mode_of(variant)?;
+        let mut settings = settings.clone();
+        if let Some(fields) = settings.as_object_mut() {
+            fields.insert("mode".into(), serde_json::to_value(mode).expect("a mode serializes"));
+        }
+        Ok(read_back(settings, &[])?)
+    }
+
+    /// A point's table row: the figures `pisadb compare` prints.
+    pub fn row(variant: &str, r: &RunResult) -> Vec<(String, String)> {
+        let cells = [
+            ("system", variant.to_string()),
+            ("commits/s", format!("{:.0}", r.committed_per_s)),
+            ("aborts", format!("{:.1}%", r.abort_rate * 100.0)),
+            ("hot", r.hot_committed.to_string()),
+            ("cold", r.cold_committed.to_string()),
+            ("p50 us", format!("{:.1}", r.latency_p50_us)),
+            ("p99 us", format!("{:.1}", r.latency_p99_us)),
+            ("passes", r.switch_passes.to_string()),
+            ("recircs", r.recirculations.to_string()),
+        ];
+        cells.into_iter().map(|(h, c)| (h.to_string(), c)).collect()
+    }
+}
+
+/// `settings` without the `mode` key: the variant decides the mode, not a setting.
+pub fn without_mode(mut settings: Value) -> Value {
+    if let Some(fields) = settings.as_object_mut() {
+        fields.remove("mode");
+    }
+    settings
+}
+
+impl System for P4db {
+    fn name(&self) -> &'static str {
+        "p4db"
+    }
+    fn paper(&self) -> &'static str {
+        "P4DB: the case for in-network OLTP (SIGMOD'22), seed 000"
+    }
+    fn summary(&self) -> &'static str {
+        "hot tuples in the switch's registers; single-pass lock-free and pipeline-locked multi-pass transactions, warm transactions across switch and nodes"
+    }
+    fn variants(&self) -> &'static [Variant] {
+        &VARIANTS
+    }
+    /// The default run configuration without its `mode`, which the variant decides.
+    fn default_settings(&self) -> Value {
+        without_mode(serde_json::to_value(RunConfig::ycsb_default()).expect("a run configuration serializes"))
+    }
+    fn run_point(&self, variant: &str, settings: &Value) -> Result<PointReport, HarnessError> {
+        let cfg = self.config(variant, settings)?;
+        let out = run(&cfg).map_err(|e| HarnessError::Run { system: "p4db".into(), why: e.to_string() })?;
+        let r = out.result;
+        Ok(PointReport {
+            system: "p4db",
+            variant: variant.to_string(),
+            row: P4db::row(variant, &r),
+            events: r.events,
+            trace_hash: r.trace_hash.clone(),
+            figures: serde_json::to_value(&r).expect("results serialize"),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variants_map_to_modes_and_unknown_ones_are_refused_with_the_list() {
+        assert_eq!(mode_of("no-switch").ok(), Some(Mode::NoSwitch));
+        assert_eq!(mode_of("lm-switch").ok(), Some(Mode::LmSwitch));
+        assert_eq!(mode_of("p4db").ok(), Some(Mode::P4db));
+        let err = mode_of("netlock").unwrap_err().to_string();
+        assert!(err.contains("p4db, no-switch, lm-switch"), "{err}");
+    }
+
+    #[test]
+    fn default_settings_read_back_to_the_default_configuration() {
+        let cfg = SYSTEM.config("no-switch", &SYSTEM.default_settings()).expect("valid");
+        let expected = RunConfig { mode: Mode::NoSwitch, ..RunConfig::ycsb_default() };
+        assert_eq!(serde_json::to_value(cfg).unwrap(), serde_json::to_value(expected).unwrap());
+    }
+
+    #[test]
+    fn settings_can_be_edited_by_key() {
+        let mut settings = SYSTEM.default_settings();
+        pisadb_harness::apply_set(&mut settings, "workers=4").unwrap();
+        pisadb_harness::apply_set(&mut settings, "cc=WaitDie").unwrap();
+        pisadb_harness::apply_set(&mut settings, "workload.Ycsb.hot_prob=0.5").unwrap();
+        let cfg = SYSTEM.config("p4db", &settings).expect("valid");
+        assert_eq!(cfg.workers, 4);
+        assert_eq!(cfg.cc, crate::node::Cc::WaitDie);
+        let crate::WorkloadSpec::Ycsb(y) = cfg.workload else { panic!("still YCSB") };
+        assert_eq!(y.hot_prob, 0.5);
+    }
+}

@@ -1,0 +1,68 @@
+//! The registry as a user meets it: `pisadb systems`, `--system`, `--variant` (and its old
+//! name `--mode`), `--set`, and the errors that name what is accepted.
+
+use serde_json::Value;
+use std::process::{Command, Output};
+
+fn pisadb(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pisadb")).args(args).output().expect("pisadb runs")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A tiny, quick rack.
+const SMALL: [&str; 8] = ["--nodes", "2", "--workers", "2", "--measure-ms", "1", "--warmup-ms", "0"];
+
+#[test]
+fn systems_lists_p4db_with_its_variants() {
+    let out = pisadb(&["systems", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let systems: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let p4db = systems.as_array().and_then(|s| s.iter().find(|s| s["name"] == "p4db")).expect("p4db is listed");
+    let variants: Vec<&str> =
+        p4db["variants"].as_array().unwrap().iter().map(|v| v["name"].as_str().unwrap()).collect();
+    assert_eq!(variants, ["p4db", "no-switch", "lm-switch"]);
+}
+
+#[test]
+fn unknown_systems_and_variants_are_refused_naming_the_known_ones() {
+    let out = pisadb(&["bench", "--system", "gothard"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("unknown system `gothard`; known systems: p4db"), "{}", stderr(&out));
+    let out = pisadb(&["bench", "--variant", "netlock"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("its variants: p4db, no-switch, lm-switch"), "{}", stderr(&out));
+}
+
+#[test]
+fn mode_is_the_variant_flag_under_its_old_name_and_set_edits_settings() {
+    let run = |extra: &[&str]| {
+        let mut args = vec!["bench", "--json"];
+        args.extend_from_slice(&SMALL);
+        args.extend_from_slice(extra);
+        let out = pisadb(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        serde_json::from_slice::<Value>(&out.stdout).expect("JSON")
+    };
+    let by_mode = run(&["--mode", "no-switch"]);
+    let by_variant = run(&["--variant", "no-switch"]);
+    assert_eq!(by_mode["mode"], "no-switch");
+    assert_eq!(by_mode["trace_hash"], by_variant["trace_hash"], "the same run");
+    assert_eq!(by_mode["system"], "p4db");
+    let edited = run(&["--variant", "no-switch", "--set", "backoff_max_ns=1000"]);
+    assert_ne!(edited["trace_hash"], by_mode["trace_hash"], "--set changed the run");
+    assert_eq!(edited["sets"][0], "backoff_max_ns=1000");
+}
+
+#[test]
+fn bad_settings_are_refused_naming_the_key_and_what_it_takes() {
+    let out = pisadb(&["bench", "--set", "wrkers=3"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("no setting `wrkers`; accepted here:"), "{}", stderr(&out));
+    let out = pisadb(&["bench", "--set", "workers=many"]);
+    assert!(stderr(&out).contains("`workers` takes a number, not `many`"), "{}", stderr(&out));
+    let out = pisadb(&["bench", "--set", "cc=Optimistic"]);
+    assert!(stderr(&out).contains("expected `NoWait` or `WaitDie`"), "{}", stderr(&out));
+}
