@@ -4,6 +4,6 @@
 use pisadb_harness::Registry;
 
 /// Every system, in the order `pisadb systems` lists them.
-pub fn registry() -> Registry {
+pub(crate) fn registry() -> Registry {
     Registry::new(vec![&pisadb_p4db::SYSTEM])
 }

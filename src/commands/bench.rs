@@ -53,7 +53,7 @@ impl From<CcArg> for Cc {
 /// The workload, as spelled on the command line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum WorkloadArg {
+pub(crate) enum WorkloadArg {
     /// YCSB-A: 8 operations, 50% writes.
     #[value(alias = "a")]
     YcsbA,
@@ -72,7 +72,7 @@ pub enum WorkloadArg {
 /// How the hot set is laid out, as spelled on the command line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum LayoutArg {
+pub(crate) enum LayoutArg {
     /// P4DB's declustered layout.
     Declustered,
     /// Uniformly random arrays.
@@ -82,7 +82,7 @@ pub enum LayoutArg {
 /// Partitioning scheme, as spelled on the command line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum PartitioningArg {
+pub(crate) enum PartitioningArg {
     /// Row r on node r % nodes.
     RoundRobin,
     /// Consecutive blocks of rows per node.
@@ -91,7 +91,7 @@ pub enum PartitioningArg {
 
 /// The rack and workload flags shared by `bench` and `compare`.
 #[derive(ClapArgs, Debug, Clone, Serialize)]
-pub struct RackArgs {
+pub(crate) struct RackArgs {
     /// Concurrency control for transactions on the nodes.
     #[arg(long, value_enum, default_value = "no-wait")]
     pub cc: CcArg,
@@ -139,7 +139,7 @@ pub struct RackArgs {
 
 impl RackArgs {
     /// The run configuration for `mode`.
-    pub fn config(&self, mode: Mode) -> RunConfig {
+    pub(crate) fn config(&self, mode: Mode) -> RunConfig {
         let pct = |p: u8| f64::from(p) / 100.0;
         let partitioning = match self.partitioning {
             PartitioningArg::RoundRobin => Scheme::RoundRobin,
@@ -203,7 +203,7 @@ impl RackArgs {
     }
 
     /// One line describing the rack and workload.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let cfg = self.config(Mode::P4db);
         let workload = match &cfg.workload {
             WorkloadSpec::Ycsb(c) => format!(
@@ -240,7 +240,7 @@ impl RackArgs {
 /// Which system runs, and how its settings differ from the defaults: shared by every command
 /// that simulates.
 #[derive(ClapArgs, Debug, Clone, Serialize)]
-pub struct SystemArgs {
+pub(crate) struct SystemArgs {
     /// The system (`pisadb systems` lists them).
     #[arg(long, default_value = "p4db")]
     pub system: String,
@@ -253,7 +253,7 @@ pub struct SystemArgs {
 
 /// Checks that `--system NAME` names a registered system whose `what` this command runs (today
 /// only P4DB has experiments, fuzz oracles and a real mode).
-pub fn require_p4db(name: &str, what: &str) -> Result<(), String> {
+pub(crate) fn require_p4db(name: &str, what: &str) -> Result<(), String> {
     let system = registry().get(name).map_err(|e| e.to_string())?;
     if system.name() == "p4db" {
         Ok(())
@@ -264,14 +264,14 @@ pub fn require_p4db(name: &str, what: &str) -> Result<(), String> {
 
 impl SystemArgs {
     /// The system named by `--system`.
-    pub fn system(&self) -> Result<&'static dyn System, String> {
+    pub(crate) fn system(&self) -> Result<&'static dyn System, String> {
         registry().get(&self.system).map_err(|e| e.to_string())
     }
 }
 
 /// Flags of `pisadb bench`.
 #[derive(ClapArgs, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(flatten)]
     system: SystemArgs,
     /// The variant of the system to run (P4DB's: p4db, no-switch, lm-switch); default: the
@@ -287,7 +287,7 @@ pub struct Args {
 
 /// A run's figures with the simulator's speed and the inputs.
 #[derive(Serialize)]
-pub struct Point {
+pub(crate) struct Point {
     /// The system.
     pub system: &'static str,
     /// The variant that ran (named `mode` since the first release).
@@ -337,7 +337,7 @@ fn settings(system: &dyn System, variant: &str, rack: &RackArgs, sets: &[String]
 
 /// Runs one point of `variant` and measures the simulator's speed (the only wall clock in the
 /// program).
-pub fn run_point(system: &dyn System, variant: &str, rack: &RackArgs, sets: &[String]) -> Result<Point, String> {
+pub(crate) fn run_point(system: &dyn System, variant: &str, rack: &RackArgs, sets: &[String]) -> Result<Point, String> {
     system.variant(variant).map_err(|e| e.to_string())?;
     let settings = settings(system, variant, rack, sets)?;
     #[allow(clippy::disallowed_methods)] // the simulator's own speed is a wall-clock figure
@@ -366,7 +366,7 @@ pub fn run_point(system: &dyn System, variant: &str, rack: &RackArgs, sets: &[St
 }
 
 /// Runs `pisadb bench`.
-pub fn run_bench(args: &Args) -> Result<(), String> {
+pub(crate) fn run_bench(args: &Args) -> Result<(), String> {
     let system = args.system.system()?;
     let variant = args.variant.clone().unwrap_or_else(|| system.variants()[0].name.to_string());
     let point = run_point(system, &variant, &args.rack, &args.system.sets)?;
@@ -381,7 +381,7 @@ pub fn run_bench(args: &Args) -> Result<(), String> {
 
 /// Flags of `pisadb compare`.
 #[derive(clap::Parser, Debug)]
-pub struct CompareArgs {
+pub(crate) struct CompareArgs {
     #[command(flatten)]
     system: SystemArgs,
     #[command(flatten)]
@@ -393,7 +393,7 @@ pub struct CompareArgs {
 
 /// Runs `pisadb compare`: every variant of the system on the same workload and seed, its
 /// baselines first.
-pub fn run_compare(args: &CompareArgs) -> Result<(), String> {
+pub(crate) fn run_compare(args: &CompareArgs) -> Result<(), String> {
     let system = args.system.system()?;
     if !args.json {
         print_header(&args.rack);

@@ -25,7 +25,7 @@ use pisadb_workload::{SmallBankConfig, TpccConfig, YcsbConfig, YcsbMix};
 
 /// The experiments, named as on the command line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
-pub enum Experiment {
+pub(crate) enum Experiment {
     /// YCSB A/B/C: speedup over No-Switch as workers per node grow (paper Fig. 11, upper row).
     YcsbWorkers,
     /// YCSB: speedup as the share of distributed transactions grows (Fig. 11, lower row).
@@ -56,7 +56,7 @@ pub enum Experiment {
 
 impl Experiment {
     /// The name used for files and on the command line.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Experiment::YcsbWorkers => "ycsb-workers",
             Experiment::YcsbRemote => "ycsb-remote",
@@ -74,14 +74,14 @@ impl Experiment {
     }
 
     /// Every experiment, in the paper's order.
-    pub fn all() -> &'static [Experiment] {
+    pub(crate) fn all() -> &'static [Experiment] {
         Experiment::value_variants()
     }
 }
 
 /// What a chart plots on its y axis.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Chart {
+pub(crate) enum Chart {
     /// Throughput divided by the baseline's.
     Speedup,
     /// Committed transactions per second.
@@ -96,7 +96,7 @@ pub enum Chart {
 
 impl Chart {
     /// The y-axis label.
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Chart::Speedup => "speedup",
             Chart::Throughput | Chart::HotCold => "committed transactions / s",
@@ -105,7 +105,7 @@ impl Chart {
     }
 
     /// What the y axis measures: latencies are drawn in seconds.
-    pub fn unit(self) -> Unit {
+    pub(crate) fn unit(self) -> Unit {
         match self {
             Chart::Speedup => Unit::Ratio,
             Chart::Throughput | Chart::HotCold => Unit::Count,
@@ -116,7 +116,7 @@ impl Chart {
 
 /// What a speedup is relative to.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Baseline {
+pub(crate) enum Baseline {
     /// The point of this series with the same panel and x.
     Series(&'static str),
     /// The first point of the same panel (an ablation's unoptimized start).
@@ -125,14 +125,14 @@ pub enum Baseline {
 
 impl Baseline {
     /// Whether the baseline is the series `name` (which then is not drawn as a speedup).
-    pub fn is_series(&self, name: &str) -> bool {
+    pub(crate) fn is_series(&self, name: &str) -> bool {
         matches!(self, Baseline::Series(s) if *s == name)
     }
 }
 
 /// One simulated point and where its result goes.
 #[derive(Clone, Debug)]
-pub struct PointSpec {
+pub(crate) struct PointSpec {
     /// The panel of the figure (e.g. "YCSB-A", "8 warehouses").
     pub panel: String,
     /// The line within the panel (e.g. "P4DB", "random layout").
@@ -148,14 +148,14 @@ pub struct PointSpec {
 impl PointSpec {
     /// Identifies the simulation: points of different experiments with equal keys are the same
     /// run, simulated once.
-    pub fn key(&self) -> String {
+    pub(crate) fn key(&self) -> String {
         format!("{:?}", self.cfg)
     }
 }
 
 /// An experiment, ready to run.
 #[derive(Clone, Debug)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// The experiment.
     pub experiment: Experiment,
     /// The figure's title.
@@ -174,7 +174,7 @@ pub struct Plan {
 
 /// Options shared by every plan.
 #[derive(Clone, Copy, Debug)]
-pub struct Options {
+pub(crate) struct Options {
     /// Fewer points, shorter windows.
     pub quick: bool,
     /// Seed of every point.
@@ -246,7 +246,7 @@ fn tpcc_remote(warehouses: u16, remote_pct: u32) -> WorkloadSpec {
 }
 
 /// A system's name in figures and reports.
-pub fn system(mode: Mode) -> &'static str {
+pub(crate) fn system(mode: Mode) -> &'static str {
     match mode {
         Mode::NoSwitch => "No-Switch",
         Mode::LmSwitch => "LM-Switch",
@@ -298,7 +298,7 @@ const REMOTE_FULL: [u32; 6] = [0, 20, 40, 60, 80, 100];
 const REMOTE_QUICK: [u32; 3] = [0, 50, 100];
 
 /// The plan of `experiment`.
-pub fn plan(experiment: Experiment, o: &Options) -> Plan {
+pub(crate) fn plan(experiment: Experiment, o: &Options) -> Plan {
     let mut points = Vec::new();
     let mut push = |panel: String, series: &str, x: f64, cfg: RunConfig| {
         points.push(PointSpec { panel, series: series.to_string(), x, x_name: String::new(), cfg });

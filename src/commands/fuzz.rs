@@ -11,7 +11,7 @@ use std::sync::Mutex;
 
 /// Flags of `pisadb fuzz`.
 #[derive(ClapArgs, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     /// The system whose fault-injection cases run (`pisadb systems` lists them).
     #[arg(long, default_value = "p4db")]
     pub system: String,
@@ -30,7 +30,7 @@ pub struct Args {
 }
 
 /// Runs the campaign.
-pub fn run(args: &Args) -> Result<(), String> {
+pub(crate) fn run(args: &Args) -> Result<(), String> {
     super::bench::require_p4db(&args.system, "fault-injection cases")?;
     let seeds: Vec<u64> = (0..args.seeds).map(|i| args.seed.wrapping_add(i)).collect();
     let threads = args

@@ -16,7 +16,7 @@ use serde::Serialize;
 /// Which workload's hot transactions to lay out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum WorkloadName {
+pub(crate) enum WorkloadName {
     /// YCSB: 8 reads/writes per transaction over a hot set per node.
     Ycsb,
     /// SmallBank: six banking transactions with read-dependent and constrained writes.
@@ -25,7 +25,7 @@ pub enum WorkloadName {
 
 /// Flags of `pisadb layout`.
 #[derive(ClapArgs, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     /// Workload whose hot transactions are laid out.
     #[arg(long, value_enum, default_value = "smallbank")]
     workload: WorkloadName,
@@ -65,7 +65,7 @@ struct Report {
 }
 
 /// Runs `pisadb layout`.
-pub fn run(args: &Args) -> Result<(), String> {
+pub(crate) fn run(args: &Args) -> Result<(), String> {
     let profile = SwitchProfile::by_name(&args.profile)?;
     let workload = build_workload(args)?;
     let target = P4dbConfig::for_profile(&profile).layout_target(&profile);

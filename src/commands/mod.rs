@@ -1,10 +1,10 @@
 //! The subcommands. Each returns `Err(message)` for the user; `main` prints it and exits 2.
 
-pub mod bench;
-pub mod experiments;
-pub mod fuzz;
-pub mod layout;
-pub mod real;
-pub mod reproduce;
-pub mod sweep;
-pub mod systems;
+pub(crate) mod bench;
+pub(crate) mod experiments;
+pub(crate) mod fuzz;
+pub(crate) mod layout;
+pub(crate) mod real;
+pub(crate) mod reproduce;
+pub(crate) mod sweep;
+pub(crate) mod systems;

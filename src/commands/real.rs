@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 /// `pisadb switch`.
 #[derive(ClapArgs, Debug)]
-pub struct SwitchArgs {
+pub(crate) struct SwitchArgs {
     /// The rack's config file (`pisadb cluster` writes one: <data-dir>/rack.json).
     #[arg(long)]
     config: PathBuf,
@@ -31,7 +31,7 @@ pub struct SwitchArgs {
 
 /// `pisadb node`.
 #[derive(ClapArgs, Debug)]
-pub struct NodeArgs {
+pub(crate) struct NodeArgs {
     /// The rack's config file.
     #[arg(long)]
     config: PathBuf,
@@ -45,7 +45,7 @@ pub struct NodeArgs {
 
 /// The load of a real rack: the same flags for `cluster` and `switch-bench`.
 #[derive(ClapArgs, Debug)]
-pub struct LoadArgs {
+pub(crate) struct LoadArgs {
     /// The workload.
     #[arg(long, value_enum, default_value = "smallbank")]
     workload: WorkloadArg,
@@ -96,7 +96,7 @@ fn check_seconds(seconds: f64) -> Result<(), String> {
 
 /// `pisadb cluster`.
 #[derive(ClapArgs, Debug)]
-pub struct ClusterArgs {
+pub(crate) struct ClusterArgs {
     /// Database nodes (one process each).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
     nodes: u16,
@@ -213,14 +213,14 @@ fn port_wires(args: &ClusterArgs) -> Result<Vec<PortWire>, String> {
 }
 
 /// Runs `pisadb switch`.
-pub fn run_switch(args: &SwitchArgs) -> Result<(), String> {
+pub(crate) fn run_switch(args: &SwitchArgs) -> Result<(), String> {
     install_stop_signals()?;
     let cfg = RealConfig::load(&args.config)?;
     pisadb_runtime::switch_proc::run_switch(&cfg, &args.recover_from, args.epoch, args.report.as_deref()).map(|_| ())
 }
 
 /// Runs `pisadb node`.
-pub fn run_node(args: &NodeArgs) -> Result<(), String> {
+pub(crate) fn run_node(args: &NodeArgs) -> Result<(), String> {
     install_stop_signals()?;
     let cfg = RealConfig::load(&args.config)?;
     if args.id >= cfg.run.nodes {
@@ -230,7 +230,7 @@ pub fn run_node(args: &NodeArgs) -> Result<(), String> {
 }
 
 /// Runs `pisadb cluster`.
-pub fn run_cluster_command(args: &ClusterArgs) -> Result<(), String> {
+pub(crate) fn run_cluster_command(args: &ClusterArgs) -> Result<(), String> {
     check_seconds(args.seconds)?;
     let rack = args.load.rack(args.nodes, args.workers, args.cc, None);
     let mut run = rack.config(args.mode.into());
@@ -367,7 +367,7 @@ fn to_json(args: &ClusterArgs, opts: &ClusterOptions, r: &ClusterResult) -> serd
 
 /// `pisadb switch-bench`.
 #[derive(ClapArgs, Debug)]
-pub struct SwitchBenchArgs {
+pub(crate) struct SwitchBenchArgs {
     /// Senders: node addresses the load generator plays (the rack's nodes).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
     senders: u16,
@@ -397,7 +397,7 @@ pub struct SwitchBenchArgs {
 }
 
 /// Runs `pisadb switch-bench`.
-pub fn run_switch_bench_command(args: &SwitchBenchArgs) -> Result<(), String> {
+pub(crate) fn run_switch_bench_command(args: &SwitchBenchArgs) -> Result<(), String> {
     check_seconds(args.seconds)?;
     let rack = args.load.rack(args.senders, args.window, CcArg::NoWait, args.hot_prob);
     let run = rack.config(pisadb_p4db::node::Mode::P4db);

@@ -15,14 +15,14 @@ use std::path::Path;
 
 /// Which paper to reproduce.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Paper {
+pub(crate) enum Paper {
     /// P4DB (seed 000): YCSB, SmallBank, TPC-C and the microbenchmarks of §7.
     P4db,
 }
 
 /// Flags of `pisadb reproduce`.
 #[derive(ClapArgs, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     /// The paper.
     #[arg(value_enum)]
     paper: Paper,
@@ -59,7 +59,7 @@ fn expected_minutes(plans: &[Plan], threads: usize) -> f64 {
 }
 
 /// Runs `pisadb reproduce`.
-pub fn run(args: &Args) -> Result<(), String> {
+pub(crate) fn run(args: &Args) -> Result<(), String> {
     let Paper::P4db = args.paper;
     let options = args.common.options();
     let plans: Vec<Plan> = Experiment::all().iter().map(|&e| plan(e, &options)).collect();

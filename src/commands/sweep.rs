@@ -19,7 +19,7 @@ use std::sync::Mutex;
 
 /// Flags of `pisadb sweep`.
 #[derive(ClapArgs, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     /// The experiment to run.
     #[arg(value_enum)]
     experiment: Experiment,
@@ -32,7 +32,7 @@ pub struct Args {
 
 /// Flags shared by `sweep` and `reproduce`.
 #[derive(ClapArgs, Debug, Clone)]
-pub struct CommonArgs {
+pub(crate) struct CommonArgs {
     /// Fewer points and shorter simulated windows, for a first look.
     #[arg(long)]
     pub quick: bool,
@@ -52,19 +52,19 @@ pub struct CommonArgs {
 
 impl CommonArgs {
     /// The plan options these flags mean.
-    pub fn options(&self) -> Options {
+    pub(crate) fn options(&self) -> Options {
         Options { quick: self.quick, seed: self.seed, cc: self.cc.into() }
     }
 
     /// Threads to use.
-    pub fn threads(&self) -> usize {
+    pub(crate) fn threads(&self) -> usize {
         self.threads.map(usize::from).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
     }
 }
 
 /// A point's figures and what running it cost.
 #[derive(Clone, Debug)]
-pub struct Measured {
+pub(crate) struct Measured {
     /// The figures.
     pub result: RunResult,
     /// Wall-clock seconds the simulation took.
@@ -73,25 +73,25 @@ pub struct Measured {
 
 impl Measured {
     /// Simulated committed transactions per wall-clock second (the simulator's speed).
-    pub fn sim_txn_per_wall_s(&self) -> f64 {
+    pub(crate) fn sim_txn_per_wall_s(&self) -> f64 {
         (self.result.hot_committed + self.result.cold_committed) as f64 / self.wall_s.max(1e-9)
     }
 }
 
 /// Runs points on a pool of threads, remembering every configuration it ran.
-pub struct Runner {
+pub(crate) struct Runner {
     threads: usize,
     done: BTreeMap<String, Measured>,
 }
 
 impl Runner {
     /// A runner with `threads` threads.
-    pub fn new(threads: usize) -> Self {
+    pub(crate) fn new(threads: usize) -> Self {
         Runner { threads: threads.max(1), done: BTreeMap::new() }
     }
 
     /// Runs the points of `plan` not run before; results in the order of the plan's points.
-    pub fn run(&mut self, plan: &Plan) -> Result<Vec<Measured>, String> {
+    pub(crate) fn run(&mut self, plan: &Plan) -> Result<Vec<Measured>, String> {
         let mut todo: Vec<&PointSpec> = Vec::new();
         for p in &plan.points {
             if !self.done.contains_key(&p.key()) && !todo.iter().any(|t| t.key() == p.key()) {
@@ -140,7 +140,7 @@ fn run_one(p: &PointSpec) -> Result<Measured, String> {
 }
 
 /// Runs `pisadb sweep`.
-pub fn run_sweep(args: &Args) -> Result<(), String> {
+pub(crate) fn run_sweep(args: &Args) -> Result<(), String> {
     super::bench::require_p4db(&args.system, "experiments")?;
     let plan = plan(args.experiment, &args.common.options());
     let mut runner = Runner::new(args.common.threads());
@@ -152,7 +152,7 @@ pub fn run_sweep(args: &Args) -> Result<(), String> {
 }
 
 /// The speedup of point `i` over its baseline (NaN without one).
-pub fn speedup(plan: &Plan, results: &[Measured], i: usize) -> f64 {
+pub(crate) fn speedup(plan: &Plan, results: &[Measured], i: usize) -> f64 {
     let p = &plan.points[i];
     let base = match &plan.baseline {
         Baseline::Series(name) => {
@@ -192,7 +192,7 @@ const HEADER: [&str; 25] = [
 ];
 
 /// Writes `<out>/<experiment>.csv` and `.svg`; returns their paths.
-pub fn write_outputs(plan: &Plan, results: &[Measured], out: &Path) -> Result<(PathBuf, PathBuf), String> {
+pub(crate) fn write_outputs(plan: &Plan, results: &[Measured], out: &Path) -> Result<(PathBuf, PathBuf), String> {
     let name = plan.experiment.name();
     let rows: Vec<Vec<String>> = plan
         .points
@@ -331,7 +331,7 @@ fn panels(plan: &Plan, results: &[Measured], chart: Chart) -> Vec<Panel> {
 }
 
 /// Prints one line per point.
-pub fn print_summary(plan: &Plan, results: &[Measured]) {
+pub(crate) fn print_summary(plan: &Plan, results: &[Measured]) {
     println!(
         "{:<24} {:<30} {:>10} {:>12} {:>8} {:>7} {:>9} {:>9}",
         "panel", "series", "x", "commits/s", "speedup", "aborts", "mean us", "p99 us"

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 /// Flags of `pisadb systems`.
 #[derive(ClapArgs, Debug)]
-pub struct Args {
+pub(crate) struct Args {
     /// Print this system's default settings (the keys `--set` takes) as JSON.
     #[arg(long, value_name = "SYSTEM")]
     settings: Option<String>,
@@ -17,7 +17,7 @@ pub struct Args {
 }
 
 /// Runs `pisadb systems`.
-pub fn run(args: &Args) -> Result<(), String> {
+pub(crate) fn run(args: &Args) -> Result<(), String> {
     let registry = registry();
     if let Some(name) = &args.settings {
         let system = registry.get(name).map_err(|e| e.to_string())?;

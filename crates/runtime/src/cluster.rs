@@ -359,7 +359,7 @@ pub(crate) struct Procs {
 impl Procs {
     /// Starts `pisadb switch` in `epoch`: 0 at first, and after its `epoch`-th kill rebuilt from
     /// every node's log; it writes its report to `<data_dir>/switch.json` when stopped.
-    pub fn spawn_switch(&self, epoch: u16) -> Result<Child, String> {
+    pub(crate) fn spawn_switch(&self, epoch: u16) -> Result<Child, String> {
         let mut args: Vec<OsString> = vec!["switch".into(), "--config".into(), self.config.clone().into()];
         args.extend(["--report".into(), self.data_dir.join("switch.json").into()]);
         if epoch > 0 {
@@ -372,7 +372,7 @@ impl Procs {
     }
 
     /// Starts `pisadb node` for node `id`.
-    pub fn spawn_node(&self, id: u16) -> Result<Child, String> {
+    pub(crate) fn spawn_node(&self, id: u16) -> Result<Child, String> {
         let mut args: Vec<OsString> = vec!["node".into(), "--config".into(), self.config.clone().into()];
         args.extend(["--id".into(), id.to_string().into(), "--data-dir".into(), node_dir(&self.data_dir, id).into()]);
         spawn(self.command(1 + usize::from(id), args), &format!("node {id}"))

@@ -7,18 +7,18 @@ use pisadb_switch::{Output, PassDecision, Program, ProgramSpec, Recirc, Register
 use pisadb_wire::{Frame, Kind, FRAME_BYTES};
 
 /// The toy's one register array: a counter in stage 3.
-pub const COUNTER: u8 = 1;
+pub(crate) const COUNTER: u8 = 1;
 /// The toy's one table: 32-bit keys to 32-bit values in stage 1.
-pub const TABLE: u8 = 1;
+pub(crate) const TABLE: u8 = 1;
 /// Result of a lookup that missed.
-pub const MISS: u64 = u64::MAX;
+pub(crate) const MISS: u64 = u64::MAX;
 /// Passes an `EarlyAnswer` packet takes.
-pub const EARLY_PASSES: u8 = 3;
+pub(crate) const EARLY_PASSES: u8 = 3;
 
 /// What a toy packet asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
-pub enum Action {
+pub(crate) enum Action {
     /// `PassDecision::Forward`.
     Forward = 1,
     /// A copy back to the sender after every pass but the last, `EARLY_PASSES` passes in all.
@@ -35,7 +35,7 @@ pub enum Action {
 
 /// A toy packet: `action u8 | passes u8 | key u64 | result u64` (18 bytes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ToyPacket {
+pub(crate) struct ToyPacket {
     /// What to do.
     pub action: u8,
     /// Passes taken so far.
@@ -47,23 +47,23 @@ pub struct ToyPacket {
 }
 
 /// Bytes of a toy packet without frame.
-pub const TOY_BYTES: usize = 18;
+pub(crate) const TOY_BYTES: usize = 18;
 
 impl ToyPacket {
     /// A fresh packet asking for `action` with `key`.
-    pub fn new(action: Action, key: u64) -> Self {
+    pub(crate) fn new(action: Action, key: u64) -> Self {
         ToyPacket { action: action as u8, passes: 0, key, result: 0 }
     }
 
     /// Appends the packet.
-    pub fn encode(&self, out: &mut Vec<u8>) {
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&[self.action, self.passes]);
         out.extend_from_slice(&self.key.to_be_bytes());
         out.extend_from_slice(&self.result.to_be_bytes());
     }
 
     /// Reads a packet; `None` if the length is wrong.
-    pub fn decode(bytes: &[u8]) -> Option<Self> {
+    pub(crate) fn decode(bytes: &[u8]) -> Option<Self> {
         if bytes.len() != TOY_BYTES {
             return None;
         }
@@ -72,7 +72,7 @@ impl ToyPacket {
     }
 
     /// The datagram `src -> dst` carrying this packet.
-    pub fn datagram(&self, src: u16, dst: u16) -> Vec<u8> {
+    pub(crate) fn datagram(&self, src: u16, dst: u16) -> Vec<u8> {
         let mut bytes = Vec::new();
         Frame { kind: Kind::P4dbTxn, src, dst }.encode(&mut bytes);
         self.encode(&mut bytes);
@@ -81,14 +81,14 @@ impl ToyPacket {
 }
 
 /// Splits a datagram the toy emitted into its frame and packet.
-pub fn open(bytes: &[u8]) -> (Frame, ToyPacket) {
+pub(crate) fn open(bytes: &[u8]) -> (Frame, ToyPacket) {
     let (frame, payload) = Frame::decode(bytes).expect("a frame");
     (frame, ToyPacket::decode(payload).expect("a toy packet"))
 }
 
 /// The toy program; it remembers the last access error it saw.
 #[derive(Clone, Debug, Default)]
-pub struct Toy {
+pub(crate) struct Toy {
     /// The last access the pass context refused.
     pub last_error: Option<AccessError>,
 }

@@ -9,6 +9,6 @@ use pisadb_switch::{Program, Switch, Transmit};
 
 /// Sends each `(time, from, bytes)` into the switch, runs it until idle, and returns everything
 /// it transmitted; panics on a livelock.
-pub fn drive<P: Program>(switch: &mut Switch<P>, arrivals: Vec<(Nanos, u16, Vec<u8>)>) -> Vec<Transmit> {
+pub(crate) fn drive<P: Program>(switch: &mut Switch<P>, arrivals: Vec<(Nanos, u16, Vec<u8>)>) -> Vec<Transmit> {
     run_alone(switch, arrivals, 10_000_000).expect("switch goes idle")
 }
