@@ -54,6 +54,11 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Output piped into `head` or `less` ends quietly when the reader leaves, as other command
+    // line tools do, instead of panicking on a broken pipe.
+    // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
+    let _ =
+        unsafe { nix::sys::signal::signal(nix::sys::signal::Signal::SIGPIPE, nix::sys::signal::SigHandler::SigDfl) };
     let cli = Cli::parse();
     let command =
         cli.command.unwrap_or_else(|| Command::Compare(commands::bench::CompareArgs::parse_from(["compare"])));

@@ -23,7 +23,6 @@
 //! [`pisadb_core::Nanos`], and every tie (equal-length routes, frames at the same instant)
 //! breaks the same way on every run.
 
-
 mod error;
 mod link;
 mod port;
