@@ -185,21 +185,28 @@ enum Event<T> {
         switch: u16,
         epoch: u32,
     },
-    /// A frame reaches strict-priority link `link`'s port; `after_ns` is added to its arrival
-    /// (a reordering delay the fault plan drew).
-    EnterPort {
-        link: usize,
-        hop: Hop,
-        after_ns: Nanos,
-        bytes: Vec<u8>,
-    },
+    /// A frame reaches a strict-priority port (boxed: the scheduler moves events around, and
+    /// the common ones are smaller).
+    EnterPort(Box<PortEntry>),
     /// Strict-priority link `link`'s port may have a frame done.
     PortWake {
-        link: usize,
+        link: u32,
     },
     WindowStart,
     Crash(Target),
     Restart(Target),
+}
+
+/// A frame reaching strict-priority link `link`'s port.
+struct PortEntry {
+    /// The link.
+    link: usize,
+    /// Where the frame goes once across.
+    hop: Hop,
+    /// A reordering delay the fault plan drew, added to its arrival.
+    after_ns: Nanos,
+    /// The datagram.
+    bytes: Vec<u8>,
 }
 
 /// The fault plan in force and what it needs.
@@ -502,8 +509,11 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
                 slot.device.handle_timeout(now);
                 self.drain_switch(now, switch);
             }
-            Event::EnterPort { link, hop, after_ns, bytes } => self.enter_port(now, link, hop, after_ns, bytes),
-            Event::PortWake { link } => self.wake_port(now, link),
+            Event::EnterPort(entry) => {
+                let PortEntry { link, hop, after_ns, bytes } = *entry;
+                self.enter_port(now, link, hop, after_ns, bytes)
+            }
+            Event::PortWake { link } => self.wake_port(now, link as usize),
             Event::WindowStart => {
                 self.window_start = Some(now);
                 let devices: Vec<&S> = self.switches.iter().map(|s| &s.device).collect();
@@ -686,7 +696,8 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
         if self.ports.contains_key(&index) {
             for (before, after) in [copy, first].into_iter().flatten() {
                 let bytes = bytes.clone();
-                self.schedule(ready + before, Event::EnterPort { link: index, hop, after_ns: after, bytes });
+                let entry = PortEntry { link: index, hop, after_ns: after, bytes };
+                self.schedule(ready + before, Event::EnterPort(Box::new(entry)));
             }
             return;
         }
@@ -746,7 +757,7 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
         let at = at.max(now) + 1;
         if driven.wake.is_none_or(|w| at < w) {
             driven.wake = Some(at);
-            self.schedule(at, Event::PortWake { link });
+            self.schedule(at, Event::PortWake { link: link as u32 });
         }
     }
 
