@@ -1,13 +1,17 @@
 //! Real mode: `pisadb cluster` (the supervisor), the `switch` and `node` processes it starts,
 //! and `pisadb switch-bench` (the switch process alone under a load generator, beside the
-//! simulator's model of it).
+//! simulator running the same load).
+//!
+//! `switch` and `node` serve any rack the runtime can run: they read the rack config's system
+//! and hand over to that system's process (P4DB's, or the runtime's own echo system that its
+//! tests run).
 
 use crate::commands::bench::{CcArg, LayoutArg, ModeArg, PartitioningArg, RackArgs, WorkloadArg};
 use clap::Args as ClapArgs;
-use pisadb_runtime::cluster::{node_dir, run_cluster, ClusterOptions, ClusterResult, Fault};
-use pisadb_runtime::loadgen::{run_switch_bench, BenchOptions, BenchResult, Side};
-use pisadb_runtime::wire::PortWire;
-use pisadb_runtime::{install_stop_signals, RealConfig};
+use pisadb_p4db::real::cluster::{node_dir, run_cluster, ClusterOptions, ClusterResult, Fault};
+use pisadb_p4db::real::loadgen::{run_switch_bench, BenchOptions, BenchResult, Side};
+use pisadb_runtime::wire::{PortWire, WireCounts};
+use pisadb_runtime::{echo, install_stop_signals, system_of, RackConfig};
 use std::path::PathBuf;
 
 /// `pisadb switch`.
@@ -16,6 +20,9 @@ pub struct SwitchArgs {
     /// The rack's config file (`pisadb cluster` writes one: <data-dir>/rack.json).
     #[arg(long)]
     config: PathBuf,
+    /// Which switch of the rack's network this process is (0 in a rack of one switch).
+    #[arg(long, default_value_t = 0)]
+    id: u16,
     /// Rebuild the registers from these nodes' data directories before serving (after a crash);
     /// give every node's.
     #[arg(long)]
@@ -212,21 +219,49 @@ fn port_wires(args: &ClusterArgs) -> Result<Vec<PortWire>, String> {
     Ok(wires)
 }
 
-/// Runs `pisadb switch`.
-pub fn run_switch(args: &SwitchArgs) -> Result<(), String> {
-    install_stop_signals()?;
-    let cfg = RealConfig::load(&args.config)?;
-    pisadb_runtime::switch_proc::run_switch(&cfg, &args.recover_from, args.epoch, args.report.as_deref()).map(|_| ())
+/// The error of a config whose system this binary does not run.
+fn unknown_system(system: &str) -> String {
+    format!("system {system:?} in the rack config: expected {:?} or {:?}", pisadb_p4db::real::SYSTEM, echo::SYSTEM)
 }
 
-/// Runs `pisadb node`.
-pub fn run_node(args: &NodeArgs) -> Result<(), String> {
-    install_stop_signals()?;
-    let cfg = RealConfig::load(&args.config)?;
-    if args.id >= cfg.run.nodes {
-        return Err(format!("--id {}: the rack has nodes 0..{}", args.id, cfg.run.nodes));
+/// Runs `pisadb switch`: the switch process of the config's system.
+pub fn run_switch(args: &SwitchArgs) -> Result<(), String> {
+    install_stop_signals().map_err(|e| e.to_string())?;
+    match system_of(&args.config).map_err(|e| e.to_string())?.as_str() {
+        pisadb_p4db::real::SYSTEM => {
+            if args.id != 0 {
+                return Err(format!("--id {}: a P4DB rack has one switch, 0", args.id));
+            }
+            let cfg = pisadb_p4db::real::load(&args.config).map_err(|e| e.to_string())?;
+            pisadb_p4db::real::switch::run_switch(&cfg, &args.recover_from, args.epoch, args.report.as_deref())
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        }
+        echo::SYSTEM => {
+            let cfg = RackConfig::load(&args.config).map_err(|e| e.to_string())?;
+            echo::serve_switch(&cfg, args.id, args.report.as_deref()).map(|_| ()).map_err(|e| e.to_string())
+        }
+        other => Err(unknown_system(other)),
     }
-    pisadb_runtime::node_proc::run_node(&cfg, args.id, &args.data_dir).map(|_| ())
+}
+
+/// Runs `pisadb node`: a host process of the config's system.
+pub fn run_node(args: &NodeArgs) -> Result<(), String> {
+    install_stop_signals().map_err(|e| e.to_string())?;
+    match system_of(&args.config).map_err(|e| e.to_string())?.as_str() {
+        pisadb_p4db::real::SYSTEM => {
+            let cfg = pisadb_p4db::real::load(&args.config).map_err(|e| e.to_string())?;
+            if args.id >= cfg.spec.run.nodes {
+                return Err(format!("--id {}: the rack has nodes 0..{}", args.id, cfg.spec.run.nodes));
+            }
+            pisadb_p4db::real::node::run_node(&cfg, args.id, &args.data_dir).map(|_| ()).map_err(|e| e.to_string())
+        }
+        echo::SYSTEM => {
+            let cfg = RackConfig::load(&args.config).map_err(|e| e.to_string())?;
+            echo::serve_host(&cfg, args.id, &args.data_dir).map(|_| ()).map_err(|e| e.to_string())
+        }
+        other => Err(unknown_system(other)),
+    }
 }
 
 /// Runs `pisadb cluster`.
@@ -263,7 +298,7 @@ pub fn run_cluster_command(args: &ClusterArgs) -> Result<(), String> {
         netns: args.netns,
         exe: std::env::current_exe().map_err(|e| format!("cannot find the pisadb binary: {e}"))?,
     };
-    let result = run_cluster(&opts)?;
+    let result = run_cluster(&opts).map_err(|e| e.to_string())?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&to_json(args, &opts, &result)).expect("serializes"));
     } else {
@@ -302,7 +337,7 @@ fn print_table(args: &ClusterArgs, opts: &ClusterOptions, r: &ClusterResult) {
             n.drained
         );
     }
-    let s = &r.switch;
+    let s = &r.switch.traffic;
     println!(
         "\ncommitted/s: {:.0}   aborts: {:.1}%   switch: {:.0} datagrams/s in, {:.0} out, {} passes, {} answers replayed, {} unregistered",
         r.committed_per_s,
@@ -310,11 +345,11 @@ fn print_table(args: &ClusterArgs, opts: &ClusterOptions, r: &ClusterResult) {
         s.datagrams_in as f64 / s.seconds.max(1e-9),
         s.datagrams_out as f64 / s.seconds.max(1e-9),
         s.passes,
-        s.replayed_answers,
+        r.switch.replayed_answers,
         s.unregistered
     );
     if !opts.wire.is_empty() {
-        let sum = |f: fn(&pisadb_runtime::wire::PortReport) -> u64| s.ports.iter().map(f).sum::<u64>();
+        let sum = |f: fn(&WireCounts) -> u64| s.ports.iter().map(|p| f(&p.counts)).sum::<u64>();
         println!(
             "wires: {} datagrams lost, {} delayed, {} dropped on a full delay queue (switch to node, all ports)",
             sum(|p| p.lost),
@@ -346,7 +381,7 @@ fn to_json(args: &ClusterArgs, opts: &ClusterOptions, r: &ClusterResult) -> serd
             })
         })
         .collect();
-    let s = &r.switch;
+    let s = &r.switch.traffic;
     serde_json::json!({
         "workload": format!("{:?}", args.load.workload), "mode": opts.run.mode.name(), "seconds": args.seconds,
         "durable": opts.durable, "committed_per_s": r.committed_per_s, "abort_rate": r.abort_rate,
@@ -354,7 +389,7 @@ fn to_json(args: &ClusterArgs, opts: &ClusterOptions, r: &ClusterResult) -> serd
         "switch": {
             "datagrams_in_per_s": s.datagrams_in as f64 / s.seconds.max(1e-9),
             "datagrams_out_per_s": s.datagrams_out as f64 / s.seconds.max(1e-9),
-            "passes": s.passes, "recirculations": s.recirculations, "replayed_answers": s.replayed_answers,
+            "passes": s.passes, "recirculations": s.recirculations, "replayed_answers": r.switch.replayed_answers,
             "unregistered": s.unregistered, "rejected": s.rejected, "dropped": s.dropped,
             "ports": s.ports,
         },
@@ -418,7 +453,7 @@ pub fn run_switch_bench_command(args: &SwitchBenchArgs) -> Result<(), String> {
         data_dir,
         exe: std::env::current_exe().map_err(|e| format!("cannot find the pisadb binary: {e}"))?,
     };
-    let r = run_switch_bench(&opts)?;
+    let r = run_switch_bench(&opts).map_err(|e| e.to_string())?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&r).expect("serializes"));
     } else {
@@ -474,7 +509,7 @@ fn print_bench_table(r: &BenchResult, opts: &BenchOptions) {
         m.datagram_bytes
     );
     println!("measured / model, datagrams from the switch: {:.4}", a.answered_per_s / b.answered_per_s.max(1e-9));
-    let s = &r.switch;
+    let s = &r.switch.traffic;
     println!(
         "\nswitch process report: {} datagrams in, {} out, {} passes, {} recirculations, {} forwarded, {} emitted, \
          {} unregistered, dropped {:?}, rejected {:?}",
