@@ -33,7 +33,7 @@ use crate::host_proc::{self, HostRun};
 use crate::network::Network;
 use crate::supervisor::{free_ports, Launch, Supervisor};
 use crate::switch_proc::{self, SwitchReport};
-use crate::{install_stop_signals, read_json, write_json, RackConfig, Role};
+use crate::{read_json, write_json, RackConfig, Role};
 use pisadb_core::{Nanos, TraceBytes, TraceHash};
 use pisadb_host::{DecodedLog, Host, HostOutbox, LogCodec, Route, Send};
 use pisadb_net::{LinkParams, Topology};
@@ -462,9 +462,9 @@ impl Launch for EchoLaunch {
 }
 
 /// Runs an echo rack of switches in a line with hosts on each (see the module documentation)
-/// on loopback, and collects every process's report.
+/// on loopback, and collects every process's report. A caller that wants Ctrl-C to stop the
+/// rack in order installs [`crate::install_stop_signals`] first.
 pub fn run_line(opts: &LineOptions) -> Result<LineResult> {
-    install_stop_signals()?;
     std::fs::create_dir_all(&opts.data_dir).map_err(|e| RuntimeError::io(&opts.data_dir, e))?;
     let link = LinkParams::ten_gbe();
     let topology = Topology::line(opts.switches, opts.hosts_per_switch, &link, &link).map_err(|e| {

@@ -2,7 +2,7 @@
 //!
 //! Real-mode tests need a network that loses and delays datagrams, and this kernel has no
 //! `netem` queueing discipline to ask for one. A wire's behaviour lives at a switch port
-//! anyway, so the switch process applies it: each node's port has a [`PortWire`] (a loss
+//! anyway, so the switch process applies it: each port has a [`PortWire`] (a loss
 //! probability, a delay and a jitter), and every datagram the switch sends out of that port is
 //! dropped, held back, or sent at once accordingly. Jitter draws each datagram's delay
 //! uniformly from `delay ± jitter`, so datagrams on one port overtake each other: loss,

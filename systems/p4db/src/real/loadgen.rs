@@ -64,6 +64,54 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// Why the switch benchmark cannot run its load.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The workload sends too few transactions through the switch to fill a sender's pool.
+    #[error(
+        "node {sender}: {found} of {wanted} messages in {draws} {workload} transactions: the workload puts \
+         (almost) nothing through the switch (mode {mode}); raise --hot-prob or --remote"
+    )]
+    TooLittleSwitchTraffic {
+        /// The sender whose pool stayed short.
+        sender: u16,
+        /// Messages found.
+        found: usize,
+        /// Messages wanted.
+        wanted: usize,
+        /// Transactions drawn.
+        draws: usize,
+        /// The workload.
+        workload: &'static str,
+        /// The mode.
+        mode: &'static str,
+    },
+    /// A window outside the worker slots a transaction id has.
+    #[error("--window {window}: expected 1..=64 (one worker slot each)")]
+    Window {
+        /// The window asked for.
+        window: u16,
+    },
+    /// A sender without messages.
+    #[error("sender {sender}: expected at least one message in its pool")]
+    EmptyPool {
+        /// The sender.
+        sender: u16,
+    },
+    /// A mode whose switch runs no P4DB engine.
+    #[error("mode {mode}: expected p4db (the switch benchmark loads the P4DB engine only)")]
+    NotP4db {
+        /// The mode asked for.
+        mode: &'static str,
+    },
+    /// The switch process never forwarded the probe.
+    #[error("the switch process did not forward a probe within {waited_s} s")]
+    SwitchSilent {
+        /// How long the benchmark waited.
+        waited_s: u64,
+    },
+}
+
 /// One message a sender puts through the switch, taken from the workload.
 #[derive(Clone, Debug)]
 pub enum Template {
@@ -110,13 +158,15 @@ pub fn message_pool(plan: &RackPlan, run: &RunConfig, sender: u16, size: usize) 
             .collect();
         pool.push(Template::LockRead { dst, entries });
     }
-    Err(RealError::Load(format!(
-        "node {sender}: {} of {size} messages in {draws_max} {} transactions: the workload puts (almost) nothing \
-         through the switch (mode {}); raise --hot-prob or --remote",
-        pool.len(),
-        workload.name(),
-        run.mode.name()
-    )))
+    Err(LoadError::TooLittleSwitchTraffic {
+        sender,
+        found: pool.len(),
+        wanted: size,
+        draws: draws_max,
+        workload: workload.name(),
+        mode: run.mode.name(),
+    }
+    .into())
 }
 
 /// The mix of a set of message pools.
@@ -243,10 +293,10 @@ impl Sender {
     /// worker ids have 6 bits), giving up on an answer after `timeout_ns`.
     pub fn new(id: u16, pool: Vec<Template>, window: u16, timeout_ns: Nanos) -> Result<Self> {
         if !(1..=64).contains(&window) {
-            return Err(RealError::Load(format!("--window {window}: expected 1..=64 (one worker slot each)")));
+            return Err(LoadError::Window { window }.into());
         }
         if pool.is_empty() {
-            return Err(RealError::Load(format!("sender {id}: every sender needs at least one message")));
+            return Err(LoadError::EmptyPool { sender: id }.into());
         }
         let tick_ns = (timeout_ns / 4).max(1_000);
         Ok(Sender { id, pool, next: 0, slots: vec![Slot::default(); usize::from(window)], timeout_ns, tick_ns })
@@ -532,10 +582,7 @@ pub struct BenchOptions {
 pub fn run_switch_bench(opts: &BenchOptions) -> Result<BenchResult> {
     install_stop_signals()?;
     if opts.run.mode != Mode::P4db {
-        return Err(RealError::Load(format!(
-            "mode {}: the switch benchmark loads the P4DB engine only",
-            opts.run.mode.name()
-        )));
+        return Err(LoadError::NotP4db { mode: opts.run.mode.name() }.into());
     }
     std::fs::create_dir_all(&opts.data_dir).map_err(|e| pisadb_runtime::RuntimeError::io(&opts.data_dir, e))?;
     let nodes = opts.run.nodes;
@@ -619,7 +666,7 @@ fn wait_for_switch(
             return Ok(());
         }
     }
-    Err(RealError::Load("the switch process did not forward a probe within 300 s".into()))
+    Err(LoadError::SwitchSilent { waited_s: SWITCH_START_NS / 1_000_000_000 }.into())
 }
 
 /// How long the real run warms up before it counts (ns): the switch's memory of slots and

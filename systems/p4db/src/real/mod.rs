@@ -64,9 +64,9 @@ pub enum RealError {
     /// The switch cannot be rebuilt from the nodes' logs.
     #[error("switch rebuild from the logs: {0}")]
     Rebuild(String),
-    /// A load the switch benchmark cannot use.
-    #[error("{0}")]
-    Load(String),
+    /// A load the switch benchmark cannot use, or a switch process that never served it.
+    #[error(transparent)]
+    Load(#[from] crate::real::loadgen::LoadError),
     /// An end-of-run check failed.
     #[error("a check failed (see above)")]
     CheckFailed,
