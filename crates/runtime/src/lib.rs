@@ -43,6 +43,8 @@
 //! read once per round of its event loop and handed to the state machine as `now`. Protocol
 //! code still reads no clock. Lost datagrams surface as timeouts in the state machines.
 
+#![warn(missing_docs)]
+
 pub mod echo;
 pub mod error;
 pub mod host_proc;

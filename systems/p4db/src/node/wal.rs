@@ -2,7 +2,7 @@
 //!
 //! ## What is logged, and when (P4DB §6.1, Appendix A.3)
 //!
-//! A node's handlers put [`LogRecord`]s in their [`crate::Outbox`]. The driver makes them
+//! A node's handlers put [`LogRecord`]s in their [`crate::node::Outbox`]. The driver makes them
 //! durable *before* it sends the handler's datagrams or reports its commits, so every effect
 //! another party can see is backed by the log. Several handlers' records are made durable with
 //! one `fsync` (group commit). Because the log is sequential, a transaction that read a value
