@@ -71,8 +71,9 @@ fn garbage_datagrams_are_counted_and_dropped_and_the_run_still_checks_out() {
             std::thread::sleep(std::time::Duration::from_millis(10));
             let Ok(text) = std::fs::read_to_string(path.join("rack.json")) else { continue };
             let Ok(cfg) = serde_json::from_str::<Value>(&text) else { continue };
-            let mut targets = vec![cfg["switch"].as_str().unwrap().to_string()];
-            targets.extend(cfg["nodes"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_string()));
+            let network = &cfg["network"];
+            let addrs = network["switches"].as_array().unwrap().iter().chain(network["hosts"].as_array().unwrap());
+            let targets: Vec<String> = addrs.map(|a| a.as_str().unwrap().to_string()).collect();
             let junk: Vec<u8> =
                 (0..(round % 40)).map(|b| (b as u8).wrapping_mul(31).wrapping_add(round as u8)).collect();
             for t in &targets {
@@ -159,4 +160,61 @@ fn a_rack_across_network_namespaces_passes_every_check_and_leaves_no_namespace_b
     for name in names {
         assert!(!list.lines().any(|l| l.split_whitespace().next() == Some(name)), "{name} was removed: {list}");
     }
+}
+
+/// Two switch processes in a line, two host processes on each: every host pings every other,
+/// so half the pings cross both switches. Each switch forwards what is not for its own hosts to
+/// the other over the trunk between them, by the routes the network's topology derives, and
+/// the frame (so the source) arrives as it was sent: every echo comes back from the host that
+/// was pinged, and every ping reaches its peer with its origin as source.
+#[test]
+fn two_switch_processes_in_a_line_forward_hop_by_hop_and_keep_sources() {
+    use pisadb_runtime::echo::{run_line, EchoSpec, LineOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let opts = LineOptions {
+        switches: 2,
+        hosts_per_switch: 2,
+        seconds: 1.0,
+        spec: EchoSpec { window: 4, resend_ms: 50 },
+        data_dir: dir.path().to_path_buf(),
+        exe: env!("CARGO_BIN_EXE_pisadb").into(),
+    };
+    let r = run_line(&opts).expect("the echo rack runs");
+    assert_eq!(r.network.host_switch, vec![0, 0, 1, 1], "hosts 0, 1 on switch 0; 2, 3 on switch 1");
+    assert_eq!(r.network.trunks, vec![(0, 1)]);
+    for h in &r.hosts {
+        assert!(h.drained, "every ping answered: {h:?}");
+        assert_eq!(h.stats.wrong_source, 0, "no source rewritten on any hop: {h:?}");
+        assert_eq!(h.stats.malformed, 0, "{h:?}");
+        let peers: Vec<u16> = h.stats.echoes_by_peer.keys().copied().collect();
+        let expected: Vec<u16> = (0..4).filter(|&p| p != h.id).collect();
+        assert_eq!(peers, expected, "echoes from every other host, near and far: {h:?}");
+        assert!(h.stats.echoes_by_peer.values().all(|&n| n > 10), "{h:?}");
+        let origins: Vec<u16> = h.stats.served_by_origin.keys().copied().collect();
+        assert_eq!(origins, expected, "pings from every other host, with their sources: {h:?}");
+    }
+    // What crossed between the racks crossed the trunk, both ways, and nothing else did: each
+    // switch sent over the trunk exactly the pings and echoes its hosts addressed to the far
+    // ones (resends included), and the other switch forwarded them on to its hosts.
+    let far = |from: std::ops::Range<u16>, to: std::ops::Range<u16>| -> u64 {
+        let served: u64 = r.hosts[usize::from(to.start)..usize::from(to.end)]
+            .iter()
+            .map(|h| from.clone().map(|o| h.stats.served_by_origin.get(&o).copied().unwrap_or(0)).sum::<u64>())
+            .sum();
+        served
+    };
+    for (id, s) in r.switches.iter().enumerate() {
+        assert_eq!(s.unregistered, 0, "{s:?}");
+        assert!(s.rejected.is_empty() && s.dropped.is_empty(), "{s:?}");
+        assert_eq!(s.trunks.len(), 1, "one trunk: {s:?}");
+        let trunk = &s.trunks[0];
+        assert_eq!(trunk.switch, 1 - id as u16);
+        assert!(trunk.counts.sent > 0, "switch {id} forwarded to the other switch: {s:?}");
+        assert_eq!(s.ports.len(), 2, "a port per own host: {s:?}");
+        assert!(s.forwarded >= trunk.counts.sent, "{s:?}");
+    }
+    // Pings that crossed from rack 0 to rack 1 were served there; so at least that many
+    // datagrams went over switch 0's trunk (echoes and resends come on top).
+    assert!(r.switches[0].trunks[0].counts.sent >= far(0..2, 2..4), "{:?}", r.switches[0]);
+    assert!(r.switches[1].trunks[0].counts.sent >= far(2..4, 0..2), "{:?}", r.switches[1]);
 }

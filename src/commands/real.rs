@@ -1,14 +1,39 @@
 //! Real mode: `pisadb cluster` (the supervisor), the `switch` and `node` processes it starts,
 //! and `pisadb switch-bench` (the switch process alone under a load generator, beside the
-//! simulator's model of it).
+//! simulator running the same load).
+//!
+//! `switch` and `node` serve any rack the runtime can run: they read the rack config's system
+//! and hand over to that system's process (P4DB's, or the runtime's own echo system that its
+//! tests run).
 
 use crate::commands::bench::{CcArg, LayoutArg, ModeArg, PartitioningArg, RackArgs, WorkloadArg};
 use clap::Args as ClapArgs;
-use pisadb_runtime::cluster::{node_dir, run_cluster, ClusterOptions, ClusterResult, Fault};
-use pisadb_runtime::loadgen::{run_switch_bench, BenchOptions, BenchResult, Side};
-use pisadb_runtime::wire::PortWire;
-use pisadb_runtime::{install_stop_signals, RealConfig};
+use pisadb_p4db::real::cluster::{node_dir, run_cluster, ClusterOptions, ClusterResult, Fault};
+use pisadb_p4db::real::loadgen::{run_switch_bench, BenchOptions, BenchResult, Side};
+use pisadb_p4db::real::RealError;
+use pisadb_runtime::wire::{PortWire, WireCounts};
+use pisadb_runtime::{echo, install_stop_signals, system_of, RackConfig, RuntimeError};
 use std::path::PathBuf;
+
+/// A flag's value out of range: names the flag, the value and what is accepted.
+fn bad_flag(flag: &str, value: impl ToString, accepted: impl Into<String>) -> RuntimeError {
+    RuntimeError::bad_setting(flag, value, accepted)
+}
+
+/// `e` about a setting of the flag `flag` (`--port-wire 2:…: loss 1.5: expected …`).
+fn within_flag(flag: &str, e: RuntimeError) -> RuntimeError {
+    match e {
+        RuntimeError::BadSetting { setting, value, accepted } => {
+            RuntimeError::BadSetting { setting: format!("{flag}: {setting}"), value, accepted }
+        }
+        other => other,
+    }
+}
+
+/// The `pisadb` binary itself, to start the rack's processes from.
+fn this_binary() -> Result<PathBuf, RuntimeError> {
+    std::env::current_exe().map_err(|e| RuntimeError::io("the pisadb binary (/proc/self/exe)", e))
+}
 
 /// `pisadb switch`.
 #[derive(ClapArgs, Debug)]
@@ -16,6 +41,9 @@ pub(crate) struct SwitchArgs {
     /// The rack's config file (`pisadb cluster` writes one: <data-dir>/rack.json).
     #[arg(long)]
     config: PathBuf,
+    /// Which switch of the rack's network this process is (0 in a rack of one switch).
+    #[arg(long, default_value_t = 0)]
+    id: u16,
     /// Rebuild the registers from these nodes' data directories before serving (after a crash);
     /// give every node's.
     #[arg(long)]
@@ -86,11 +114,11 @@ impl LoadArgs {
 }
 
 /// Refuses a run length outside (0, 3600] seconds.
-fn check_seconds(seconds: f64) -> Result<(), String> {
+fn check_seconds(seconds: f64) -> Result<(), RuntimeError> {
     if seconds > 0.0 && seconds <= 3600.0 {
         Ok(())
     } else {
-        Err(format!("--seconds {seconds}: expected a number in (0, 3600]"))
+        Err(bad_flag("--seconds", seconds, "a number in (0, 3600]"))
     }
 }
 
@@ -159,27 +187,30 @@ pub(crate) struct ClusterArgs {
     json: bool,
 }
 
-fn parse_kill_node(s: &str) -> Result<(u16, f64), String> {
-    let (node, at) = s.split_once('@').ok_or_else(|| format!("--kill-node {s}: expected NODE@SECONDS, e.g. 1@2.5"))?;
-    let node = node.parse().map_err(|_| format!("--kill-node {s}: node {node:?} is not a number"))?;
-    let at: f64 = at.parse().map_err(|_| format!("--kill-node {s}: seconds {at:?} is not a number"))?;
+fn parse_kill_node(s: &str) -> Result<(u16, f64), RuntimeError> {
+    let accepted = "NODE@SECONDS with a node number and a number of seconds, e.g. 1@2.5";
+    let (node, at) = s.split_once('@').ok_or_else(|| bad_flag("--kill-node", s, accepted))?;
+    let node = node.parse().map_err(|_| bad_flag("--kill-node", s, accepted))?;
+    let at: f64 = at.parse().map_err(|_| bad_flag("--kill-node", s, accepted))?;
     Ok((node, at))
 }
 
-fn parse_port_wire(s: &str) -> Result<(u16, Vec<(String, f64)>), String> {
-    let (node, settings) =
-        s.split_once(':').ok_or_else(|| format!("--port-wire {s}: expected NODE:SETTING=VALUE,…, e.g. 2:loss=0.05"))?;
-    let node = node.parse().map_err(|_| format!("--port-wire {s}: node {node:?} is not a number"))?;
+fn parse_port_wire(s: &str) -> Result<(u16, Vec<(String, f64)>), RuntimeError> {
+    let accepted = "NODE:SETTING=VALUE,… with a node number, settings loss, delay-us, jitter-us and \
+                    non-negative numbers, e.g. 2:loss=0.05,delay-us=300";
+    let bad = || bad_flag("--port-wire", s, accepted);
+    let (node, settings) = s.split_once(':').ok_or_else(bad)?;
+    let node = node.parse().map_err(|_| bad())?;
     let settings = settings
         .split(',')
         .map(|kv| {
-            let (k, v) = kv.split_once('=').ok_or_else(|| format!("--port-wire {s}: {kv:?} is not SETTING=VALUE"))?;
+            let (k, v) = kv.split_once('=').ok_or_else(bad)?;
             if !matches!(k, "loss" | "delay-us" | "jitter-us") {
-                return Err(format!("--port-wire {s}: unknown setting {k:?} (accepted: loss, delay-us, jitter-us)"));
+                return Err(bad());
             }
-            let v: f64 = v.parse().map_err(|_| format!("--port-wire {s}: {k} value {v:?} is not a number"))?;
+            let v: f64 = v.parse().map_err(|_| bad())?;
             if v < 0.0 {
-                return Err(format!("--port-wire {s}: {k} must not be negative"));
+                return Err(bad());
             }
             Ok((k.to_string(), v))
         })
@@ -189,14 +220,13 @@ fn parse_port_wire(s: &str) -> Result<(u16, Vec<(String, f64)>), String> {
 
 /// Each node's wire from the flags: `--loss`/`--delay-us`/`--jitter-us` for every port, then
 /// each `--port-wire` on top.
-fn port_wires(args: &ClusterArgs) -> Result<Vec<PortWire>, String> {
+fn port_wires(args: &ClusterArgs) -> Result<Vec<PortWire>, RuntimeError> {
     let every = PortWire { loss: args.loss, delay_us: args.delay_us, jitter_us: args.jitter_us };
-    every.validate().map_err(|e| format!("--loss/--delay-us/--jitter-us: {e}"))?;
+    every.validate().map_err(|e| within_flag("--loss/--delay-us/--jitter-us", e))?;
     let mut wires = vec![every; usize::from(args.nodes)];
     for (node, settings) in &args.port_wire {
-        let w = wires
-            .get_mut(usize::from(*node))
-            .ok_or_else(|| format!("--port-wire {node}:…: the rack has nodes 0..{}", args.nodes))?;
+        let accepted = format!("a node of the rack: 0..{}", args.nodes);
+        let w = wires.get_mut(usize::from(*node)).ok_or_else(|| bad_flag("--port-wire", node, accepted))?;
         for (k, v) in settings {
             match k.as_str() {
                 "loss" => w.loss = *v,
@@ -204,7 +234,7 @@ fn port_wires(args: &ClusterArgs) -> Result<Vec<PortWire>, String> {
                 _ => w.jitter_us = *v as u64,
             }
         }
-        w.validate().map_err(|e| format!("--port-wire {node}:…: {e}"))?;
+        w.validate().map_err(|e| within_flag(&format!("--port-wire {node}:…"), e))?;
     }
     if wires.iter().all(PortWire::is_perfect) {
         wires.clear();
@@ -212,25 +242,61 @@ fn port_wires(args: &ClusterArgs) -> Result<Vec<PortWire>, String> {
     Ok(wires)
 }
 
-/// Runs `pisadb switch`.
-pub(crate) fn run_switch(args: &SwitchArgs) -> Result<(), String> {
-    install_stop_signals()?;
-    let cfg = RealConfig::load(&args.config)?;
-    pisadb_runtime::switch_proc::run_switch(&cfg, &args.recover_from, args.epoch, args.report.as_deref()).map(|_| ())
+/// The error of a config whose system this binary does not run.
+fn unknown_system(system: &str) -> RuntimeError {
+    let accepted = format!("{:?} or {:?}", pisadb_p4db::real::SYSTEM, echo::SYSTEM);
+    bad_flag("system in the rack config", format!("{system:?}"), accepted)
 }
 
-/// Runs `pisadb node`.
-pub(crate) fn run_node(args: &NodeArgs) -> Result<(), String> {
+/// Runs `pisadb switch`: the switch process of the config's system.
+pub(crate) fn run_switch(args: &SwitchArgs) -> Result<(), String> {
+    serve_switch(args).map_err(|e| e.to_string())
+}
+
+fn serve_switch(args: &SwitchArgs) -> Result<(), RealError> {
     install_stop_signals()?;
-    let cfg = RealConfig::load(&args.config)?;
-    if args.id >= cfg.run.nodes {
-        return Err(format!("--id {}: the rack has nodes 0..{}", args.id, cfg.run.nodes));
+    match system_of(&args.config)?.as_str() {
+        pisadb_p4db::real::SYSTEM => {
+            if args.id != 0 {
+                return Err(bad_flag("--id", args.id, "0: a P4DB rack has one switch").into());
+            }
+            let cfg = pisadb_p4db::real::load(&args.config)?;
+            pisadb_p4db::real::switch::run_switch(&cfg, &args.recover_from, args.epoch, args.report.as_deref())?;
+        }
+        echo::SYSTEM => {
+            echo::serve_switch(&RackConfig::load(&args.config)?, args.id, args.report.as_deref())?;
+        }
+        other => return Err(unknown_system(other).into()),
     }
-    pisadb_runtime::node_proc::run_node(&cfg, args.id, &args.data_dir).map(|_| ())
+    Ok(())
+}
+
+/// Runs `pisadb node`: a host process of the config's system.
+pub(crate) fn run_node(args: &NodeArgs) -> Result<(), String> {
+    serve_node(args).map_err(|e| e.to_string())
+}
+
+fn serve_node(args: &NodeArgs) -> Result<(), RealError> {
+    install_stop_signals()?;
+    match system_of(&args.config)?.as_str() {
+        pisadb_p4db::real::SYSTEM => {
+            let cfg = pisadb_p4db::real::load(&args.config)?;
+            pisadb_p4db::real::node::run_node(&cfg, args.id, &args.data_dir)?;
+        }
+        echo::SYSTEM => {
+            echo::serve_host(&RackConfig::load(&args.config)?, args.id, &args.data_dir)?;
+        }
+        other => return Err(unknown_system(other).into()),
+    }
+    Ok(())
 }
 
 /// Runs `pisadb cluster`.
 pub(crate) fn run_cluster_command(args: &ClusterArgs) -> Result<(), String> {
+    cluster(args).map_err(|e| e.to_string())
+}
+
+fn cluster(args: &ClusterArgs) -> Result<(), RealError> {
     check_seconds(args.seconds)?;
     let rack = args.load.rack(args.nodes, args.workers, args.cc, None);
     let mut run = rack.config(args.mode.into());
@@ -242,11 +308,12 @@ pub(crate) fn run_cluster_command(args: &ClusterArgs) -> Result<(), String> {
         .iter()
         .map(|&(node, at_s)| {
             if node >= args.nodes {
-                return Err(format!("--kill-node {node}@{at_s}: the rack has nodes 0..{}", args.nodes));
+                let accepted = format!("a node of the rack: 0..{}", args.nodes);
+                return Err(bad_flag("--kill-node", format!("{node}@{at_s}"), accepted));
             }
             Ok(Fault::KillNode { node, at_s, down_s: args.down })
         })
-        .collect::<Result<_, String>>()?;
+        .collect::<Result<_, _>>()?;
     faults.extend(args.kill_switch.map(|at_s| Fault::KillSwitch { at_s, down_s: args.down }));
     let data_dir = args.data_dir.clone().unwrap_or_else(|| {
         std::env::temp_dir().join(format!("pisadb-cluster-{}-{}", std::process::id(), pisadb_runtime::unix_now_ns()))
@@ -261,7 +328,7 @@ pub(crate) fn run_cluster_command(args: &ClusterArgs) -> Result<(), String> {
         faults,
         wire: port_wires(args)?,
         netns: args.netns,
-        exe: std::env::current_exe().map_err(|e| format!("cannot find the pisadb binary: {e}"))?,
+        exe: this_binary()?,
     };
     let result = run_cluster(&opts)?;
     if args.json {
@@ -270,7 +337,7 @@ pub(crate) fn run_cluster_command(args: &ClusterArgs) -> Result<(), String> {
         print_table(args, &opts, &result);
     }
     if result.checks.iter().any(|c| !c.1) {
-        return Err("a check failed (see above)".into());
+        return Err(RealError::CheckFailed);
     }
     Ok(())
 }
@@ -302,7 +369,7 @@ fn print_table(args: &ClusterArgs, opts: &ClusterOptions, r: &ClusterResult) {
             n.drained
         );
     }
-    let s = &r.switch;
+    let s = &r.switch.traffic;
     println!(
         "\ncommitted/s: {:.0}   aborts: {:.1}%   switch: {:.0} datagrams/s in, {:.0} out, {} passes, {} answers replayed, {} unregistered",
         r.committed_per_s,
@@ -310,11 +377,11 @@ fn print_table(args: &ClusterArgs, opts: &ClusterOptions, r: &ClusterResult) {
         s.datagrams_in as f64 / s.seconds.max(1e-9),
         s.datagrams_out as f64 / s.seconds.max(1e-9),
         s.passes,
-        s.replayed_answers,
+        r.switch.replayed_answers,
         s.unregistered
     );
     if !opts.wire.is_empty() {
-        let sum = |f: fn(&pisadb_runtime::wire::PortReport) -> u64| s.ports.iter().map(f).sum::<u64>();
+        let sum = |f: fn(&WireCounts) -> u64| s.ports.iter().map(|p| f(&p.counts)).sum::<u64>();
         println!(
             "wires: {} datagrams lost, {} delayed, {} dropped on a full delay queue (switch to node, all ports)",
             sum(|p| p.lost),
@@ -346,7 +413,7 @@ fn to_json(args: &ClusterArgs, opts: &ClusterOptions, r: &ClusterResult) -> serd
             })
         })
         .collect();
-    let s = &r.switch;
+    let s = &r.switch.traffic;
     serde_json::json!({
         "workload": format!("{:?}", args.load.workload), "mode": opts.run.mode.name(), "seconds": args.seconds,
         "durable": opts.durable, "committed_per_s": r.committed_per_s, "abort_rate": r.abort_rate,
@@ -354,7 +421,7 @@ fn to_json(args: &ClusterArgs, opts: &ClusterOptions, r: &ClusterResult) -> serd
         "switch": {
             "datagrams_in_per_s": s.datagrams_in as f64 / s.seconds.max(1e-9),
             "datagrams_out_per_s": s.datagrams_out as f64 / s.seconds.max(1e-9),
-            "passes": s.passes, "recirculations": s.recirculations, "replayed_answers": s.replayed_answers,
+            "passes": s.passes, "recirculations": s.recirculations, "replayed_answers": r.switch.replayed_answers,
             "unregistered": s.unregistered, "rejected": s.rejected, "dropped": s.dropped,
             "ports": s.ports,
         },
@@ -398,6 +465,10 @@ pub(crate) struct SwitchBenchArgs {
 
 /// Runs `pisadb switch-bench`.
 pub(crate) fn run_switch_bench_command(args: &SwitchBenchArgs) -> Result<(), String> {
+    switch_bench(args).map_err(|e| e.to_string())
+}
+
+fn switch_bench(args: &SwitchBenchArgs) -> Result<(), RealError> {
     check_seconds(args.seconds)?;
     let rack = args.load.rack(args.senders, args.window, CcArg::NoWait, args.hot_prob);
     let run = rack.config(pisadb_p4db::node::Mode::P4db);
@@ -416,7 +487,7 @@ pub(crate) fn run_switch_bench_command(args: &SwitchBenchArgs) -> Result<(), Str
         timeout_ms: args.timeout_ms,
         model_ms: args.model_ms,
         data_dir,
-        exe: std::env::current_exe().map_err(|e| format!("cannot find the pisadb binary: {e}"))?,
+        exe: this_binary()?,
     };
     let r = run_switch_bench(&opts)?;
     if args.json {
@@ -474,7 +545,7 @@ fn print_bench_table(r: &BenchResult, opts: &BenchOptions) {
         m.datagram_bytes
     );
     println!("measured / model, datagrams from the switch: {:.4}", a.answered_per_s / b.answered_per_s.max(1e-9));
-    let s = &r.switch;
+    let s = &r.switch.traffic;
     println!(
         "\nswitch process report: {} datagrams in, {} out, {} passes, {} recirculations, {} forwarded, {} emitted, \
          {} unregistered, dropped {:?}, rejected {:?}",

@@ -20,6 +20,13 @@
 //! ends, and the runtime syncs the log before it sends. A host may therefore answer as soon as
 //! it has logged, as a real database does after its commit record is on disk.
 //!
+//! ## Logs on disk
+//!
+//! The simulator keeps a host's log records in memory as they are; the real runtime writes
+//! them to a file. How a record looks in that file is the system's own format: its record
+//! type implements [`LogCodec`] (frames, checksums, what counts as a torn tail), and the
+//! runtime's log file is generic over it.
+//!
 //! ## Determinism
 //!
 //! Each timer contributes explicit bytes to the simulator's trace hash ([`TraceBytes`]), so a
@@ -107,4 +114,33 @@ pub trait Host {
     /// from older epochs (a crashed switch's, still on the wire) must be ignored. Hosts that
     /// keep no switch state ignore it.
     fn fence_switch(&mut self, _epoch: u16) {}
+}
+
+/// How a host's write-ahead log records are kept in a file: each system's own format.
+///
+/// The real runtime appends the records a round of handlers produced with one write and one
+/// `fdatasync`, and reads the whole file back when the host restarts. A crash may cut the last
+/// write short anywhere, so [`LogCodec::read_log`] must tell a torn tail (dropped and reported,
+/// never replayed) from damage before it (an error).
+pub trait LogCodec: Sized {
+    /// Why a log cannot be read (corruption before its tail).
+    type Error: std::error::Error + std::marker::Send + Sync + 'static;
+
+    /// Appends `self` to `out`, self-delimiting, so that records can be read back one by one.
+    fn append_to(&self, out: &mut Vec<u8>);
+
+    /// Reads a whole log: every record before a torn tail, where the valid part ends, and why
+    /// the tail was dropped, if there was one.
+    fn read_log(bytes: &[u8]) -> Result<DecodedLog<Self>, Self::Error>;
+}
+
+/// What [`LogCodec::read_log`] found in a log file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DecodedLog<R> {
+    /// The records, in log order.
+    pub records: Vec<R>,
+    /// Bytes of whole, valid records; anything after is a torn tail to cut off.
+    pub valid_bytes: usize,
+    /// Why the tail was dropped, if there was one.
+    pub torn_tail: Option<&'static str>,
 }

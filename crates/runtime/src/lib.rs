@@ -1,35 +1,41 @@
-//! # pisadb-runtime: the real runtime
+//! # pisadb-runtime: the real runtime, for any system
 //!
-//! The same state machines the simulator drives, driven by real time and real sockets: a
-//! software switch process ([`switch_proc`]) running the pipeline model and the switch
-//! programs, database node processes ([`node_proc`]) with their write-ahead logs on disk
-//! ([`wal_file`]), and a supervisor ([`cluster`]) that starts them on loopback, kills and
-//! restarts them on request, and checks the result. Every process of a rack reads one
-//! [`RealConfig`] (a JSON file the supervisor writes), so all of them build the same workload
-//! and layout ([`pisadb_p4db::RackPlan`]).
+//! The same state machines the simulator drives, driven by real time, real sockets and real
+//! files. Like the simulator, the runtime knows no system: it runs any host
+//! ([`pisadb_host::Host`]) as a process ([`host_proc`]) with its write-ahead log on disk in the
+//! system's own format ([`wal_file`], over [`pisadb_host::LogCodec`]), any switch
+//! ([`pisadb_switch::SwitchDevice`], with ports toward neighbour switches:
+//! [`pisadb_switch::SwitchDevice`]) as a process ([`switch_proc`]) that plays the wires
+//! behind its ports ([`wire`]), and a supervisor ([`supervisor`]) that starts them on loopback
+//! or in network namespaces ([`netns`]), kills and restarts them on request, and stops them in
+//! order. What a system adds — how its hosts and switch are built from its configuration, its
+//! reports and its end-of-run checks — lives in its own crate (P4DB's in
+//! `systems/p4db/src/real`). [`echo`] is the runtime's own minimal system, for its tests.
+//!
+//! ## One config per rack
+//!
+//! Every process of a rack reads one [`RackConfig`] (a JSON file the supervisor writes): the
+//! system's name and its own configuration ([`RackConfig::spec`], opaque here), the network
+//! ([`Network`]: every switch's and host's UDP address, which switch each host hangs off, the
+//! trunks between switches, the wires behind host ports), and the times the rack runs.
 //!
 //! ## Addresses
 //!
-//! Each node has a UDP address, and so has the switch. Nodes send everything to the switch,
-//! which forwards node-to-node datagrams by the destination in their frame and runs switch
-//! transactions, exactly as the top-of-rack switch of the simulated rack. The switch's table
-//! of registered nodes is the config's address list: a datagram from any other address, or
-//! whose frame names another sender than the address's node, is counted and dropped.
-//!
-//! ## Wires
-//!
-//! This kernel has no `netem`, so the switch process itself plays the wires behind its ports:
-//! the config's per-port settings ([`wire::PortWire`]) make it lose, delay and reorder what
-//! it sends to each node ([`wire`]).
+//! Each host and each switch has a UDP address. Hosts send everything to their switch, which
+//! forwards host-to-host datagrams by the destination in their frame (to a neighbour switch
+//! when the destination hangs off another: routes come from [`pisadb_net::Topology`]) and runs
+//! its program on the rest, exactly as the switches of the simulated network do. A switch
+//! accepts datagrams only from its own hosts and its neighbour switches: anything else is
+//! counted and dropped.
 //!
 //! ## Starting together
 //!
-//! Every process plans the rack (workload, layout) before it can serve, which takes from
+//! Every process plans its part (a workload, a layout) before it can serve, which takes from
 //! milliseconds to minutes depending on the rack, the build and how busy the machine is. So
 //! the rack's clock does not start at a guessed time: each process, once planned and bound,
 //! announces itself in the config's rendezvous directory and waits; when all have, the
 //! supervisor writes the go (the epoch and the stop time) and they all start
-//! ([`RealConfig::ready`]).
+//! ([`RackConfig::ready`]).
 //!
 //! ## Time
 //!
@@ -37,48 +43,67 @@
 //! read once per round of its event loop and handed to the state machine as `now`. Protocol
 //! code still reads no clock. Lost datagrams surface as timeouts in the state machines.
 
-pub mod cluster;
-pub mod loadgen;
+#![warn(missing_docs)]
+
+pub mod echo;
+pub mod error;
+pub mod host_proc;
+pub mod host_set;
 pub mod netns;
-pub mod node_proc;
+pub mod network;
+pub mod supervisor;
 pub mod switch_proc;
 pub mod udp;
 pub mod wal_file;
 pub mod wire;
 
-use pisadb_p4db::RunConfig;
+pub use error::{Result, RuntimeError};
+pub use network::Network;
+
+use pisadb_core::Nanos;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Everything every process of a real rack needs to know.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct RealConfig {
-    /// The rack and workload, as the simulator takes them (its time fields are unused).
-    pub run: RunConfig,
-    /// The switch's UDP address.
-    pub switch: SocketAddr,
-    /// Each node's UDP address, by node id.
-    pub nodes: Vec<SocketAddr>,
+pub struct RackConfig<S> {
+    /// The system the rack runs (its processes are that system's): the CLI dispatches on it.
+    pub system: String,
+    /// The system's own configuration: what its hosts and switches are built from.
+    pub spec: S,
+    /// Addresses, attachments, trunks and wires.
+    pub network: Network,
     /// Wall-clock nanoseconds since the Unix epoch at which the rack's time starts.
     pub epoch_unix_ns: u64,
-    /// Wall-clock nanoseconds since the Unix epoch at which nodes stop starting transactions.
+    /// Wall-clock nanoseconds since the Unix epoch at which hosts stop starting new work.
     pub stop_unix_ns: u64,
-    /// A worker aborts an attempt another node has not answered in this long (ms).
-    pub peer_timeout_ms: u64,
     /// Write-ahead logs on (with `fdatasync` group commit).
     pub durable: bool,
-    /// Keep every committed transaction and the final store for the end-of-run checks.
-    pub verify: bool,
-    /// The wire behind each node's switch port (loss, delay), by node id; a node without an
-    /// entry has a perfect wire.
-    #[serde(default)]
-    pub wire: Vec<wire::PortWire>,
     /// Where the processes meet before the rack's time starts (see "Starting together"); without
     /// one, the epoch and stop time above hold as they are.
     #[serde(default)]
     pub rendezvous: Option<PathBuf>,
+}
+
+/// A process of a rack, by what it plays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Role {
+    /// Switch `id` of the network.
+    Switch(u16),
+    /// Host `id` of the network.
+    Host(u16),
+}
+
+impl Role {
+    /// The process's name in the rendezvous directory (`switch-0`, `host-3`).
+    pub fn tag(self) -> String {
+        match self {
+            Role::Switch(id) => format!("switch-{id}"),
+            Role::Host(id) => format!("host-{id}"),
+        }
+    }
 }
 
 /// The start and stop times the supervisor hands out once every process is ready.
@@ -86,7 +111,7 @@ pub struct RealConfig {
 pub struct Go {
     /// Wall-clock nanoseconds since the Unix epoch at which the rack's time starts.
     pub epoch_unix_ns: u64,
-    /// Wall-clock nanoseconds since the Unix epoch at which nodes stop starting transactions.
+    /// Wall-clock nanoseconds since the Unix epoch at which hosts stop starting new work.
     pub stop_unix_ns: u64,
 }
 
@@ -94,75 +119,110 @@ pub struct Go {
 pub const GO_FILE: &str = "go.json";
 /// Where each process announces itself ready, in the rendezvous directory.
 pub const READY_DIR: &str = "ready";
-/// Where stopping nodes report whether they are idle, in the rendezvous directory.
+/// Where stopping hosts report whether they are idle, in the rendezvous directory.
 pub const DRAIN_DIR: &str = "drain";
-/// The supervisor's word that every node is idle and may leave, in the rendezvous directory.
+/// The supervisor's word that every host is idle and may leave, in the rendezvous directory.
 pub const DONE_FILE: &str = "done";
 /// How long a process or the supervisor waits at the rendezvous: a debug build planning a big
 /// rack on a busy machine takes minutes, never this long.
 pub const RENDEZVOUS_TIMEOUT_NS: u64 = 600_000_000_000;
 
-impl RealConfig {
-    /// Reads a config file.
-    pub fn load(path: &Path) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let cfg: RealConfig = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-        if cfg.nodes.len() != usize::from(cfg.run.nodes) {
-            return Err(format!("{}: {} node addresses for {} nodes", path.display(), cfg.nodes.len(), cfg.run.nodes));
-        }
-        if cfg.wire.len() > cfg.nodes.len() {
-            return Err(format!(
-                "{}: wire settings for {} ports, {} nodes",
-                path.display(),
-                cfg.wire.len(),
-                cfg.run.nodes
-            ));
-        }
-        for (port, w) in cfg.wire.iter().enumerate() {
-            w.validate().map_err(|e| format!("{}: wire of port {port}: {e}", path.display()))?;
-        }
+/// The first fields of every rack config: enough to tell which system it is for.
+#[derive(Deserialize)]
+struct SystemOnly {
+    system: String,
+}
+
+/// The name of the system the rack config at `path` is for.
+pub fn system_of(path: &Path) -> Result<String> {
+    let text = std::fs::read_to_string(path).map_err(|e| RuntimeError::io(path, e))?;
+    let only: SystemOnly =
+        serde_json::from_str(&text).map_err(|source| RuntimeError::Json { path: path.into(), source })?;
+    Ok(only.system)
+}
+
+impl<S: Clone + Serialize + DeserializeOwned> RackConfig<S> {
+    /// Reads a config file and checks its network.
+    pub fn load(path: &Path) -> Result<Self> {
+        let cfg: RackConfig<S> = read_json(path)?;
+        cfg.network.validate()?;
         Ok(cfg)
     }
 
     /// Writes the config file.
-    pub fn save(&self, path: &Path) -> Result<(), String> {
-        let text = serde_json::to_string_pretty(self).expect("config serializes");
-        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let text = serde_json::to_string_pretty(self).expect("a config serializes");
+        std::fs::write(path, text).map_err(|e| RuntimeError::io(path, e))
     }
 
-    /// Announces process `who` ready (planned, socket bound) at the rendezvous and waits for
-    /// the supervisor's go; returns the config with the go's times. A process restarted after
-    /// the go finds it there and carries on at once. Without a rendezvous, returns the config.
-    pub fn ready(&self, who: &str) -> Result<RealConfig, String> {
+    /// Announces `who` ready (planned, socket bound) at the rendezvous and waits for the
+    /// supervisor's go; returns the config with the go's times. A process restarted after the
+    /// go finds it there and carries on at once. Without a rendezvous, returns the config.
+    pub fn ready(&self, who: Role) -> Result<Self> {
         let Some(dir) = &self.rendezvous else { return Ok(self.clone()) };
         let ready = dir.join(READY_DIR);
-        std::fs::create_dir_all(&ready).map_err(|e| format!("{}: {e}", ready.display()))?;
-        std::fs::write(ready.join(who), b"").map_err(|e| format!("{}: {e}", ready.join(who).display()))?;
+        std::fs::create_dir_all(&ready).map_err(|e| RuntimeError::io(&ready, e))?;
+        std::fs::write(ready.join(who.tag()), b"").map_err(|e| RuntimeError::io(ready.join(who.tag()), e))?;
         let deadline = unix_now_ns() + RENDEZVOUS_TIMEOUT_NS;
+        let go_path = dir.join(GO_FILE);
         loop {
             // The supervisor writes the go whole (a rename), so a read sees all of it or nothing.
-            if let Ok(go) = std::fs::read(dir.join(GO_FILE)).map(|b| serde_json::from_slice::<Go>(&b)) {
-                let go = go.map_err(|e| format!("{}: {e}", dir.join(GO_FILE).display()))?;
-                return Ok(RealConfig {
+            if let Ok(bytes) = std::fs::read(&go_path) {
+                let go: Go = serde_json::from_slice(&bytes)
+                    .map_err(|source| RuntimeError::Json { path: go_path.clone(), source })?;
+                return Ok(RackConfig {
                     epoch_unix_ns: go.epoch_unix_ns,
                     stop_unix_ns: go.stop_unix_ns,
                     ..self.clone()
                 });
             }
             if stop_requested() {
-                return Err(format!("{who}: stopped before the rack started"));
+                return Err(RuntimeError::StoppedBeforeStart { who: who.tag() });
             }
             if unix_now_ns() > deadline {
-                return Err(format!("{who}: no go from the supervisor in {} within 600 s", dir.display()));
+                return Err(RuntimeError::RendezvousTimeout {
+                    who: who.tag(),
+                    dir: dir.clone(),
+                    timeout_s: RENDEZVOUS_TIMEOUT_NS / 1_000_000_000,
+                });
             }
             std::thread::sleep(std::time::Duration::from_millis(2));
         }
     }
+}
 
-    /// The node whose address is `addr`.
-    pub fn node_at(&self, addr: SocketAddr) -> Option<u16> {
-        self.nodes.iter().position(|&a| a == addr).map(|i| i as u16)
+impl<S> RackConfig<S> {
+    /// The rack's time now: nanoseconds since its epoch.
+    pub fn now_ns(&self) -> Nanos {
+        unix_now_ns().saturating_sub(self.epoch_unix_ns)
     }
+
+    /// The rack's time at which hosts stop starting new work.
+    pub fn stop_ns(&self) -> Nanos {
+        self.stop_unix_ns.saturating_sub(self.epoch_unix_ns)
+    }
+}
+
+/// Reads a JSON file.
+pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T> {
+    let bytes = std::fs::read(path).map_err(|e| RuntimeError::io(path, e))?;
+    serde_json::from_slice(&bytes).map_err(|source| RuntimeError::Json { path: path.into(), source })
+}
+
+/// Writes `value` as JSON to `path`.
+pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    std::fs::write(path, serde_json::to_vec(value).expect("a report serializes")).map_err(|e| RuntimeError::io(path, e))
+}
+
+/// Writes `value` as JSON to `path` whole (a rename: readers see all of it or nothing),
+/// creating the directory.
+pub fn write_atomically<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| RuntimeError::io(dir, e))?;
+    }
+    let tmp = path.with_extension("tmp");
+    write_json(&tmp, value)?;
+    std::fs::rename(&tmp, path).map_err(|e| RuntimeError::io(path, e))
 }
 
 /// Nanoseconds since the Unix epoch, from the wall clock (drivers only, never protocol code).
@@ -178,12 +238,12 @@ extern "C" fn on_stop_signal(_: nix::libc::c_int) {
 }
 
 /// Makes SIGINT and SIGTERM ask the process to stop cleanly ([`stop_requested`]).
-pub fn install_stop_signals() -> Result<(), String> {
+pub fn install_stop_signals() -> Result<()> {
     use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
     let action = SigAction::new(SigHandler::Handler(on_stop_signal), SaFlags::empty(), SigSet::empty());
     for signal in [Signal::SIGINT, Signal::SIGTERM] {
         // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-        unsafe { sigaction(signal, &action) }.map_err(|e| format!("sigaction({signal}): {e}"))?;
+        unsafe { sigaction(signal, &action) }.map_err(|source| RuntimeError::Syscall { call: "sigaction", source })?;
     }
     Ok(())
 }
@@ -191,4 +251,12 @@ pub fn install_stop_signals() -> Result<(), String> {
 /// Whether SIGINT or SIGTERM arrived.
 pub fn stop_requested() -> bool {
     STOP.load(Ordering::SeqCst)
+}
+
+/// CPU seconds this process has used, user and system (from `getrusage`).
+pub fn cpu_seconds() -> f64 {
+    use nix::sys::resource::{getrusage, UsageWho};
+    use nix::sys::time::TimeValLike;
+    getrusage(UsageWho::RUSAGE_SELF)
+        .map_or(0.0, |u| (u.user_time().num_microseconds() + u.system_time().num_microseconds()) as f64 / 1e6)
 }

@@ -1,4 +1,4 @@
-//! Several hosts on one machine: the switch and each node in its own Linux network namespace,
+//! Several hosts on one machine: the switch and each host in its own Linux network namespace,
 //! joined by veth pairs.
 //!
 //! ## Topology
@@ -10,11 +10,12 @@
 //!                              n1 10.77.1.1/24 ──veth── eth0 10.77.1.2/24
 //! ```
 //!
-//! Each node's namespace has one veth pair to the switch's namespace, a point-to-point wire
-//! on its own /24 (`10.77.<node>.0`), and one route: the switch's address `10.77.255.1` via
+//! Each host's namespace has one veth pair to the switch's namespace, a point-to-point wire
+//! on its own /24 (`10.77.<host>.0`), and one route: the switch's address `10.77.255.1` via
 //! its end of the wire. The switch's namespace forwards nothing (a new namespace has IP
-//! forwarding off), so the software switch process is the only way from one node to another,
-//! as the top-of-rack switch is in the simulated rack. Every process listens on port
+//! forwarding off), so the software switch process is the only way from one host to another,
+//! as the top-of-rack switch is in the simulated rack. One switch only: a network of several
+//! switch processes runs on loopback. Every process listens on port
 //! [`PORT`] of its own namespace. These addresses exist only inside the namespaces: nothing
 //! is ever sent anywhere else.
 //!
@@ -26,6 +27,8 @@
 //! Namespaces a killed supervisor left behind carry its pid in their name and are removed by
 //! the next `create` once that pid is gone.
 
+use crate::error::{Result, RuntimeError};
+use crate::Role;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::process::Command;
 
@@ -33,8 +36,8 @@ use std::process::Command;
 pub const PORT: u16 = 7000;
 /// The switch's address, on the loopback device of its namespace.
 pub const SWITCH_IP: Ipv4Addr = Ipv4Addr::new(10, 77, 255, 1);
-/// The most nodes: one /24 of `10.77.0.0/16` each, below the switch's.
-pub const MAX_NODES: u16 = 250;
+/// The most hosts: one /24 of `10.77.0.0/16` each, below the switch's.
+pub const MAX_HOSTS: u16 = 250;
 const PREFIX: &str = "pisadb-";
 
 /// A rack's network namespaces; removed when dropped.
@@ -43,38 +46,39 @@ pub struct Netns {
     tag: String,
     /// Namespaces created so far (the switch's first).
     created: Vec<String>,
-    nodes: u16,
+    /// Hosts, each in its own namespace.
+    hosts: u16,
 }
 
 impl Netns {
-    /// Creates the switch's namespace and one per node, wired as in the module documentation.
-    pub fn create(nodes: u16) -> Result<Self, String> {
-        if nodes == 0 || nodes > MAX_NODES {
-            return Err(format!("--nodes {nodes}: network namespaces allow 1..={MAX_NODES} nodes"));
+    /// Creates the switch's namespace and one per host, wired as in the module documentation.
+    pub fn create(hosts: u16) -> Result<Self> {
+        if hosts == 0 || hosts > MAX_HOSTS {
+            return Err(RuntimeError::bad_setting("hosts in network namespaces", hosts, format!("1..={MAX_HOSTS}")));
         }
         remove_stale();
-        let mut ns = Netns { tag: format!("{PREFIX}{}", std::process::id()), created: Vec::new(), nodes };
+        let mut ns = Netns { tag: format!("{PREFIX}{}", std::process::id()), created: Vec::new(), hosts };
         let sw = ns.switch_ns();
         ns.add(&sw)?;
         ip(&["-n", &sw, "link", "set", "lo", "up"])?;
         ip(&["-n", &sw, "addr", "add", &format!("{SWITCH_IP}/32"), "dev", "lo"])?;
-        for id in 0..nodes {
-            let node = ns.node_ns(id);
-            ns.add(&node)?;
+        for id in 0..hosts {
+            let host = ns.host_ns(id);
+            ns.add(&host)?;
             let port = format!("n{id}");
-            let (node_ip, switch_side) = (node_ip(id), Ipv4Addr::new(10, 77, id as u8, 1));
-            ip(&["-n", &node, "link", "set", "lo", "up"])?;
-            ip(&["link", "add", "eth0", "netns", &node, "type", "veth", "peer", "name", &port, "netns", &sw])?;
-            ip(&["-n", &node, "addr", "add", &format!("{node_ip}/24"), "dev", "eth0"])?;
-            ip(&["-n", &node, "link", "set", "eth0", "up"])?;
+            let (address, switch_side) = (host_ip(id), Ipv4Addr::new(10, 77, id as u8, 1));
+            ip(&["-n", &host, "link", "set", "lo", "up"])?;
+            ip(&["link", "add", "eth0", "netns", &host, "type", "veth", "peer", "name", &port, "netns", &sw])?;
+            ip(&["-n", &host, "addr", "add", &format!("{address}/24"), "dev", "eth0"])?;
+            ip(&["-n", &host, "link", "set", "eth0", "up"])?;
             ip(&["-n", &sw, "addr", "add", &format!("{switch_side}/24"), "dev", &port])?;
             ip(&["-n", &sw, "link", "set", &port, "up"])?;
-            ip(&["-n", &node, "route", "add", &format!("{SWITCH_IP}/32"), "via", &switch_side.to_string()])?;
+            ip(&["-n", &host, "route", "add", &format!("{SWITCH_IP}/32"), "via", &switch_side.to_string()])?;
         }
         Ok(ns)
     }
 
-    fn add(&mut self, name: &str) -> Result<(), String> {
+    fn add(&mut self, name: &str) -> Result<()> {
         ip(&["netns", "add", name])?;
         self.created.push(name.to_string());
         Ok(())
@@ -85,14 +89,22 @@ impl Netns {
         format!("{}-sw", self.tag)
     }
 
-    /// Node `id`'s namespace.
-    pub fn node_ns(&self, id: u16) -> String {
+    /// Host `id`'s namespace.
+    pub fn host_ns(&self, id: u16) -> String {
         format!("{}-n{id}", self.tag)
+    }
+
+    /// The namespace the process of `role` runs in.
+    pub fn namespace_of(&self, role: Role) -> String {
+        match role {
+            Role::Switch(_) => self.switch_ns(),
+            Role::Host(id) => self.host_ns(id),
+        }
     }
 
     /// Every namespace's name, the switch's first.
     pub fn names(&self) -> Vec<String> {
-        std::iter::once(self.switch_ns()).chain((0..self.nodes).map(|id| self.node_ns(id))).collect()
+        std::iter::once(self.switch_ns()).chain((0..self.hosts).map(|id| self.host_ns(id))).collect()
     }
 
     /// The switch's UDP address.
@@ -100,9 +112,9 @@ impl Netns {
         SocketAddr::V4(SocketAddrV4::new(SWITCH_IP, PORT))
     }
 
-    /// Each node's UDP address.
-    pub fn node_addrs(&self) -> Vec<SocketAddr> {
-        (0..self.nodes).map(|id| SocketAddr::V4(SocketAddrV4::new(node_ip(id), PORT))).collect()
+    /// Each host's UDP address.
+    pub fn host_addrs(&self) -> Vec<SocketAddr> {
+        (0..self.hosts).map(|id| SocketAddr::V4(SocketAddrV4::new(host_ip(id), PORT))).collect()
     }
 }
 
@@ -116,17 +128,18 @@ impl Drop for Netns {
     }
 }
 
-fn node_ip(id: u16) -> Ipv4Addr {
+fn host_ip(id: u16) -> Ipv4Addr {
     Ipv4Addr::new(10, 77, id as u8, 2)
 }
 
 /// Runs `ip args…`; the error names the command and what `ip` said.
-fn ip(args: &[&str]) -> Result<(), String> {
-    let out = Command::new("ip").args(args).output().map_err(|e| {
-        format!("cannot run `ip` ({e}): network namespaces need iproute2 (apt-get install -y iproute2) and root")
-    })?;
+fn ip(args: &[&str]) -> Result<()> {
+    let out = Command::new("ip").args(args).output().map_err(|source| RuntimeError::NoIp { source })?;
     if !out.status.success() {
-        return Err(format!("`ip {}` failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()));
+        return Err(RuntimeError::Ip {
+            command: args.join(" "),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
     }
     Ok(())
 }
@@ -148,7 +161,7 @@ fn remove_stale() {
 
 /// Whether this machine can make network namespaces (root and iproute2): creates and removes
 /// a probe namespace. The error says why not.
-pub fn available() -> Result<(), String> {
+pub fn available() -> Result<()> {
     let probe = format!("{PREFIX}{}-probe", std::process::id());
     ip(&["netns", "add", &probe])?;
     ip(&["netns", "del", &probe])

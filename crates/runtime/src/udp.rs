@@ -7,6 +7,7 @@
 //! scheduler ticks (1-10 ms), so a loop that asks to wait 5 µs for its next timer would sleep a
 //! tick instead, while `ppoll` sleeps on a high-resolution timer.
 
+use crate::error::{Result, RuntimeError};
 use nix::poll::{ppoll, PollFd, PollFlags};
 use nix::sys::socket::{recvmmsg, sendmmsg, MsgFlags, MultiHeaders, SockaddrIn, SockaddrStorage};
 use nix::sys::time::TimeSpec;
@@ -29,11 +30,11 @@ pub struct BatchSocket {
 
 impl BatchSocket {
     /// Binds `addr` (an IPv4 address: loopback or a namespace's).
-    pub fn bind(addr: SocketAddr) -> Result<Self, String> {
+    pub fn bind(addr: SocketAddr) -> Result<Self> {
         if !addr.is_ipv4() {
-            return Err(format!("{addr}: only IPv4 addresses are supported"));
+            return Err(RuntimeError::bad_setting("address", addr, "an IPv4 address (loopback or a namespace's)"));
         }
-        let socket = UdpSocket::bind(addr).map_err(|e| format!("cannot bind UDP {addr}: {e}"))?;
+        let socket = UdpSocket::bind(addr).map_err(|source| RuntimeError::Bind { addr, source })?;
         Ok(BatchSocket {
             socket,
             buffers: vec![[0; MAX_DATAGRAM]; BATCH],
@@ -52,18 +53,18 @@ impl BatchSocket {
     }
 
     /// Waits up to `timeout` until a datagram is queued; whether one is.
-    pub fn wait(&self, timeout: Duration) -> Result<bool, String> {
+    pub fn wait(&self, timeout: Duration) -> Result<bool> {
         let mut fds = [PollFd::new(self.socket.as_fd(), PollFlags::POLLIN)];
         match ppoll(&mut fds, Some(TimeSpec::from_duration(timeout)), None) {
             Ok(n) => Ok(n > 0),
             Err(nix::errno::Errno::EINTR) => Ok(false),
-            Err(e) => Err(format!("ppoll: {e}")),
+            Err(source) => Err(RuntimeError::Syscall { call: "ppoll", source }),
         }
     }
 
     /// Receives up to [`BATCH`] datagrams, waiting at most `timeout` for the first; calls
     /// `each(from, bytes)` for each one.
-    pub fn recv_batch(&mut self, timeout: Duration, mut each: impl FnMut(SocketAddr, &[u8])) -> Result<usize, String> {
+    pub fn recv_batch(&mut self, timeout: Duration, mut each: impl FnMut(SocketAddr, &[u8])) -> Result<usize> {
         if !timeout.is_zero() && !self.wait(timeout)? {
             return Ok(0);
         }
@@ -76,7 +77,7 @@ impl BatchSocket {
                 Err(nix::errno::Errno::EAGAIN | nix::errno::Errno::EINTR) => return Ok(0),
                 // A datagram sent earlier bounced off a closed port (a peer is down): not an error here.
                 Err(nix::errno::Errno::ECONNREFUSED) => return Ok(0),
-                Err(e) => return Err(format!("recvmmsg: {e}")),
+                Err(source) => return Err(RuntimeError::Syscall { call: "recvmmsg", source }),
             }
         };
         for (i, (from, len)) in received.iter().enumerate() {

@@ -2,7 +2,7 @@
 //!
 //! Real-mode tests need a network that loses and delays datagrams, and this kernel has no
 //! `netem` queueing discipline to ask for one. A wire's behaviour lives at a switch port
-//! anyway, so the switch process applies it: each node's port has a [`PortWire`] (a loss
+//! anyway, so the switch process applies it: each port has a [`PortWire`] (a loss
 //! probability, a delay and a jitter), and every datagram the switch sends out of that port is
 //! dropped, held back, or sent at once accordingly. Jitter draws each datagram's delay
 //! uniformly from `delay ± jitter`, so datagrams on one port overtake each other: loss,
@@ -10,16 +10,18 @@
 //!
 //! ## Scope
 //!
-//! Settings apply to the switch-to-node direction of each node's wire. Everything a node
-//! sends, to the switch or to another node, crosses the switch and leaves through some port,
-//! so every exchange is exposed: a lost switch reply is recovered by the node's resend, a lost
-//! 2PC message by the peer timeouts, leases and inquiries of the node state machine.
+//! Settings apply to the switch-to-host direction of each host's wire. Everything a host
+//! sends, to the switch or to another host, crosses the switch and leaves through some port,
+//! so every exchange is exposed: a lost switch reply is recovered by the host's resend, a lost
+//! host-to-host message by the protocols' timeouts. Trunks to neighbour switches have wires
+//! too (perfect unless set), so that each port's traffic is counted the same way.
 //!
 //! ## Determinism
 //!
 //! Each port draws from its own generator, derived from the run's seed and the port
 //! ([`pisadb_core::rng::derive`]), and draws the same numbers for every datagram whatever the
-//! settings. Given the seed, the fate of the n-th datagram leaving port p is therefore fixed;
+//! settings (a perfect wire draws nothing: it has no fate to decide). Given the seed, the fate
+//! of the n-th datagram leaving port p is therefore fixed;
 //! which datagram is the n-th is up to the real processes' timing.
 //!
 //! ## Bounds
@@ -28,15 +30,19 @@
 //! [`MAX_HELD_DATAGRAMS`]; a datagram that finds it full is dropped and counted as such,
 //! as a full transmit queue would drop it.
 
+use crate::error::{Result, RuntimeError};
 use pisadb_core::rng::{derive, SeededRng};
 use pisadb_core::Nanos;
+use pisadb_switch::Port;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BTreeMap, BinaryHeap};
 
 /// Most datagrams the wires hold back at once.
 pub const MAX_HELD_DATAGRAMS: usize = 65_536;
+/// The longest delay or jitter a wire accepts (µs): 10 s.
+pub const MAX_DELAY_US: u64 = 10_000_000;
 
 /// How the wire behind one switch port treats what leaves the port.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -56,25 +62,23 @@ impl PortWire {
     }
 
     /// Says which setting is out of range, if one is.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<()> {
         if !(0.0..=1.0).contains(&self.loss) {
-            return Err(format!("loss {}: expected a probability in [0, 1]", self.loss));
+            return Err(RuntimeError::bad_setting("loss", self.loss, "a probability in [0, 1]"));
         }
-        if self.delay_us > 10_000_000 || self.jitter_us > 10_000_000 {
-            return Err(format!(
-                "delay {} µs, jitter {} µs: expected at most 10 s each",
-                self.delay_us, self.jitter_us
-            ));
+        if self.delay_us > MAX_DELAY_US {
+            return Err(RuntimeError::bad_setting("delay", format!("{} µs", self.delay_us), "at most 10 s"));
+        }
+        if self.jitter_us > MAX_DELAY_US {
+            return Err(RuntimeError::bad_setting("jitter", format!("{} µs", self.jitter_us), "at most 10 s"));
         }
         Ok(())
     }
 }
 
-/// What one port's wire did.
+/// What one wire did.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PortReport {
-    /// The node behind the port.
-    pub node: u16,
+pub struct WireCounts {
     /// Datagrams that left the port (at once or after their delay).
     pub sent: u64,
     /// Datagrams the wire lost.
@@ -85,32 +89,56 @@ pub struct PortReport {
     pub queue_full: u64,
 }
 
-struct Port {
+/// What the wire behind one host port did.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PortReport {
+    /// The host behind the port.
+    pub node: u16,
+    /// Its counters.
+    #[serde(flatten)]
+    pub counts: WireCounts,
+}
+
+/// What the wire of one trunk to a neighbour switch did.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrunkReport {
+    /// The neighbour switch.
+    pub switch: u16,
+    /// Its counters.
+    #[serde(flatten)]
+    pub counts: WireCounts,
+}
+
+struct PortState {
     wire: PortWire,
     rng: SeededRng,
-    report: PortReport,
+    counts: WireCounts,
 }
 
 /// A held-back datagram: (due time, arrival order, port, bytes), earliest first in a max-heap.
-type Held = Reverse<(Nanos, u64, u16, Vec<u8>)>;
+type Held = Reverse<(Nanos, u64, Port, Vec<u8>)>;
 
-/// The wires of every port (see the module documentation).
+/// The wires of every port of one switch (see the module documentation).
 pub struct Wires {
-    ports: Vec<Port>,
+    ports: BTreeMap<Port, PortState>,
     /// Held-back datagrams by due time, then arrival order.
     held: BinaryHeap<Held>,
     seq: u64,
 }
 
 impl Wires {
-    /// Wires for ports `0..nodes`: `settings[p]` for port `p`, a perfect wire where there is
-    /// none; each port's generator derives from `seed`.
-    pub fn new(settings: &[PortWire], nodes: u16, seed: u64) -> Self {
-        let ports = (0..nodes)
-            .map(|p| Port {
-                wire: settings.get(usize::from(p)).cloned().unwrap_or_default(),
-                rng: derive(seed, &format!("wire/port/{p}")),
-                report: PortReport { node: p, ..PortReport::default() },
+    /// Wires for `ports`, each with its settings; each port's generator derives from `seed`
+    /// and the port. A port not listed passes everything through uncounted.
+    pub fn new(ports: impl IntoIterator<Item = (Port, PortWire)>, seed: u64) -> Self {
+        let ports = ports
+            .into_iter()
+            .map(|(port, wire)| {
+                let name = match port {
+                    Port::Host(h) => format!("wire/port/{h}"),
+                    Port::Switch(s) => format!("wire/trunk/{s}"),
+                    Port::ControlPlane => "wire/cpu".to_string(),
+                };
+                (port, PortState { wire, rng: derive(seed, &name), counts: WireCounts::default() })
             })
             .collect();
         Wires { ports, held: BinaryHeap::new(), seq: 0 }
@@ -118,13 +146,13 @@ impl Wires {
 
     /// A datagram leaves port `port` at `now`: it goes to `out` as `(port, bytes)` at once, or
     /// is held back, or is lost.
-    pub fn egress(&mut self, now: Nanos, port: u16, bytes: Vec<u8>, out: &mut Vec<(u16, Vec<u8>)>) {
-        let Some(p) = self.ports.get_mut(usize::from(port)) else {
+    pub fn egress(&mut self, now: Nanos, port: Port, bytes: Vec<u8>, out: &mut Vec<(Port, Vec<u8>)>) {
+        let Some(p) = self.ports.get_mut(&port) else {
             out.push((port, bytes));
             return;
         };
         if p.wire.is_perfect() {
-            p.report.sent += 1;
+            p.counts.sent += 1;
             out.push((port, bytes));
             return;
         }
@@ -133,30 +161,30 @@ impl Wires {
         let lose: f64 = p.rng.random();
         let spread: f64 = p.rng.random_range(-1.0..=1.0);
         if lose < p.wire.loss {
-            p.report.lost += 1;
+            p.counts.lost += 1;
             return;
         }
         let delay_ns = (p.wire.delay_us as f64 + spread * p.wire.jitter_us as f64).max(0.0) * 1e3;
         if delay_ns < 1.0 {
-            p.report.sent += 1;
+            p.counts.sent += 1;
             out.push((port, bytes));
             return;
         }
         if self.held.len() >= MAX_HELD_DATAGRAMS {
-            p.report.queue_full += 1;
+            p.counts.queue_full += 1;
             return;
         }
-        p.report.delayed += 1;
+        p.counts.delayed += 1;
         self.seq += 1;
         self.held.push(Reverse((now + delay_ns as Nanos, self.seq, port, bytes)));
     }
 
     /// Moves every held-back datagram due at or before `now` to `out`.
-    pub fn release(&mut self, now: Nanos, out: &mut Vec<(u16, Vec<u8>)>) {
+    pub fn release(&mut self, now: Nanos, out: &mut Vec<(Port, Vec<u8>)>) {
         while self.held.peek().is_some_and(|Reverse((due, ..))| *due <= now) {
             let Some(Reverse((_, _, port, bytes))) = self.held.pop() else { break };
-            if let Some(p) = self.ports.get_mut(usize::from(port)) {
-                p.report.sent += 1;
+            if let Some(p) = self.ports.get_mut(&port) {
+                p.counts.sent += 1;
             }
             out.push((port, bytes));
         }
@@ -167,9 +195,26 @@ impl Wires {
         self.held.peek().map(|Reverse((due, ..))| *due)
     }
 
-    /// Each port's counters.
+    /// Each host port's counters, in host order.
     pub fn reports(&self) -> Vec<PortReport> {
-        self.ports.iter().map(|p| p.report.clone()).collect()
+        self.ports
+            .iter()
+            .filter_map(|(port, p)| match *port {
+                Port::Host(node) => Some(PortReport { node, counts: p.counts.clone() }),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Each trunk port's counters, in neighbour order.
+    pub fn trunk_reports(&self) -> Vec<TrunkReport> {
+        self.ports
+            .iter()
+            .filter_map(|(port, p)| match *port {
+                Port::Switch(switch) => Some(TrunkReport { switch, counts: p.counts.clone() }),
+                _ => None,
+            })
+            .collect()
     }
 }
 
@@ -182,15 +227,15 @@ mod tests {
     }
 
     /// Sends `n` numbered datagrams out of port 0 at time 0 and releases everything.
-    fn fates(wire: PortWire, seed: u64, n: u32) -> (Vec<u32>, PortReport) {
-        let mut wires = Wires::new(&[wire], 1, seed);
+    fn fates(wire: PortWire, seed: u64, n: u32) -> (Vec<u32>, WireCounts) {
+        let mut wires = Wires::new([(Port::Host(0), wire)], seed);
         let mut out = Vec::new();
         for i in 0..n {
-            wires.egress(0, 0, i.to_le_bytes().to_vec(), &mut out);
+            wires.egress(0, Port::Host(0), i.to_le_bytes().to_vec(), &mut out);
         }
         wires.release(Nanos::MAX, &mut out);
         let order = out.iter().map(|(_, b)| u32::from_le_bytes(b[..4].try_into().unwrap())).collect();
-        (order, wires.reports().remove(0))
+        (order, wires.reports().remove(0).counts)
     }
 
     #[test]
@@ -211,15 +256,15 @@ mod tests {
 
     #[test]
     fn delay_holds_datagrams_until_due_and_jitter_reorders_them() {
-        let mut wires = Wires::new(&[lossy(0.0, 200, 0)], 1, 1);
+        let mut wires = Wires::new([(Port::Host(0), lossy(0.0, 200, 0))], 1);
         let mut out = Vec::new();
-        wires.egress(1_000, 0, vec![1], &mut out);
+        wires.egress(1_000, Port::Host(0), vec![1], &mut out);
         assert!(out.is_empty(), "held back");
         assert_eq!(wires.next_due(), Some(201_000));
         wires.release(200_999, &mut out);
         assert!(out.is_empty(), "not due yet");
         wires.release(201_000, &mut out);
-        assert_eq!(out, vec![(0, vec![1])]);
+        assert_eq!(out, vec![(Port::Host(0), vec![1])]);
         let (order, report) = fates(lossy(0.0, 200, 150), 3, 1_000);
         assert_eq!(report.delayed, 1_000);
         assert_eq!(order.len(), 1_000, "jitter loses nothing");
@@ -228,20 +273,26 @@ mod tests {
 
     #[test]
     fn ports_draw_from_their_own_generators() {
-        let mut wires = Wires::new(&[lossy(0.5, 0, 0), lossy(0.5, 0, 0)], 2, 1);
+        let ports = [Port::Host(0), Port::Host(1), Port::Switch(0)];
+        let mut wires = Wires::new(ports.map(|p| (p, lossy(0.5, 0, 0))), 1);
         let mut out = Vec::new();
         for i in 0..64u8 {
-            wires.egress(0, 0, vec![i], &mut out);
-            wires.egress(0, 1, vec![i], &mut out);
+            ports.iter().for_each(|&p| wires.egress(0, p, vec![i], &mut out));
         }
         let survivors = |port| out.iter().filter(|(p, _)| *p == port).map(|(_, b)| b[0]).collect::<Vec<_>>();
-        assert_ne!(survivors(0), survivors(1));
+        assert_ne!(survivors(Port::Host(0)), survivors(Port::Host(1)));
+        assert_ne!(survivors(Port::Host(0)), survivors(Port::Switch(0)));
+        assert_eq!(wires.reports().len(), 2, "host ports");
+        assert_eq!(wires.trunk_reports()[0].switch, 0);
+        assert_eq!(wires.trunk_reports()[0].counts.lost + wires.trunk_reports()[0].counts.sent, 64);
     }
 
     #[test]
     fn settings_out_of_range_are_refused_with_the_setting_named() {
-        assert!(lossy(1.5, 0, 0).validate().unwrap_err().contains("loss 1.5"));
-        assert!(lossy(0.0, 20_000_000, 0).validate().unwrap_err().contains("delay"));
+        let err = lossy(1.5, 0, 0).validate().unwrap_err().to_string();
+        assert_eq!(err, "loss 1.5: expected a probability in [0, 1]");
+        assert!(lossy(0.0, 20_000_000, 0).validate().unwrap_err().to_string().starts_with("delay 20000000 µs"));
+        assert!(lossy(0.0, 0, 20_000_000).validate().unwrap_err().to_string().starts_with("jitter"));
         assert!(lossy(0.02, 200, 50).validate().is_ok());
     }
 }

@@ -26,6 +26,8 @@ pub trait SwitchDevice {
     fn set_route(&mut self, dst_host: u16, port: Port) -> Result<(), PortError>;
     /// Puts host `host` behind the CPU port: the controller.
     fn set_controller(&mut self, host: u16);
+    /// The host behind the CPU port, if one is set.
+    fn controller(&self) -> Option<u16>;
     /// Runs everything due at or before `now`.
     fn handle_timeout(&mut self, now: Nanos);
     /// When the switch next needs [`SwitchDevice::handle_timeout`], if ever.
@@ -56,6 +58,9 @@ impl<P: Program> SwitchDevice for Switch<P> {
     }
     fn set_controller(&mut self, host: u16) {
         Switch::set_controller(self, host)
+    }
+    fn controller(&self) -> Option<u16> {
+        Switch::controller(self)
     }
     fn handle_timeout(&mut self, now: Nanos) {
         Switch::handle_timeout(self, now)

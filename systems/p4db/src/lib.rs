@@ -19,12 +19,15 @@
 //!   run it on the shared simulator ([`pisadb_sim::World`]) and report a [`RunResult`], with
 //!   [`metrics`] observing the nodes' events;
 //! - [`fuzz`]: fault-injection cases and the oracles that check them;
+//! - [`real`]: real mode on the shared runtime (`pisadb-runtime`): the node and switch
+//!   processes, `pisadb cluster` with its checks, and `pisadb switch-bench`;
 //! - [`system`]: P4DB in the harness's registry ([`SYSTEM`]): its variants and settings.
 
 pub mod fuzz;
 pub mod metrics;
 pub mod node;
 pub mod programs;
+pub mod real;
 pub mod run;
 pub mod switch;
 pub mod system;

@@ -43,6 +43,9 @@ impl SwitchDevice for RackSwitch {
     fn set_controller(&mut self, host: u16) {
         each!(self, s => s.set_controller(host))
     }
+    fn controller(&self) -> Option<u16> {
+        each!(self, s => s.controller())
+    }
     fn handle_timeout(&mut self, now: Nanos) {
         each!(self, s => s.handle_timeout(now))
     }

@@ -2,7 +2,7 @@
 //!
 //! ## What is logged, and when (P4DB §6.1, Appendix A.3)
 //!
-//! A node's handlers put [`LogRecord`]s in their [`crate::Outbox`]. The driver makes them
+//! A node's handlers put [`LogRecord`]s in their [`crate::node::Outbox`]. The driver makes them
 //! durable *before* it sends the handler's datagrams or reports its commits, so every effect
 //! another party can see is backed by the log. Several handlers' records are made durable with
 //! one `fsync` (group commit). Because the log is sequential, a transaction that read a value
@@ -31,6 +31,9 @@
 //! caller can truncate it, and refuses a bad frame followed by good ones (corruption in the
 //! middle, never silently replayed). Counts are checked against the bytes present, so a
 //! corrupt count cannot make the reader allocate more than the log's size.
+//!
+//! The real runtime's log file reads and writes this format through
+//! [`pisadb_host::LogCodec`], which [`LogRecord`] implements with [`append`] and [`read_log`].
 
 use pisadb_core::{Insert, InsertRow, TupleKey};
 use thiserror::Error;
@@ -120,6 +123,20 @@ impl LogRecord {
             | LogRecord::Prepared { txn, .. }
             | LogRecord::Resolved { txn, .. } => Some(txn),
         }
+    }
+}
+
+/// P4DB's records in a log file: the frames of the module documentation.
+impl pisadb_host::LogCodec for LogRecord {
+    type Error = LogError;
+
+    fn append_to(&self, out: &mut Vec<u8>) {
+        append(self, out)
+    }
+
+    fn read_log(bytes: &[u8]) -> Result<pisadb_host::DecodedLog<Self>, LogError> {
+        let LogContents { records, valid_bytes, torn_tail } = read_log(bytes)?;
+        Ok(pisadb_host::DecodedLog { records, valid_bytes, torn_tail })
     }
 }
 

@@ -1,0 +1,259 @@
+//! A host as a process: any [`Host`] driven by a UDP socket, a timer heap and the wall clock,
+//! with its write-ahead log on disk.
+//!
+//! ## The event loop
+//!
+//! One thread runs rounds. A round reads the clock once, runs the timers that are due, receives
+//! a batch of datagrams (waiting at most until the next timer) and hands each to the host. The
+//! log records all these handlers produced are then written and made durable with one
+//! `fdatasync` (group commit), and only then are their datagrams sent and their events
+//! reported: nothing anyone can see is ahead of the log ([`pisadb_host`]'s "Durability before
+//! sends"). A host's cores are logical here: they share the thread, as they share the state
+//! machine; `cpu_ns` is what the simulator charges, and the real process spends it for real.
+//!
+//! Everything a host sends goes to the switch it hangs off; only datagrams from that switch's
+//! address are handed to it (anything else is counted and dropped).
+//!
+//! ## Start, stop
+//!
+//! The system builds its host first (from the records [`open_log`] found, if it restarts) and
+//! hands it to [`serve`], which binds the host's address, meets the others at the rendezvous,
+//! waits for the rack's epoch and runs the loop. At the config's stop time the host is told to
+//! stop starting new work ([`Host::stop`]); it keeps serving until it is idle (or a grace
+//! period ends). SIGINT or SIGTERM stops it the same way. What the system reports afterwards
+//! is its own.
+//!
+//! ## Leaving together
+//!
+//! A host that is idle may still be needed: another host's transaction, aborted and retried,
+//! may send it a request a moment later. A host that left as soon as it was idle would leave
+//! that transaction retrying until its grace period ran out, undrained. So in a rack with a
+//! rendezvous a stopping host reports whether it is idle, and how many datagrams it has moved,
+//! to the supervisor every few milliseconds ([`DrainStatus`]), and leaves once idle and the
+//! supervisor has seen every host idle with no datagram moving between two looks (`done`).
+//! That state is stable: every message in flight has a sender or a receiver that is not idle.
+
+use crate::error::Result;
+use crate::udp::BatchSocket;
+use crate::wal_file::WalFile;
+use crate::{stop_requested, unix_now_ns, write_atomically, RackConfig, Role, DONE_FILE, DRAIN_DIR};
+use pisadb_core::{Nanos, Scheduler};
+use pisadb_host::{Host, HostOutbox, LogCodec};
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+/// How long a stopping host keeps serving others and finishing its own work. Long enough for
+/// a restarted switch to plan the rack and rebuild from the logs.
+pub const DRAIN_GRACE_NS: Nanos = 15_000_000_000;
+
+/// How often a stopping host tells the supervisor whether it is idle.
+pub const DRAIN_REPORT_NS: Nanos = 5_000_000;
+
+/// The longest a round waits for a datagram when no timer is due sooner.
+const IDLE_WAIT_NS: Nanos = 1_000_000;
+
+/// A stopping host's standing, in `<rendezvous>/drain/host-N`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DrainStatus {
+    /// Nothing in flight: no work of its own, none served for others.
+    pub idle: bool,
+    /// Datagrams received and sent so far.
+    pub activity: u64,
+}
+
+/// What [`serve`] saw.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HostRun {
+    /// Rack time of the first round (ns since the epoch).
+    pub started_ns: Nanos,
+    /// Seconds between the first round and the stop time.
+    pub seconds: f64,
+    /// Whether the host was idle when it left (else the grace period ran out).
+    pub drained: bool,
+    /// If not drained: the timers still pending, in words.
+    pub timers_pending: Option<String>,
+    /// Datagrams received from the switch.
+    pub datagrams_in: u64,
+    /// Datagrams sent.
+    pub datagrams_out: u64,
+    /// Datagrams from any address other than the host's switch, dropped unread.
+    pub not_from_switch: u64,
+}
+
+/// Opens host `name`'s log in `dir` if `durable`: the log, ready for appends, and the records
+/// it holds (empty for a fresh host). A torn tail is cut off and said so on stderr.
+pub fn open_log<R: LogCodec>(durable: bool, dir: &Path, name: &str) -> Result<(Option<WalFile<R>>, Vec<R>)> {
+    if !durable {
+        return Ok((None, Vec::new()));
+    }
+    let opened = WalFile::open(dir)?;
+    if let Some((why, bytes)) = &opened.torn_tail {
+        eprintln!(
+            "{name}: the log ended in a torn record ({why}, {bytes} bytes): cut off, as a crash mid-write leaves it"
+        );
+    }
+    Ok((Some(opened.wal), opened.records))
+}
+
+/// Runs `host` as host `id` of `cfg` until it is stopped and has drained (see the module
+/// documentation), logging to `wal` if given; `on_event` sees each event at the rack time its
+/// round's records became durable. `name` names the host in messages (`node 2`).
+pub fn serve<H, S>(
+    cfg: &RackConfig<S>,
+    id: u16,
+    name: &str,
+    host: &mut H,
+    wal: Option<&mut WalFile<H::Log>>,
+    on_event: impl FnMut(Nanos, H::Event),
+) -> Result<HostRun>
+where
+    H: Host,
+    H::Log: LogCodec,
+    S: Clone + Serialize + serde::de::DeserializeOwned,
+{
+    let listen = cfg.network.hosts[usize::from(id)];
+    let mut socket = BatchSocket::bind(listen)?;
+    let cfg = &cfg.ready(Role::Host(id))?;
+    // Every host starts at the rack's epoch (a restarted one at once).
+    std::thread::sleep(Duration::from_nanos(cfg.epoch_unix_ns.saturating_sub(unix_now_ns())));
+    let mut driver = Driver {
+        cfg,
+        id,
+        name,
+        switch: cfg.network.uplink_addr(id),
+        timers: Scheduler::new(),
+        run: HostRun::default(),
+        next_drain_report: 0,
+        on_event,
+    };
+    driver.run(host, &mut socket, wal)?;
+    Ok(driver.run)
+}
+
+struct Driver<'a, H: Host, S, F> {
+    cfg: &'a RackConfig<S>,
+    id: u16,
+    name: &'a str,
+    /// The switch the host hangs off: everything goes there, only its datagrams are taken.
+    switch: SocketAddr,
+    timers: Scheduler<H::Timer>,
+    run: HostRun,
+    next_drain_report: Nanos,
+    on_event: F,
+}
+
+impl<H, S, F> Driver<'_, H, S, F>
+where
+    H: Host,
+    H::Log: LogCodec,
+    F: FnMut(Nanos, H::Event),
+{
+    fn run(&mut self, host: &mut H, socket: &mut BatchSocket, mut wal: Option<&mut WalFile<H::Log>>) -> Result<()> {
+        let stop_at = self.cfg.stop_ns();
+        let mut now = self.cfg.now_ns();
+        self.run.started_ns = now;
+        self.run.seconds = stop_at.saturating_sub(now) as f64 / 1e9;
+        let mut out = HostOutbox::<H>::default();
+        host.start(now, &mut out);
+        let mut stopping_since = None;
+        loop {
+            self.flush(&mut out, socket, wal.as_deref_mut())?;
+            now = self.cfg.now_ns().max(now);
+            if stopping_since.is_none() && (now >= stop_at || stop_requested()) {
+                host.stop();
+                stopping_since = Some(now);
+            }
+            if let Some(since) = stopping_since {
+                if self.may_leave(now, host.is_idle())? {
+                    self.run.drained = true;
+                    return Ok(());
+                }
+                if now - since > DRAIN_GRACE_NS {
+                    eprintln!("{}: work still in flight after the grace period; stopping anyway", self.name);
+                    let next = self.timers.peek().map(|(at, t)| format!("{t:?} in {} ns", at.saturating_sub(now)));
+                    self.run.timers_pending = Some(format!("{} timers pending, next: {next:?}", self.timers.len()));
+                    return Ok(());
+                }
+            }
+            if self.timers.peek_time().is_some_and(|at| at <= now) {
+                // Replies that arrived while this host was busy (a slow log write) count before
+                // the timeouts waiting for them: otherwise the host resends what was answered.
+                self.receive(host, socket, now, Duration::ZERO, &mut out)?;
+            }
+            while let Some((_, timer)) = self.timers.pop_due(now) {
+                host.handle_timer(now, timer, &mut out);
+            }
+            if !out.timers.is_empty() || !out.sends.is_empty() {
+                continue; // flush first: a timer due now must not wait for the socket
+            }
+            let next_timer = self.timers.peek_time().unwrap_or(now + IDLE_WAIT_NS);
+            let wait = Duration::from_nanos(next_timer.saturating_sub(now).clamp(1_000, IDLE_WAIT_NS));
+            self.receive(host, socket, now, wait, &mut out)?;
+        }
+    }
+
+    /// Hands the datagrams that arrive within `wait` (none: only those already there) to the
+    /// host.
+    fn receive(
+        &mut self,
+        host: &mut H,
+        socket: &mut BatchSocket,
+        now: Nanos,
+        wait: Duration,
+        out: &mut HostOutbox<H>,
+    ) -> Result<usize> {
+        let (switch, run) = (self.switch, &mut self.run);
+        socket.recv_batch(wait, |from, bytes| {
+            if from == switch {
+                run.datagrams_in += 1;
+                host.handle_datagram(now, bytes, out);
+            } else {
+                run.not_from_switch += 1;
+            }
+        })
+    }
+
+    /// Whether a stopping host may leave now that it is `idle` or not. Alone, as soon as it is
+    /// idle. In a rack with a rendezvous, only once the supervisor says every host is idle
+    /// (see "Leaving together" in the module documentation): until then it tells the
+    /// supervisor how it stands, every [`DRAIN_REPORT_NS`].
+    fn may_leave(&mut self, now: Nanos, idle: bool) -> Result<bool> {
+        let Some(dir) = &self.cfg.rendezvous else { return Ok(idle) };
+        if now < self.next_drain_report {
+            return Ok(false);
+        }
+        self.next_drain_report = now + DRAIN_REPORT_NS;
+        let status = DrainStatus { idle, activity: self.run.datagrams_in + self.run.datagrams_out };
+        write_atomically(&dir.join(DRAIN_DIR).join(Role::Host(self.id).tag()), &status)?;
+        Ok(idle && dir.join(DONE_FILE).exists())
+    }
+
+    /// Group commit: makes the round's log records durable, then sends, sets timers and
+    /// reports events.
+    fn flush(
+        &mut self,
+        out: &mut HostOutbox<H>,
+        socket: &mut BatchSocket,
+        wal: Option<&mut WalFile<H::Log>>,
+    ) -> Result<()> {
+        if let Some(wal) = wal {
+            wal.commit(&out.log)?;
+        }
+        out.log.clear();
+        let switch = self.switch;
+        let datagrams: Vec<_> = out.sends.drain(..).map(|s| (switch, s.bytes)).collect();
+        self.run.datagrams_out += datagrams.len() as u64;
+        socket.send_batch(&datagrams);
+        for (at, timer) in out.timers.drain(..) {
+            self.timers.push(at, timer);
+        }
+        let now = self.cfg.now_ns();
+        for event in out.events.drain(..) {
+            (self.on_event)(now, event);
+        }
+        out.cpu_ns = 0;
+        Ok(())
+    }
+}

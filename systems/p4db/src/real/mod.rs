@@ -1,0 +1,98 @@
+//! P4DB in real mode: what the shared runtime (`pisadb-runtime`) needs from P4DB to run a rack
+//! as processes, and what P4DB does with a real run.
+//!
+//! The runtime drives any host and any switch; this module says which: a node process is a
+//! [`crate::node::Node`] planned from the rack's [`crate::RunConfig`] and recovered from its
+//! write-ahead log ([`node`]); the switch process is a [`crate::RackSwitch`] with its hot
+//! tuples loaded, rebuilt from every node's log after a crash ([`switch`]). The supervisor
+//! ([`cluster`]) writes P4DB's rack config, starts the processes through the runtime's
+//! supervisor, injects crashes, and checks the run: every store rebuilt from its log, the
+//! switch's registers rebuilt from all logs, the workload's invariants. [`loadgen`] is
+//! `pisadb switch-bench`: the switch process alone under P4DB's load, beside the simulator
+//! running the same load.
+//!
+//! Every process of a rack reads one [`P4dbRackConfig`]: the runtime's [`RackConfig`] with
+//! [`P4dbSpec`] as the system's part, so all of them plan the same workload and layout
+//! ([`crate::plan`]).
+
+pub mod cluster;
+pub mod loadgen;
+pub mod node;
+pub mod switch;
+
+use crate::RunConfig;
+use pisadb_runtime::{RackConfig, RuntimeError};
+use pisadb_sim::SimError;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use thiserror::Error;
+
+/// The system name in a P4DB rack's config.
+pub const SYSTEM: &str = "p4db";
+
+/// What every process of a P4DB rack is built from, besides the network.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct P4dbSpec {
+    /// The rack and workload, as the simulator takes them (its time fields are unused).
+    pub run: RunConfig,
+    /// A worker aborts an attempt another node has not answered in this long (ms).
+    pub peer_timeout_ms: u64,
+    /// Keep every committed transaction and the final store for the end-of-run checks.
+    pub verify: bool,
+}
+
+/// A P4DB rack's config file.
+pub type P4dbRackConfig = RackConfig<P4dbSpec>;
+
+/// Why a real P4DB process or run failed.
+#[derive(Debug, Error)]
+pub enum RealError {
+    /// The runtime failed: a file, a socket, a process, a setting.
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+    /// The rack cannot be planned (its workload, layout or switch program).
+    #[error(transparent)]
+    Plan(#[from] SimError),
+    /// A node cannot be built or recovered from its log.
+    #[error("node {node}: {why}")]
+    Node {
+        /// The node.
+        node: u16,
+        /// What is wrong.
+        why: String,
+    },
+    /// The switch cannot be rebuilt from the nodes' logs.
+    #[error("switch rebuild from the logs: {0}")]
+    Rebuild(String),
+    /// A load the switch benchmark cannot use, or a switch process that never served it.
+    #[error(transparent)]
+    Load(#[from] crate::real::loadgen::LoadError),
+    /// An end-of-run check failed.
+    #[error("a check failed (see above)")]
+    CheckFailed,
+}
+
+/// A result of P4DB's real mode.
+pub type Result<T, E = RealError> = std::result::Result<T, E>;
+
+/// Reads a P4DB rack config and checks that its network has one host per node.
+pub fn load(path: &Path) -> Result<P4dbRackConfig> {
+    let cfg: P4dbRackConfig = RackConfig::load(path)?;
+    if cfg.system != SYSTEM {
+        return Err(RuntimeError::bad_setting("system", &cfg.system, format!("{SYSTEM:?} for a P4DB rack")).into());
+    }
+    let (hosts, nodes) = (cfg.network.hosts.len(), cfg.spec.run.nodes);
+    if hosts != usize::from(nodes) {
+        return Err(RuntimeError::bad_setting(
+            "network.hosts",
+            format!("{hosts} addresses"),
+            format!("one per node ({nodes})"),
+        )
+        .into());
+    }
+    if cfg.network.switches.len() != 1 {
+        let switches = cfg.network.switches.len();
+        return Err(RuntimeError::bad_setting("network.switches", switches, "1: a P4DB rack has one switch").into());
+    }
+    Ok(cfg)
+}
