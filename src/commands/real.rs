@@ -125,6 +125,9 @@ fn check_seconds(seconds: f64) -> Result<(), RuntimeError> {
 /// `pisadb cluster`.
 #[derive(ClapArgs, Debug)]
 pub(crate) struct ClusterArgs {
+    /// The system whose rack runs (`pisadb systems` lists them).
+    #[arg(long, default_value = "p4db")]
+    system: String,
     /// Database nodes (one process each).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
     nodes: u16,
@@ -293,6 +296,7 @@ fn serve_node(args: &NodeArgs) -> Result<(), RealError> {
 
 /// Runs `pisadb cluster`.
 pub(crate) fn run_cluster_command(args: &ClusterArgs) -> Result<(), String> {
+    super::bench::require_p4db(&args.system, "real mode")?;
     cluster(args).map_err(|e| e.to_string())
 }
 
@@ -435,6 +439,9 @@ fn to_json(args: &ClusterArgs, opts: &ClusterOptions, r: &ClusterResult) -> serd
 /// `pisadb switch-bench`.
 #[derive(ClapArgs, Debug)]
 pub(crate) struct SwitchBenchArgs {
+    /// The system whose switch is measured (`pisadb systems` lists them).
+    #[arg(long, default_value = "p4db")]
+    system: String,
     /// Senders: node addresses the load generator plays (the rack's nodes).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
     senders: u16,
@@ -465,6 +472,7 @@ pub(crate) struct SwitchBenchArgs {
 
 /// Runs `pisadb switch-bench`.
 pub(crate) fn run_switch_bench_command(args: &SwitchBenchArgs) -> Result<(), String> {
+    super::bench::require_p4db(&args.system, "switch benchmark")?;
     switch_bench(args).map_err(|e| e.to_string())
 }
 
