@@ -10,16 +10,23 @@
 
 pub mod calibration;
 pub mod config;
+mod events;
+mod ids;
+mod lm_switch;
 pub mod machine;
+mod participant;
 pub mod rebuild;
+mod recovery;
+mod switch_txn;
+mod timer;
 pub mod wal;
+mod worker;
 
 pub use config::{Cc, CpuCosts, Mode, NodeConfig};
-pub use machine::{
-    Finished, Node, NodeEvent, NodeStats, Outbox, PhaseTimes, Record, RecoveredCommit, RecoveryReport, SwitchView,
-    Timer,
-};
+pub use events::{Finished, NodeEvent, NodeStats, Outbox, PhaseTimes, Record, RecoveredCommit, RecoveryReport};
+pub use machine::{Node, SwitchView};
 pub use pisadb_host::{Host, Route, Send};
+pub use timer::Timer;
 pub use wal::LogRecord;
 
 /// A committed transaction's reads and writes with versions, as the serializability checker wants them.

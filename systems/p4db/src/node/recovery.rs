@@ -1,0 +1,171 @@
+//! Recovery from the write-ahead log.
+
+use super::events::*;
+use super::machine::Node;
+use super::machine::SwitchView;
+use super::participant::*;
+use crate::node::config::NodeConfig;
+use crate::node::wal::LogRecord;
+use crate::wire::p4db::TxnPacket;
+use pisadb_core::TupleKey;
+use pisadb_engine::locks::{Acquire, TxnId};
+use pisadb_engine::store::Tuple;
+use pisadb_wire::node::{LockMode, OnConflict};
+use pisadb_workload::Workload;
+use std::collections::BTreeMap;
+
+/// A switch transaction recovered from the log whose answer was not logged yet.
+#[derive(Clone, Debug)]
+pub(super) struct PendingSwitchTxn {
+    pub(super) packet: TxnPacket,
+    pub(super) writers: Vec<u16>,
+    pub(super) outputs: Vec<i64>,
+    pub(super) instr_order: Vec<u16>,
+    pub(super) inserts: Vec<pisadb_core::Insert>,
+}
+
+impl Node {
+    /// A node restarted from its write-ahead log (P4DB §6.1, A.3 case 2): the partition is
+    /// loaded as at first start and every committed transaction's writes are redone in log
+    /// order: transactions on the nodes committed here, prepared ones resolved as committed,
+    /// and switch transactions whose intent was logged (they count as committed once logged).
+    /// What stays open is finished after [`Node::start`]: a switch transaction without its
+    /// logged answer is sent again (the switch answers a copy of one it already ran from its
+    /// memory, or runs it), and a transaction prepared here without a logged outcome keeps its
+    /// locks and asks its coordinator. The new incarnation is one past the last logged one.
+    pub fn recover(
+        mut cfg: NodeConfig,
+        workload: Box<dyn Workload>,
+        switch: SwitchView,
+        seed: u64,
+        log: &[LogRecord],
+    ) -> Result<(Self, RecoveryReport), String> {
+        let last = log.iter().rev().find_map(|r| match r {
+            LogRecord::Started { incarnation } => Some(*incarnation),
+            _ => None,
+        });
+        cfg.incarnation = last.map_or(0, |i| i.wrapping_add(1) % NodeConfig::INCARNATIONS);
+        let rng_seed = seed ^ u64::from(cfg.incarnation).rotate_left(40);
+        let mut node = Node::new(cfg, workload, switch, rng_seed)?;
+        let mut report = RecoveryReport { incarnation: node.cfg.incarnation, ..RecoveryReport::default() };
+        let mut prepared: BTreeMap<TxnId, (u16, Vec<(TupleKey, i64)>)> = BTreeMap::new();
+        for record in log {
+            match record {
+                LogRecord::Started { .. } => {}
+                LogRecord::Committed { txn, writes, inserted, insert_seq } => {
+                    node.redo(*txn, writes, inserted, *insert_seq);
+                    node.decided.insert(*txn);
+                    report.committed += 1;
+                }
+                LogRecord::Prepared { txn, coordinator, writes } => {
+                    prepared.insert(*txn, (*coordinator, writes.clone()));
+                }
+                LogRecord::Resolved { txn, commit } => {
+                    if let Some((_, writes)) = prepared.remove(txn).filter(|_| *commit) {
+                        node.redo(*txn, &writes, &[], node.insert_seq);
+                        report.committed += 1;
+                    }
+                }
+                LogRecord::SwitchIntent { txn, packet, local_writes, writers, outputs, instr_order, inserts } => {
+                    node.redo(*txn, local_writes, &[], node.insert_seq);
+                    let packet =
+                        TxnPacket::decode(packet).map_err(|e| format!("log: switch transaction {txn:#x}: {e}"))?;
+                    let pending = PendingSwitchTxn {
+                        packet,
+                        writers: writers.clone(),
+                        outputs: outputs.clone(),
+                        instr_order: instr_order.clone(),
+                        inserts: inserts.clone(),
+                    };
+                    node.recovering.insert(*txn, pending);
+                }
+                LogRecord::SwitchResult { txn, inserted, insert_seq, .. } => {
+                    let Some(p) = node.recovering.remove(txn) else {
+                        return Err(format!("log: answer of switch transaction {txn:#x} without its intent"));
+                    };
+                    node.redo(*txn, &[], inserted, *insert_seq);
+                    if !p.writers.is_empty() {
+                        node.decided.insert(*txn);
+                    }
+                    report.committed += 1;
+                }
+            }
+        }
+        report.switch_pending = node.recovering.len();
+        report.in_doubt = prepared.len();
+        for (txn, (coordinator, writes)) in prepared {
+            node.hold_in_doubt(txn, coordinator, writes);
+        }
+        Ok((node, report))
+    }
+
+    /// Redoes a committed transaction's writes and inserts.
+    pub(super) fn redo(
+        &mut self,
+        txn: TxnId,
+        writes: &[(TupleKey, i64)],
+        inserted: &[(TupleKey, i64)],
+        insert_seq: u64,
+    ) {
+        for &(key, value) in writes {
+            self.store.set(key, Tuple { value, version: txn });
+        }
+        for &(key, value) in inserted {
+            self.store.insert(key, Tuple { value, version: txn });
+        }
+        self.insert_seq = self.insert_seq.max(insert_seq);
+    }
+
+    /// Takes back the locks of a transaction prepared before the crash, whose outcome only its
+    /// coordinator knows; its writes wait for that outcome.
+    pub(super) fn hold_in_doubt(&mut self, txn: TxnId, coordinator: u16, writes: Vec<(TupleKey, i64)>) {
+        let keys: Vec<TupleKey> = writes.iter().map(|&(k, _)| k).collect();
+        for &key in &keys {
+            // Two prepared transactions never hold the same tuple: both had it locked exclusively.
+            let granted = self.locks.acquire(key, txn, 0, LockMode::Exclusive, OnConflict::Deny);
+            debug_assert_eq!(granted, Acquire::Granted, "in-doubt transactions overlap on {key:?}");
+        }
+        let entries = keys.iter().map(|&k| (k, LockMode::Exclusive)).collect::<Vec<_>>();
+        let served = Served {
+            requester: Requester::Remote(coordinator),
+            ts: 0,
+            policy: OnConflict::Deny,
+            next: entries.len(),
+            entries,
+            values: Vec::new(),
+            held: keys,
+            prepared: writes,
+            voted: true,
+        };
+        self.served.insert(txn, served);
+    }
+
+    /// A switch transaction recovered from the log got its answer: it commits now, as it would
+    /// have before the crash (its coordinator's attempt is gone, so nothing is reported).
+    pub(super) fn finish_recovered(&mut self, txn: TxnId, p: PendingSwitchTxn, answer: &TxnPacket, out: &mut Outbox) {
+        let mut outputs = p.outputs;
+        // A hot transaction logs no outputs of its own: make room for the switch's.
+        let ops = p.instr_order.iter().map(|&op| usize::from(op) + 1).max().unwrap_or(0);
+        if outputs.len() < ops {
+            outputs.resize(ops, 0);
+        }
+        for (instr, &op) in answer.instrs.iter().zip(&p.instr_order) {
+            if let Some(slot) = outputs.get_mut(usize::from(op)) {
+                *slot = i64::from(instr.data);
+            }
+        }
+        let inserted = self.insert_rows(txn, &p.inserts, &outputs, out);
+        if answer.multicast == 0 {
+            // No multicast group covered the participants: tell them here.
+            self.send_commit(txn, &p.writers, out);
+        }
+        self.note_decided(txn, !p.writers.is_empty());
+        if self.cfg.log {
+            out.log.extend(self.commit_record(txn, Some(answer), Vec::new(), inserted.clone(), !p.writers.is_empty()));
+        }
+        if self.cfg.record_history {
+            out.events.push(NodeEvent::Recovered(RecoveredCommit { txn, gid: answer.gid, outputs, inserted }));
+        }
+        self.stats.recovered_commits += 1;
+    }
+}
