@@ -1,5 +1,6 @@
 //! How a node runs: the system under test (mode), its concurrency control and its CPU costs.
 
+use pisadb_engine::id::TxnId;
 use serde::{Deserialize, Serialize};
 
 /// Which system the rack runs (P4DB §7.1's three contenders).
@@ -105,11 +106,11 @@ pub struct NodeConfig {
 
 impl NodeConfig {
     /// Most nodes and workers the transaction-id and timestamp layout can tell apart.
-    pub const NODES_MAX: u16 = 1024;
+    pub const NODES_MAX: u16 = TxnId::NODES;
     /// See [`NodeConfig::NODES_MAX`].
-    pub const WORKERS_MAX: u16 = 64;
+    pub const WORKERS_MAX: u16 = TxnId::WORKERS;
     /// Incarnations the transaction-id layout tells apart (they wrap around after that).
-    pub const INCARNATIONS: u16 = 1024;
+    pub const INCARNATIONS: u16 = TxnId::INCARNATIONS;
 
     /// Why this configuration cannot run, if it cannot.
     pub fn validate(&self) -> Result<(), String> {

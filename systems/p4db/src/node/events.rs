@@ -4,7 +4,6 @@ use super::timer::Timer;
 use crate::node::wal::LogRecord;
 use crate::node::CommittedTxn;
 use pisadb_core::{Nanos, TupleKey, Txn};
-use pisadb_engine::locks::TxnId;
 use pisadb_workload::GeneratedTxn;
 use std::collections::BTreeMap;
 
@@ -57,8 +56,8 @@ impl std::ops::AddAssign for PhaseTimes {
 /// What a committed transaction did, for checkers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Record {
-    /// The committed attempt's id.
-    pub id: TxnId,
+    /// The committed attempt's id ([`TxnId::bits`]).
+    pub id: u64,
     /// The transaction as the workload generated it.
     pub gen: GeneratedTxn,
     /// Each operation's output.
@@ -103,8 +102,8 @@ pub enum NodeEvent {
 /// completes the record a checker kept from [`NodeEvent::Committing`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RecoveredCommit {
-    /// The transaction.
-    pub txn: TxnId,
+    /// The transaction ([`TxnId::bits`]).
+    pub txn: u64,
     /// The GID the switch gave it.
     pub gid: u64,
     /// Each operation's output (cold ones from the log, hot ones from the answer).

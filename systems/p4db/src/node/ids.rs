@@ -1,29 +1,50 @@
-//! Transaction ids and timestamps of a node.
+//! How P4DB's node names its transaction attempts: [`pisadb_engine::id`]'s layout with one lane
+//! per worker (a worker runs one transaction at a time), so every id is the pre-lane layout
+//! bit for bit, and the switch's at-most-once memory, indexed by `id >> 32`, keeps one entry
+//! per worker of each node incarnation.
+//!
+//! The functions here are the raw-`u64` spelling the load generator and older code use; the
+//! node itself works with [`TxnId`].
 
-use crate::node::config::NodeConfig;
-use pisadb_core::Nanos;
-use pisadb_engine::locks::TxnId;
+use pisadb_engine::id::{Lanes, Slot, Timestamp, TxnId};
 
-/// A transaction attempt id: node (bits 48..63), the node's incarnation (38..47), worker
-/// (32..37) and the worker's attempt counter (0..31). The upper half names a worker slot of
-/// one incarnation, which is how the switch tells a resent transaction from a new one.
-pub fn txn_id(node: u16, incarnation: u16, worker: u16, seq: u32) -> TxnId {
-    let incarnation = incarnation % NodeConfig::INCARNATIONS;
-    (u64::from(node) << 48) | (u64::from(incarnation) << 38) | (u64::from(worker) << 32) | u64::from(seq)
+/// Workers run one transaction at a time.
+pub(super) const LANES: Lanes = Lanes::ONE;
+
+/// The slot of `worker` on `node` in `incarnation` (its only lane).
+///
+/// # Panics
+///
+/// If `node` or `worker` is outside the id layout, which [`crate::node::NodeConfig::validate`]
+/// rules out for every configured node.
+pub(super) fn slot(node: u16, incarnation: u16, worker: u16) -> Slot {
+    Slot::new(node, incarnation, worker, 0).expect("a validated node config fits the id layout")
+}
+
+/// The id of attempt `seq` of `worker` on `node` in `incarnation`, as raw bits: node (bits
+/// 48..57), incarnation (38..47, wrapping), worker (32..37) and the worker's attempt counter
+/// (0..31); see [`pisadb_engine::id`].
+pub fn txn_id(node: u16, incarnation: u16, worker: u16, seq: u32) -> u64 {
+    slot(node, incarnation, worker).attempt(seq).bits()
 }
 
 /// The node of an attempt id.
-pub fn owner_node(id: TxnId) -> u16 {
-    ((id >> 48) & 0x7FFF) as u16
+pub fn owner_node(id: u64) -> u16 {
+    TxnId::from_bits(id).node()
 }
 
 /// The worker of an attempt id.
-pub fn worker_of(id: TxnId) -> u16 {
-    ((id >> 32) & 0x3F) as u16
+pub fn worker_of(id: u64) -> u16 {
+    TxnId::from_bits(id).worker()
 }
 
-/// The WAIT_DIE timestamp of a transaction first started at `now` by `worker` of `node`:
-/// start time first, ties broken by node and worker, so timestamps are unique.
-pub(super) fn timestamp(now: Nanos, node: u16, worker: u16) -> u64 {
-    (now << 16) | (u64::from(node) << 6) | u64::from(worker)
+/// The WAIT_DIE timestamp of a transaction `slot` first started at `first_start_ns`.
+pub(super) fn timestamp(slot: Slot, first_start_ns: u64) -> Timestamp {
+    slot.timestamp(first_start_ns, LANES)
+}
+
+/// Whether attempt `id` was started on `node`: its node field, with lane 0, the only lane P4DB
+/// uses (an id with another lane is no attempt of this node's).
+pub(super) fn started_on(id: TxnId, node: u16) -> bool {
+    id.node() == node && id.lane() == 0
 }

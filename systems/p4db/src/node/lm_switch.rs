@@ -6,10 +6,8 @@ use super::machine::Node;
 use super::worker::*;
 use crate::wire::lock::{LockOp, LockPacket};
 use pisadb_core::Nanos;
+use pisadb_engine::id::TxnId;
 use pisadb_wire::Kind;
-
-/// Tag on lock-manager packets that release locks: their replies are not waited for.
-pub(super) const RELEASE_TAG: u64 = 1 << 63;
 
 impl Node {
     pub(super) fn release_switch_locks(&mut self, worker: u16, out: &mut Outbox) {
@@ -29,20 +27,21 @@ impl Node {
         if entries.is_empty() {
             return;
         }
-        let pkt = LockPacket { txn_id: request.txn_id | RELEASE_TAG, granted: 0, entries };
+        // A release carries the attempt's id with the tag bit set: nobody waits for its answer.
+        let pkt = LockPacket { txn_id: TxnId::from_bits(request.txn_id).tagged().bits(), granted: 0, entries };
         out.cpu_ns += self.cfg.costs.message_ns + self.cfg.costs.stack_ns;
         self.send_switch(Kind::Lock, |b| pkt.encode(b), out);
     }
 
     pub(super) fn on_switch_lock_reply(&mut self, now: Nanos, pkt: LockPacket, out: &mut Outbox) {
-        if pkt.txn_id & RELEASE_TAG != 0 {
-            return; // a release needs no answer
+        let id = TxnId::from_bits(pkt.txn_id);
+        if id.is_tagged() {
+            return; // the answer to a release, which nobody waits for
         }
-        let id = pkt.txn_id;
-        if owner_node(id) != self.cfg.id || worker_of(id) >= self.cfg.workers {
+        if !started_on(id, self.cfg.id) || id.worker() >= self.cfg.workers {
             return self.reject("reply_for_unknown_worker");
         }
-        let worker = worker_of(id);
+        let worker = id.worker();
         let Some(a) = self.workers[usize::from(worker)].current.as_mut() else { return };
         if a.id != id || a.phase != Phase::SwitchLocks {
             return self.reject("stale_switch_reply");

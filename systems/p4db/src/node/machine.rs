@@ -50,7 +50,6 @@
 
 use super::events::*;
 use super::ids::*;
-use super::lm_switch::RELEASE_TAG;
 use super::participant::*;
 use super::recovery::*;
 use super::timer::Timer;
@@ -63,8 +62,8 @@ use crate::wire::lock::LockPacket;
 use crate::wire::p4db::TxnPacket;
 use pisadb_core::rng;
 use pisadb_core::Nanos;
+use pisadb_engine::id::TxnId;
 use pisadb_engine::locks::LockTable;
-use pisadb_engine::locks::TxnId;
 use pisadb_engine::store::Store;
 use pisadb_host::{Host, Route, Send};
 use pisadb_layout::Layout;
@@ -238,14 +237,14 @@ impl Node {
     pub fn route(&self, bytes: &[u8]) -> Route {
         let Ok((frame, payload)) = Frame::decode(bytes) else { return Route::AnyCore };
         let txn = match frame.kind {
-            Kind::P4dbTxn => TxnPacket::decode(payload).map(|p| p.txn_id).ok(),
-            Kind::Lock => LockPacket::decode(payload).map(|p| p.txn_id).ok(),
-            Kind::Forward => NodeMsg::decode(payload).ok().filter(NodeMsg::is_reply).map(|m| m.txn()),
+            Kind::P4dbTxn => TxnPacket::decode(payload).map(|p| TxnId::from_bits(p.txn_id)).ok(),
+            Kind::Lock => LockPacket::decode(payload).map(|p| TxnId::from_bits(p.txn_id)).ok(),
+            Kind::Forward => NodeMsg::decode(payload).ok().filter(NodeMsg::is_reply).map(|m| TxnId::from_bits(m.txn())),
             // A node is no controller: the datagram is rejected by whichever core takes it.
             Kind::Control => None,
         };
         match txn {
-            Some(id) if id & RELEASE_TAG == 0 && owner_node(id) == self.cfg.id => Route::Core(worker_of(id)),
+            Some(id) if !id.is_tagged() && started_on(id, self.cfg.id) => Route::Core(id.worker()),
             _ => Route::AnyCore,
         }
     }
@@ -257,7 +256,7 @@ impl Node {
             Timer::Begin { worker } => {
                 out.cpu_ns += self.cfg.costs.txn_begin_ns;
                 let gen = self.workload.next_txn(self.cfg.id);
-                let ts = timestamp(now, self.cfg.id, worker);
+                let ts = timestamp(slot(self.cfg.id, self.cfg.incarnation, worker), now);
                 self.begin(now, worker, gen, ts, now, 1, out);
             }
             Timer::Retry { worker } => {
@@ -299,7 +298,7 @@ impl Node {
                 if s.voted {
                     // Only the coordinator may end a prepared transaction: ask it.
                     self.stats.inquiries += 1;
-                    self.send_node(coordinator, &NodeMsg::Inquire { txn }, out);
+                    self.send_node(coordinator, &NodeMsg::Inquire { txn: txn.bits() }, out);
                     out.timers.push((now + self.retry_interval_ns(), Timer::Lease { txn }));
                 } else {
                     // Its coordinator gave up on it (or crashed): it will vote no if asked.
@@ -351,11 +350,11 @@ impl Node {
             },
             Kind::Forward => match NodeMsg::decode(payload) {
                 Ok(msg) if msg.is_reply() => {
-                    let id = msg.txn();
-                    if owner_node(id) != self.cfg.id || worker_of(id) >= self.cfg.workers {
+                    let id = TxnId::from_bits(msg.txn());
+                    if !started_on(id, self.cfg.id) || id.worker() >= self.cfg.workers {
                         return self.reject("reply_for_unknown_worker");
                     }
-                    self.on_reply(now, worker_of(id), frame.src, msg, out);
+                    self.on_reply(now, id.worker(), frame.src, msg, out);
                 }
                 Ok(msg) => self.serve(now, Requester::Remote(frame.src), msg, out),
                 Err(e) => self.reject(e.reason()),

@@ -1,13 +1,13 @@
 //! The participant side: lock-and-read requests, 2PC votes, commits and aborts served for coordinators.
 
 use super::events::*;
-use super::ids::*;
 use super::machine::Node;
 use super::timer::Timer;
 use super::worker::*;
 use crate::node::wal::LogRecord;
 use pisadb_core::{Nanos, TupleKey};
-use pisadb_engine::locks::{Acquire, TxnId};
+use pisadb_engine::id::TxnId;
+use pisadb_engine::locks::Acquire;
 use pisadb_engine::store::Tuple;
 use pisadb_wire::node::{LockMode, NodeMsg, OnConflict};
 
@@ -36,8 +36,9 @@ pub(super) struct Served {
 
 impl Node {
     pub(super) fn serve(&mut self, now: Nanos, from: Requester, msg: NodeMsg, out: &mut Outbox) {
+        let txn = TxnId::from_bits(msg.txn());
         match msg {
-            NodeMsg::LockRead { txn, ts, on_conflict, entries } => {
+            NodeMsg::LockRead { ts, on_conflict, entries, .. } => {
                 if self.served.contains_key(&txn) {
                     return self.reject("duplicate_lock_read");
                 }
@@ -59,13 +60,13 @@ impl Node {
                 }
                 self.continue_lock_read(now, txn, out);
             }
-            NodeMsg::Prepare { txn, writes } => {
+            NodeMsg::Prepare { writes, .. } => {
                 let Requester::Remote(coordinator) = from else { return };
                 // Yes only for a request this node still serves, with every lock granted.
                 let yes = match self.served.get_mut(&txn) {
                     Some(s) if s.next == s.entries.len() && !s.voted => {
                         if self.cfg.log {
-                            out.log.push(LogRecord::Prepared { txn, coordinator, writes: writes.clone() });
+                            out.log.push(LogRecord::Prepared { txn: txn.bits(), coordinator, writes: writes.clone() });
                         }
                         s.prepared = writes;
                         s.voted = true;
@@ -73,22 +74,22 @@ impl Node {
                     }
                     _ => false,
                 };
-                self.send_node(coordinator, &NodeMsg::Vote { txn, yes }, out);
+                self.send_node(coordinator, &NodeMsg::Vote { txn: txn.bits(), yes }, out);
             }
-            NodeMsg::Inquire { txn } => {
+            NodeMsg::Inquire { .. } => {
                 let Requester::Remote(asker) = from else { return };
                 match self.outcome(txn) {
-                    Some(true) => self.send_node(asker, &NodeMsg::Commit { txn }, out),
-                    Some(false) => self.send_node(asker, &NodeMsg::Abort { txn }, out),
+                    Some(true) => self.send_node(asker, &NodeMsg::Commit { txn: txn.bits() }, out),
+                    Some(false) => self.send_node(asker, &NodeMsg::Abort { txn: txn.bits() }, out),
                     None => {} // not decided yet: the participant asks again
                 }
             }
-            NodeMsg::Commit { txn } => {
+            NodeMsg::Commit { .. } => {
                 if self.served.contains_key(&txn) {
                     self.commit_served(now, txn, out);
                 }
             }
-            NodeMsg::Abort { txn } => self.abort_served(now, txn, out),
+            NodeMsg::Abort { .. } => self.abort_served(now, txn, out),
             NodeMsg::LockReadReply { .. } | NodeMsg::Vote { .. } => self.reject("reply_as_request"),
         }
     }
@@ -105,7 +106,7 @@ impl Node {
         if self.recovering.contains_key(&txn) {
             return None;
         }
-        let worker = self.workers.get(usize::from(worker_of(txn))).filter(|_| owner_node(txn) == self.cfg.id);
+        let worker = self.workers.get(usize::from(txn.worker())).filter(|_| txn.node() == self.cfg.id);
         match worker.and_then(|w| w.current.as_ref()).filter(|a| a.id == txn) {
             Some(a) if matches!(a.phase, Phase::Prepare | Phase::WarmSwitch) => None,
             _ => Some(false),
@@ -127,7 +128,7 @@ impl Node {
                     Acquire::Denied => {
                         let requester = s.requester;
                         self.abort_served(now, txn, out);
-                        let reply = NodeMsg::LockReadReply { txn, granted: false, values: Vec::new() };
+                        let reply = NodeMsg::LockReadReply { txn: txn.bits(), granted: false, values: Vec::new() };
                         return self.reply(now, requester, reply, out);
                     }
                 }
@@ -137,7 +138,7 @@ impl Node {
             s.values.push((tuple.value, tuple.version));
             s.next += 1;
         }
-        let reply = NodeMsg::LockReadReply { txn, granted: true, values: s.values.clone() };
+        let reply = NodeMsg::LockReadReply { txn: txn.bits(), granted: true, values: s.values.clone() };
         let requester = s.requester;
         self.reply(now, requester, reply, out);
     }
@@ -147,7 +148,7 @@ impl Node {
             Requester::Remote(node) => self.send_node(node, &msg, out),
             Requester::Local(worker) => {
                 let w = &self.workers[usize::from(worker)];
-                let waiting_here = w.current.as_ref().is_some_and(|a| a.id == msg.txn());
+                let waiting_here = w.current.as_ref().is_some_and(|a| a.id.bits() == msg.txn());
                 if waiting_here {
                     self.workers[usize::from(worker)].local_replies.push(msg);
                     out.timers.push((now, Timer::Resume { worker }));
@@ -159,11 +160,11 @@ impl Node {
     pub(super) fn commit_served(&mut self, now: Nanos, txn: TxnId, out: &mut Outbox) {
         let Some(s) = self.served.remove(&txn) else { return };
         if s.voted && self.cfg.log {
-            out.log.push(LogRecord::Resolved { txn, commit: true });
+            out.log.push(LogRecord::Resolved { txn: txn.bits(), commit: true });
         }
         for (key, value) in s.prepared {
             out.cpu_ns += self.cfg.costs.tuple_ns;
-            let stored = self.store.set(key, Tuple { value, version: txn });
+            let stored = self.store.set(key, Tuple { value, version: txn.bits() });
             debug_assert!(stored, "node {} asked to write {key:?} it does not own", self.cfg.id);
         }
         self.release_all(now, txn, &s.held, out);
@@ -172,7 +173,7 @@ impl Node {
     pub(super) fn abort_served(&mut self, now: Nanos, txn: TxnId, out: &mut Outbox) {
         let Some(s) = self.served.remove(&txn) else { return };
         if s.voted && self.cfg.log {
-            out.log.push(LogRecord::Resolved { txn, commit: false });
+            out.log.push(LogRecord::Resolved { txn: txn.bits(), commit: false });
         }
         let mut keys = s.held;
         // A request parked in a queue is withdrawn too.

@@ -8,7 +8,8 @@ use crate::node::config::NodeConfig;
 use crate::node::wal::LogRecord;
 use crate::wire::p4db::TxnPacket;
 use pisadb_core::TupleKey;
-use pisadb_engine::locks::{Acquire, TxnId};
+use pisadb_engine::id::TxnId;
+use pisadb_engine::locks::Acquire;
 use pisadb_engine::store::Tuple;
 use pisadb_wire::node::{LockMode, OnConflict};
 use pisadb_workload::Workload;
@@ -49,25 +50,26 @@ impl Node {
         let mut node = Node::new(cfg, workload, switch, rng_seed)?;
         let mut report = RecoveryReport { incarnation: node.cfg.incarnation, ..RecoveryReport::default() };
         let mut prepared: BTreeMap<TxnId, (u16, Vec<(TupleKey, i64)>)> = BTreeMap::new();
+        let id = |txn: &u64| TxnId::from_bits(*txn);
         for record in log {
             match record {
                 LogRecord::Started { .. } => {}
                 LogRecord::Committed { txn, writes, inserted, insert_seq } => {
-                    node.redo(*txn, writes, inserted, *insert_seq);
-                    node.decided.insert(*txn);
+                    node.redo(id(txn), writes, inserted, *insert_seq);
+                    node.decided.insert(id(txn));
                     report.committed += 1;
                 }
                 LogRecord::Prepared { txn, coordinator, writes } => {
-                    prepared.insert(*txn, (*coordinator, writes.clone()));
+                    prepared.insert(id(txn), (*coordinator, writes.clone()));
                 }
                 LogRecord::Resolved { txn, commit } => {
-                    if let Some((_, writes)) = prepared.remove(txn).filter(|_| *commit) {
-                        node.redo(*txn, &writes, &[], node.insert_seq);
+                    if let Some((_, writes)) = prepared.remove(&id(txn)).filter(|_| *commit) {
+                        node.redo(id(txn), &writes, &[], node.insert_seq);
                         report.committed += 1;
                     }
                 }
                 LogRecord::SwitchIntent { txn, packet, local_writes, writers, outputs, instr_order, inserts } => {
-                    node.redo(*txn, local_writes, &[], node.insert_seq);
+                    node.redo(id(txn), local_writes, &[], node.insert_seq);
                     let packet =
                         TxnPacket::decode(packet).map_err(|e| format!("log: switch transaction {txn:#x}: {e}"))?;
                     let pending = PendingSwitchTxn {
@@ -77,15 +79,15 @@ impl Node {
                         instr_order: instr_order.clone(),
                         inserts: inserts.clone(),
                     };
-                    node.recovering.insert(*txn, pending);
+                    node.recovering.insert(id(txn), pending);
                 }
                 LogRecord::SwitchResult { txn, inserted, insert_seq, .. } => {
-                    let Some(p) = node.recovering.remove(txn) else {
+                    let Some(p) = node.recovering.remove(&id(txn)) else {
                         return Err(format!("log: answer of switch transaction {txn:#x} without its intent"));
                     };
-                    node.redo(*txn, &[], inserted, *insert_seq);
+                    node.redo(id(txn), &[], inserted, *insert_seq);
                     if !p.writers.is_empty() {
-                        node.decided.insert(*txn);
+                        node.decided.insert(id(txn));
                     }
                     report.committed += 1;
                 }
@@ -108,10 +110,10 @@ impl Node {
         insert_seq: u64,
     ) {
         for &(key, value) in writes {
-            self.store.set(key, Tuple { value, version: txn });
+            self.store.set(key, Tuple { value, version: txn.bits() });
         }
         for &(key, value) in inserted {
-            self.store.insert(key, Tuple { value, version: txn });
+            self.store.insert(key, Tuple { value, version: txn.bits() });
         }
         self.insert_seq = self.insert_seq.max(insert_seq);
     }
@@ -164,7 +166,12 @@ impl Node {
             out.log.extend(self.commit_record(txn, Some(answer), Vec::new(), inserted.clone(), !p.writers.is_empty()));
         }
         if self.cfg.record_history {
-            out.events.push(NodeEvent::Recovered(RecoveredCommit { txn, gid: answer.gid, outputs, inserted }));
+            out.events.push(NodeEvent::Recovered(RecoveredCommit {
+                txn: txn.bits(),
+                gid: answer.gid,
+                outputs,
+                inserted,
+            }));
         }
         self.stats.recovered_commits += 1;
     }

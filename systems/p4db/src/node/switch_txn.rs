@@ -8,6 +8,7 @@ use super::worker::*;
 use crate::node::wal::LogRecord;
 use crate::wire::p4db::TxnPacket;
 use pisadb_core::{Nanos, Txn};
+use pisadb_engine::id::TxnId;
 use pisadb_wire::Kind;
 
 impl Node {
@@ -24,7 +25,7 @@ impl Node {
             pkt.encode(&mut packet);
             let local_writes = self.served.get(&id).map(|s| s.prepared.clone()).unwrap_or_default();
             out.log.push(LogRecord::SwitchIntent {
-                txn: id,
+                txn: id.bits(),
                 packet,
                 local_writes,
                 writers: a.writers.clone(),
@@ -42,8 +43,8 @@ impl Node {
     }
 
     pub(super) fn on_switch_txn_reply(&mut self, now: Nanos, pkt: TxnPacket, out: &mut Outbox) {
-        let id = pkt.txn_id;
-        if owner_node(id) != self.cfg.id {
+        let id = TxnId::from_bits(pkt.txn_id);
+        if !started_on(id, self.cfg.id) {
             // Another node's warm transaction, which this node prepared: the result commits it.
             if pkt.multicast == 0 || !self.served.contains_key(&id) {
                 return self.reject("stale_multicast");
@@ -53,10 +54,10 @@ impl Node {
         if let Some(p) = self.recovering.remove(&id) {
             return self.finish_recovered(id, p, &pkt, out);
         }
-        if worker_of(id) >= self.cfg.workers {
+        if id.worker() >= self.cfg.workers {
             return self.reject("reply_for_unknown_worker");
         }
-        let worker = worker_of(id);
+        let worker = id.worker();
         let Some(a) = self.workers[usize::from(worker)].current.as_mut() else { return };
         let waiting = matches!(a.phase, Phase::SwitchTxn | Phase::WarmSwitch);
         if a.id != id || !waiting || pkt.instrs.len() != a.instr_order.len() {

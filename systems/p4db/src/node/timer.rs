@@ -1,7 +1,7 @@
 //! The timers a node asks for.
 
 use pisadb_core::{TraceBytes, TraceHash};
-use pisadb_engine::locks::TxnId;
+use pisadb_engine::id::TxnId;
 
 /// A timer a node asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -84,7 +84,7 @@ impl TraceBytes for Timer {
         }
         if let Some(txn) = txn {
             h.write(b"txn: ");
-            h.write_decimal(txn);
+            h.write_decimal(txn.bits());
             h.write(b" }");
         }
     }

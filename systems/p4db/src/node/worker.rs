@@ -13,7 +13,7 @@ use crate::programs::p4db::multicast_group;
 use crate::wire::lock::{LockOp, LockPacket};
 use crate::wire::p4db::TxnPacket;
 use pisadb_core::{InsertRow, Nanos, OpKind, TupleKey, Txn};
-use pisadb_engine::locks::TxnId;
+use pisadb_engine::id::TxnId;
 use pisadb_engine::store::Tuple;
 use pisadb_wire::node::{LockMode, NodeMsg, OnConflict};
 use pisadb_wire::Kind;
@@ -126,7 +126,7 @@ impl Node {
     ) {
         let w = &mut self.workers[usize::from(worker)];
         w.seq = w.seq.wrapping_add(1);
-        let id = txn_id(self.cfg.id, self.cfg.incarnation, worker, w.seq);
+        let id = slot(self.cfg.id, self.cfg.incarnation, worker).attempt(w.seq);
         let mut attempt = Attempt {
             id,
             ts,
@@ -157,7 +157,7 @@ impl Node {
                 let refused = if on_switch.len() < txn.ops.len() && !parts_independent(txn, &on_switch) {
                     Some("warm_dependency")
                 } else {
-                    match self.engine.packet_for(&sub, &self.layout, id) {
+                    match self.engine.packet_for(&sub, &self.layout, id.bits()) {
                         Ok((pkt, order)) => {
                             attempt.instr_order = order.iter().map(|&k| on_switch[k]).collect();
                             attempt.switch_packet = Some(pkt);
@@ -190,7 +190,7 @@ impl Node {
             .map(|a| (a.key, if a.write { LockOp::AcquireExclusive } else { LockOp::AcquireShared }))
             .collect();
         if !hot_locks.is_empty() {
-            if let Some(pkt) = self.lock_manager.request_for(id, &hot_locks, &self.lock_layout) {
+            if let Some(pkt) = self.lock_manager.request_for(id.bits(), &hot_locks, &self.lock_layout) {
                 out.cpu_ns += self.cfg.costs.message_ns + self.cfg.costs.stack_ns;
                 self.send_switch(Kind::Lock, |b| pkt.encode(b), out);
                 attempt.enter(now, Phase::SwitchLocks);
@@ -263,10 +263,10 @@ impl Node {
         };
         for (owner, entries) in by_owner {
             if owner == self.cfg.id {
-                let msg = NodeMsg::LockRead { txn: id, ts, on_conflict: policy, entries };
+                let msg = NodeMsg::LockRead { txn: id.bits(), ts, on_conflict: policy, entries };
                 self.serve(now, Requester::Local(worker), msg, out);
             } else {
-                self.send_node(owner, &NodeMsg::LockRead { txn: id, ts, on_conflict: policy, entries }, out);
+                self.send_node(owner, &NodeMsg::LockRead { txn: id.bits(), ts, on_conflict: policy, entries }, out);
             }
         }
     }
@@ -280,7 +280,7 @@ impl Node {
 
     pub(super) fn on_reply(&mut self, now: Nanos, worker: u16, from: u16, msg: NodeMsg, out: &mut Outbox) {
         let Some(a) = self.workers[usize::from(worker)].current.as_mut() else { return };
-        if a.id != msg.txn() {
+        if a.id.bits() != msg.txn() {
             return; // a reply to an earlier, aborted attempt
         }
         if matches!(a.phase, Phase::LockRead | Phase::Prepare) {
@@ -381,7 +381,7 @@ impl Node {
         let writers = a.writers.clone();
         for n in writers {
             let w = writes.remove(&n).unwrap_or_default();
-            self.send_node(n, &NodeMsg::Prepare { txn: id, writes: w }, out);
+            self.send_node(n, &NodeMsg::Prepare { txn: id.bits(), writes: w }, out);
         }
     }
 
@@ -417,7 +417,7 @@ impl Node {
     /// Tells each of `nodes` that `txn` committed.
     pub(super) fn send_commit(&mut self, txn: TxnId, nodes: &[u16], out: &mut Outbox) {
         for &n in nodes {
-            self.send_node(n, &NodeMsg::Commit { txn }, out);
+            self.send_node(n, &NodeMsg::Commit { txn: txn.bits() }, out);
         }
     }
 
@@ -434,7 +434,7 @@ impl Node {
         let insert_seq = self.insert_seq;
         match answer {
             Some(p) => Some(LogRecord::SwitchResult {
-                txn,
+                txn: txn.bits(),
                 gid: p.gid,
                 results: p.instrs.iter().map(|i| i.data).collect(),
                 acc: p.acc,
@@ -442,7 +442,7 @@ impl Node {
                 insert_seq,
             }),
             None if writes.is_empty() && inserted.is_empty() && !has_remote_writers => None,
-            None => Some(LogRecord::Committed { txn, writes, inserted, insert_seq }),
+            None => Some(LogRecord::Committed { txn: txn.bits(), writes, inserted, insert_seq }),
         }
     }
 
@@ -461,7 +461,7 @@ impl Node {
             self.insert_seq += u64::from(sequence && key.is_some());
             out.cpu_ns += self.cfg.costs.tuple_ns;
             match key {
-                Some(key) if self.store.insert(key, Tuple { value: insert.value, version: txn }) => {
+                Some(key) if self.store.insert(key, Tuple { value: insert.value, version: txn.bits() }) => {
                     inserted.push((key, insert.value));
                 }
                 _ => {
@@ -485,7 +485,7 @@ impl Node {
         a.enter(now, Phase::Aborted);
         let (id, contacted) = (a.id, a.contacted.clone());
         for n in contacted {
-            self.send_node(n, &NodeMsg::Abort { txn: id }, out);
+            self.send_node(n, &NodeMsg::Abort { txn: id.bits() }, out);
         }
         self.abort_served(now, id, out);
         self.release_switch_locks(worker, out);
@@ -519,13 +519,13 @@ pub(super) fn record_of(a: &Attempt, gid: Option<u64>) -> Box<Record> {
     let on_switch = a.phase == Phase::SwitchTxn;
     let updates = a.accesses.iter().filter(|x| x.write).map(|x| (x.key, x.version));
     let history = (!on_switch).then(|| CommittedTxn {
-        id: a.id,
+        id: a.id.bits(),
         reads: a.accesses.iter().map(|x| (x.key, x.version)).collect(),
         // A created row overwrites no version: it is the first.
         writes: updates.chain(a.inserted.iter().map(|&(key, _)| (key, 0))).collect(),
     });
     Box::new(Record {
-        id: a.id,
+        id: a.id.bits(),
         gen: a.gen.clone(),
         outputs: a.outputs.clone(),
         gid,
