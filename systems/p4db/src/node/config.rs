@@ -1,6 +1,8 @@
 //! How a node runs: the system under test (mode), its concurrency control and its CPU costs.
 
+use pisadb_engine::cc::Work;
 use pisadb_engine::id::TxnId;
+use pisadb_wire::node::OnConflict;
 use serde::{Deserialize, Serialize};
 
 /// Which system the rack runs (P4DB §7.1's three contenders).
@@ -42,6 +44,14 @@ impl Cc {
             Cc::WaitDie => "wait-die",
         }
     }
+
+    /// What a lock conflict means under this scheme, as lock requests carry it.
+    pub fn on_conflict(self) -> OnConflict {
+        match self {
+            Cc::NoWait => OnConflict::Deny,
+            Cc::WaitDie => OnConflict::WaitDie,
+        }
+    }
 }
 
 /// CPU time the node's code paths take, in nanoseconds. The simulator charges them to the core
@@ -65,6 +75,12 @@ impl CpuCosts {
     /// The calibrated figures (CALIBRATION.md says where each one comes from).
     pub fn calibrated() -> Self {
         crate::node::calibration::CPU_COSTS
+    }
+
+    /// The CPU time of `work` done by concurrency control: a lock-table operation costs
+    /// `lock_ns`, a tuple read or write `tuple_ns`.
+    pub fn work_ns(&self, work: Work) -> u64 {
+        work.cc_ops * self.lock_ns + work.tuple_ops * self.tuple_ns
     }
 }
 

@@ -62,8 +62,8 @@ use crate::wire::lock::LockPacket;
 use crate::wire::p4db::TxnPacket;
 use pisadb_core::rng;
 use pisadb_core::Nanos;
+use pisadb_engine::cc::TwoPhaseLocking;
 use pisadb_engine::id::TxnId;
-use pisadb_engine::locks::LockTable;
 use pisadb_engine::store::Store;
 use pisadb_host::{Host, Route, Send};
 use pisadb_layout::Layout;
@@ -85,7 +85,7 @@ pub struct Node {
     pub(super) engine: P4dbEngine,
     pub(super) lock_manager: LockManager,
     pub(super) store: Store,
-    pub(super) locks: LockTable,
+    pub(super) cc: TwoPhaseLocking,
     pub(super) served: BTreeMap<TxnId, Served>,
     pub(super) workers: Vec<Worker>,
     pub(super) rng: ChaCha8Rng,
@@ -133,10 +133,10 @@ impl Node {
             lock_layout: switch.lock_layout,
             engine: switch.engine,
             lock_manager: switch.lock_manager,
+            cc: TwoPhaseLocking::new(cfg.cc.on_conflict()),
             cfg,
             workload,
             store,
-            locks: LockTable::default(),
             served: BTreeMap::new(),
             workers,
             rng,
@@ -166,7 +166,7 @@ impl Node {
 
     /// Tuples locked right now (0 once the node is quiet).
     pub fn locked_tuples(&self) -> usize {
-        self.locks.len()
+        self.cc.lock_table().len()
     }
 
     /// Whether nothing is in flight: no worker runs a transaction, none is served for another
@@ -192,7 +192,7 @@ impl Node {
                 s.requester,
                 s.next,
                 s.entries.len(),
-                s.held.len(),
+                self.cc.held_by(*txn),
                 s.voted
             ));
         }

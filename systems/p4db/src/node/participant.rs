@@ -6,10 +6,9 @@ use super::timer::Timer;
 use super::worker::*;
 use crate::node::wal::LogRecord;
 use pisadb_core::{Nanos, TupleKey};
+use pisadb_engine::cc::{Concurrency, Grant, Intent, Read, TxnError, Work};
 use pisadb_engine::id::TxnId;
-use pisadb_engine::locks::Acquire;
-use pisadb_engine::store::Tuple;
-use pisadb_wire::node::{LockMode, NodeMsg, OnConflict};
+use pisadb_wire::node::{LockMode, NodeMsg};
 
 /// Who asked for a lock-and-read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,14 +21,10 @@ pub(super) enum Requester {
 #[derive(Debug)]
 pub(super) struct Served {
     pub(super) requester: Requester,
-    pub(super) ts: u64,
-    pub(super) policy: OnConflict,
     pub(super) entries: Vec<(TupleKey, LockMode)>,
     /// Entries handled so far.
     pub(super) next: usize,
     pub(super) values: Vec<(i64, u64)>,
-    pub(super) held: Vec<TupleKey>,
-    pub(super) prepared: Vec<(TupleKey, i64)>,
     /// Voted yes (a remote coordinator's `Prepare`): only the coordinator may end it now.
     pub(super) voted: bool,
 }
@@ -43,18 +38,9 @@ impl Node {
                     return self.reject("duplicate_lock_read");
                 }
                 let values = Vec::with_capacity(entries.len());
-                let served = Served {
-                    requester: from,
-                    ts,
-                    policy: on_conflict,
-                    entries,
-                    next: 0,
-                    values,
-                    held: Vec::new(),
-                    prepared: Vec::new(),
-                    voted: false,
-                };
+                let served = Served { requester: from, entries, next: 0, values, voted: false };
                 self.served.insert(txn, served);
+                self.cc.begin_with(txn, ts, on_conflict).expect("the participant and concurrency control agree");
                 if self.cfg.peer_timeout_ns > 0 && matches!(from, Requester::Remote(_)) {
                     out.timers.push((now + self.retry_interval_ns(), Timer::Lease { txn }));
                 }
@@ -68,7 +54,10 @@ impl Node {
                         if self.cfg.log {
                             out.log.push(LogRecord::Prepared { txn: txn.bits(), coordinator, writes: writes.clone() });
                         }
-                        s.prepared = writes;
+                        for (key, value) in writes {
+                            let written = self.cc.write(txn, key, value, &mut Work::default());
+                            debug_assert!(written.is_ok(), "{txn}: a prepared write of {key:?}: {written:?}");
+                        }
                         s.voted = true;
                         true
                     }
@@ -116,27 +105,26 @@ impl Node {
     /// Takes the locks of a lock-and-read request from where it stopped, until it waits, is
     /// denied, or has them all (then replies).
     pub(super) fn continue_lock_read(&mut self, now: Nanos, txn: TxnId, out: &mut Outbox) {
-        let (lock_ns, tuple_ns) = (self.cfg.costs.lock_ns, self.cfg.costs.tuple_ns);
         let Some(s) = self.served.get_mut(&txn) else { return };
         while s.next < s.entries.len() {
             let (key, mode) = s.entries[s.next];
-            if mode != LockMode::None {
-                out.cpu_ns += lock_ns;
-                match self.locks.acquire(key, txn, s.ts, mode, s.policy) {
-                    Acquire::Granted => s.held.push(key),
-                    Acquire::Waiting => return,
-                    Acquire::Denied => {
-                        let requester = s.requester;
-                        self.abort_served(now, txn, out);
-                        let reply = NodeMsg::LockReadReply { txn: txn.bits(), granted: false, values: Vec::new() };
-                        return self.reply(now, requester, reply, out);
-                    }
+            let mut work = Work::default();
+            let read = self.cc.read(&self.store, txn, key, intent_of(mode), &mut work);
+            out.cpu_ns += self.cfg.costs.work_ns(work);
+            match read {
+                Ok(Read::Done(tuple)) => {
+                    s.values.push((tuple.value, tuple.version));
+                    s.next += 1;
+                }
+                Ok(Read::Waiting) => return,
+                Err(e) => {
+                    debug_assert!(matches!(e, TxnError::Abort(_)), "{txn}: {e}");
+                    let requester = s.requester;
+                    self.abort_served(now, txn, out);
+                    let reply = NodeMsg::LockReadReply { txn: txn.bits(), granted: false, values: Vec::new() };
+                    return self.reply(now, requester, reply, out);
                 }
             }
-            out.cpu_ns += tuple_ns;
-            let tuple = self.store.get(key).unwrap_or_default();
-            s.values.push((tuple.value, tuple.version));
-            s.next += 1;
         }
         let reply = NodeMsg::LockReadReply { txn: txn.bits(), granted: true, values: s.values.clone() };
         let requester = s.requester;
@@ -162,12 +150,16 @@ impl Node {
         if s.voted && self.cfg.log {
             out.log.push(LogRecord::Resolved { txn: txn.bits(), commit: true });
         }
-        for (key, value) in s.prepared {
-            out.cpu_ns += self.cfg.costs.tuple_ns;
-            let stored = self.store.set(key, Tuple { value, version: txn.bits() });
-            debug_assert!(stored, "node {} asked to write {key:?} it does not own", self.cfg.id);
+        let mut work = Work::default();
+        let committed = self.cc.commit(&mut self.store, txn, &mut work);
+        out.cpu_ns += self.cfg.costs.work_ns(work);
+        match committed {
+            Ok(grants) => self.continue_granted(now, grants, out),
+            Err(e) => {
+                debug_assert!(false, "node {}: commit of {txn}: {e}", self.cfg.id);
+                self.reject("commit_refused");
+            }
         }
-        self.release_all(now, txn, &s.held, out);
     }
 
     pub(super) fn abort_served(&mut self, now: Nanos, txn: TxnId, out: &mut Outbox) {
@@ -175,34 +167,35 @@ impl Node {
         if s.voted && self.cfg.log {
             out.log.push(LogRecord::Resolved { txn: txn.bits(), commit: false });
         }
-        let mut keys = s.held;
-        // A request parked in a queue is withdrawn too.
-        if let Some(&(key, mode)) = s.entries.get(s.next) {
-            if mode != LockMode::None && !keys.contains(&key) {
-                keys.push(key);
-            }
-        }
-        self.release_all(now, txn, &keys, out);
+        let mut work = Work::default();
+        let grants = self.cc.abort(&self.store, txn, &mut work);
+        out.cpu_ns += self.cfg.costs.work_ns(work);
+        self.continue_granted(now, grants, out);
     }
 
-    pub(super) fn release_all(&mut self, now: Nanos, txn: TxnId, keys: &[TupleKey], out: &mut Outbox) {
-        let mut woken = Vec::new();
-        for &key in keys {
-            out.cpu_ns += self.cfg.costs.lock_ns;
-            woken.extend(self.locks.release(key, txn));
+    /// Lock-and-read requests that waited for a lock a commit or abort let go of go on, in
+    /// the order the locks were handed over.
+    fn continue_granted(&mut self, now: Nanos, grants: Vec<Grant>, out: &mut Outbox) {
+        for Grant { txn, key, tuple } in grants {
+            let Some(s) = self.served.get_mut(&txn) else { continue };
+            debug_assert_eq!(
+                s.entries.get(s.next).map(|e| e.0),
+                Some(key),
+                "{txn} was granted what it did not wait for"
+            );
+            s.values.push((tuple.value, tuple.version));
+            s.next += 1;
+            // Later requests of this transaction may now wait again or finish.
+            self.continue_lock_read(now, txn, out);
         }
-        for w in woken {
-            if let Some(s) = self.served.get_mut(&w) {
-                let (key, _) = s.entries[s.next];
-                s.held.push(key);
-                s.values.push({
-                    let t = self.store.get(key).unwrap_or_default();
-                    (t.value, t.version)
-                });
-                s.next += 1;
-                // Later requests of this transaction may now wait again or finish.
-                self.continue_lock_read(now, w, out);
-            }
-        }
+    }
+}
+
+/// What a lock-and-read entry's lock mode asks of concurrency control.
+pub(super) fn intent_of(mode: LockMode) -> Intent {
+    match mode {
+        LockMode::None => Intent::Unguarded,
+        LockMode::Shared => Intent::Read,
+        LockMode::Exclusive => Intent::Write,
     }
 }

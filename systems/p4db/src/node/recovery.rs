@@ -8,8 +8,8 @@ use crate::node::config::NodeConfig;
 use crate::node::wal::LogRecord;
 use crate::wire::p4db::TxnPacket;
 use pisadb_core::TupleKey;
+use pisadb_engine::cc::{Concurrency, Intent, Read, Work};
 use pisadb_engine::id::TxnId;
-use pisadb_engine::locks::Acquire;
 use pisadb_engine::store::Tuple;
 use pisadb_wire::node::{LockMode, OnConflict};
 use pisadb_workload::Workload;
@@ -121,22 +121,24 @@ impl Node {
     /// Takes back the locks of a transaction prepared before the crash, whose outcome only its
     /// coordinator knows; its writes wait for that outcome.
     pub(super) fn hold_in_doubt(&mut self, txn: TxnId, coordinator: u16, writes: Vec<(TupleKey, i64)>) {
-        let keys: Vec<TupleKey> = writes.iter().map(|&(k, _)| k).collect();
-        for &key in &keys {
+        let cc = &mut self.cc;
+        cc.begin_with(txn, 0, OnConflict::Deny).expect("each transaction is prepared once");
+        let mut work = Work::default();
+        for &(key, _) in &writes {
             // Two prepared transactions never hold the same tuple: both had it locked exclusively.
-            let granted = self.locks.acquire(key, txn, 0, LockMode::Exclusive, OnConflict::Deny);
-            debug_assert_eq!(granted, Acquire::Granted, "in-doubt transactions overlap on {key:?}");
+            let locked = cc.read(&self.store, txn, key, Intent::Write, &mut work);
+            debug_assert!(matches!(locked, Ok(Read::Done(_))), "in-doubt transactions overlap on {key:?}");
         }
-        let entries = keys.iter().map(|&k| (k, LockMode::Exclusive)).collect::<Vec<_>>();
+        for &(key, value) in &writes {
+            let written = cc.write(txn, key, value, &mut work);
+            debug_assert!(written.is_ok(), "{txn}: {written:?}");
+        }
+        let entries = writes.iter().map(|&(k, _)| (k, LockMode::Exclusive)).collect::<Vec<_>>();
         let served = Served {
             requester: Requester::Remote(coordinator),
-            ts: 0,
-            policy: OnConflict::Deny,
             next: entries.len(),
             entries,
             values: Vec::new(),
-            held: keys,
-            prepared: writes,
             voted: true,
         };
         self.served.insert(txn, served);

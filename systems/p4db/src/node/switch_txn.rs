@@ -23,7 +23,7 @@ impl Node {
             // From here on it counts as committed: it can no longer abort (§6.1).
             let mut packet = Vec::with_capacity(pkt.encoded_len());
             pkt.encode(&mut packet);
-            let local_writes = self.served.get(&id).map(|s| s.prepared.clone()).unwrap_or_default();
+            let local_writes = self.cc.writes_of(id).to_vec();
             out.log.push(LogRecord::SwitchIntent {
                 txn: id.bits(),
                 packet,

@@ -6,16 +6,17 @@ use super::machine::Node;
 use super::participant::*;
 use super::switch_txn::parts_independent;
 use super::timer::Timer;
-use crate::node::config::{Cc, Mode};
+use crate::node::config::Mode;
 use crate::node::wal::LogRecord;
 use crate::node::CommittedTxn;
 use crate::programs::p4db::multicast_group;
 use crate::wire::lock::{LockOp, LockPacket};
 use crate::wire::p4db::TxnPacket;
 use pisadb_core::{InsertRow, Nanos, OpKind, TupleKey, Txn};
+use pisadb_engine::cc::{Concurrency, Work};
 use pisadb_engine::id::TxnId;
 use pisadb_engine::store::Tuple;
-use pisadb_wire::node::{LockMode, NodeMsg, OnConflict};
+use pisadb_wire::node::{LockMode, NodeMsg};
 use pisadb_wire::Kind;
 use pisadb_workload::{GeneratedTxn, TxnClass};
 use rand::Rng;
@@ -244,7 +245,7 @@ impl Node {
     }
 
     pub(super) fn lock_and_read(&mut self, now: Nanos, worker: u16, out: &mut Outbox) {
-        let policy = self.policy();
+        let policy = self.cfg.cc.on_conflict();
         let (id, ts, by_owner) = {
             let a = self.workers[usize::from(worker)].current.as_mut().expect("an attempt");
             a.enter(now, Phase::LockRead);
@@ -268,13 +269,6 @@ impl Node {
             } else {
                 self.send_node(owner, &NodeMsg::LockRead { txn: id.bits(), ts, on_conflict: policy, entries }, out);
             }
-        }
-    }
-
-    pub(super) fn policy(&self) -> OnConflict {
-        match self.cfg.cc {
-            Cc::NoWait => OnConflict::Deny,
-            Cc::WaitDie => OnConflict::WaitDie,
         }
     }
 
@@ -362,8 +356,11 @@ impl Node {
         a.writers = writes.keys().copied().filter(|&n| n != me).collect();
         let local_writes = writes.remove(&me).unwrap_or_default();
         self.send_commit(id, &readers, out);
-        if let Some(s) = self.served.get_mut(&id) {
-            s.prepared = local_writes;
+        if self.cc.is_active(id) {
+            for &(key, value) in &local_writes {
+                let written = self.cc.write(id, key, value, &mut Work::default());
+                debug_assert!(written.is_ok(), "{id}: a local write of {key:?}: {written:?}");
+            }
         }
         let a = self.workers[usize::from(worker)].current.as_mut().expect("an attempt");
         if a.writers.is_empty() {
@@ -398,7 +395,7 @@ impl Node {
         let has_remote_writers = !a.writers.is_empty();
         self.note_decided(id, has_remote_writers);
         if self.cfg.log {
-            let local_writes = self.served.get(&id).map(|s| s.prepared.clone()).unwrap_or_default();
+            let local_writes = self.cc.writes_of(id).to_vec();
             out.log.extend(self.commit_record(id, answer, local_writes, inserted, has_remote_writers));
         }
         self.commit_local(now, id, out);
