@@ -71,6 +71,12 @@ pub enum IdError {
         /// The lane asked for.
         lane: u16,
     },
+    /// A worker count of 0, or more workers than the layout holds.
+    #[error("workers = {workers}: expected 1..={}", TxnId::WORKERS)]
+    Workers {
+        /// The count asked for.
+        workers: u16,
+    },
     /// A lane count of 0, or more lanes than the layout holds.
     #[error("lanes = {lanes}: expected 1..={}", TxnId::LANES)]
     Lanes {
