@@ -41,7 +41,7 @@
 //!
 //! Every scheme is checked the same way in `tests`: random transactions under random
 //! interleavings of their steps, committed histories recorded with the versions they read and
-//! overwrote, and [`pisadb_check::History`] asked whether they are conflict-serializable.
+//! overwrote, and `pisadb_check::History` asked whether they are conflict-serializable.
 
 mod occ;
 mod tso;

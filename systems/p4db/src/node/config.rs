@@ -105,7 +105,7 @@ pub struct NodeConfig {
     pub switch_timeout_ns: u64,
     /// Record every committed transaction's reads and writes for the serializability checker.
     pub record_history: bool,
-    /// Put write-ahead log records in the outbox ([`crate::wal`]); the driver makes them durable.
+    /// Put write-ahead log records in the outbox ([`crate::node::wal`]); the driver makes them durable.
     #[serde(default)]
     pub log: bool,
     /// How long a worker waits for another node's answer before it aborts the attempt, and (twice

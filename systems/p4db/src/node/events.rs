@@ -56,7 +56,7 @@ impl std::ops::AddAssign for PhaseTimes {
 /// What a committed transaction did, for checkers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Record {
-    /// The committed attempt's id ([`TxnId::bits`]).
+    /// The committed attempt's id ([`TxnId::bits`](pisadb_engine::id::TxnId::bits)).
     pub id: u64,
     /// The transaction as the workload generated it.
     pub gen: GeneratedTxn,
@@ -102,7 +102,7 @@ pub enum NodeEvent {
 /// completes the record a checker kept from [`NodeEvent::Committing`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RecoveredCommit {
-    /// The transaction ([`TxnId::bits`]).
+    /// The transaction ([`TxnId::bits`](pisadb_engine::id::TxnId::bits)).
     pub txn: u64,
     /// The GID the switch gave it.
     pub gid: u64,
@@ -112,7 +112,7 @@ pub struct RecoveredCommit {
     pub inserted: Vec<(TupleKey, i64)>,
 }
 
-/// What [`Node::recover`] found in the log.
+/// What [`Node::recover`](crate::node::Node::recover) found in the log.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RecoveryReport {
     /// The node's incarnation from now on.

@@ -11,14 +11,17 @@ use pisadb_engine::id::{Lanes, Slot, Timestamp, TxnId};
 /// Workers run one transaction at a time.
 pub(super) const LANES: Lanes = Lanes::ONE;
 
+/// The lane every worker runs its transactions in.
+pub(super) const LANE: u16 = 0;
+
 /// The slot of `worker` on `node` in `incarnation` (its only lane).
 ///
 /// # Panics
 ///
 /// If `node` or `worker` is outside the id layout, which [`crate::node::NodeConfig::validate`]
 /// rules out for every configured node.
-pub(super) fn slot(node: u16, incarnation: u16, worker: u16) -> Slot {
-    Slot::new(node, incarnation, worker, 0).expect("a validated node config fits the id layout")
+fn slot(node: u16, incarnation: u16, worker: u16) -> Slot {
+    Slot::new(node, incarnation, worker, LANE).expect("a validated node config fits the id layout")
 }
 
 /// The id of attempt `seq` of `worker` on `node` in `incarnation`, as raw bits: node (bits

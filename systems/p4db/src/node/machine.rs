@@ -1,101 +1,93 @@
-//! One database node: its workers (coordinators) and its served transactions (participant).
+//! The node itself: what it is made of, and where each input goes.
+//!
+//! A P4DB node is a composition. The shared host machinery comes from `pisadb-engine` and
+//! names no system:
+//!
+//! | piece | engine type | what it does here |
+//! |---|---|---|
+//! | storage | [`Store`] | the node's partition of every table |
+//! | concurrency control | [`TwoPhaseLocking`] | NO_WAIT or WAIT_DIE over the lock table |
+//! | participant | [`Participant`] | transactions served for coordinators: votes, leases |
+//! | coordinator | [`Decisions`], `Round` | rounds of replies and votes; answers to inquiries |
+//! | workers | [`Workers`], [`Backoff`] | one lane per worker, attempt ids, seeded retry waits |
+//!
+//! P4DB's own parts are in the files beside this one, each a few screens long:
+//!
+//! - `worker.rs`: a worker's transaction from begin to commit or abort (2PL + 2PC on
+//!   the nodes, and the hand-offs to the switch);
+//! - `participant.rs`: lock-and-read requests, votes, commits and aborts served here;
+//! - `switch_txn.rs`: hot and warm transactions in P4DB's switch;
+//! - `lm_switch.rs`: LM-Switch's lock requests to the switch's lock manager;
+//! - `recovery.rs`: restart from the write-ahead log, in-doubt transactions, switch
+//!   transactions logged before a crash;
+//! - `fencing.rs`: answers from a crashed switch's epoch are dropped.
 //!
 //! ## Inputs and outputs
 //!
 //! [`Node::handle_datagram`] and [`Node::handle_timer`] take the current time and append to an
-//! [`Outbox`]: datagrams to send, timers to set, finished transactions, and the CPU time the
+//! [`Outbox`]: datagrams to send, timers to set, log records, events, and the CPU time the
 //! handler used. The driver decides which core runs a handler ([`Node::route`]): a worker's
 //! own events run on its core; requests from other nodes run on whichever core is free first.
-//!
-//! ## A transaction's life (closed loop, one per worker)
-//!
-//! A worker draws a transaction from the workload and classifies it with the hot-set index
-//! (the layout every node holds, paper §6.1):
-//!
-//! - **Hot, P4DB mode**: one switch packet (built from the layout), sent to the switch; the
-//!   reply carries the results and the transaction is committed — half a round trip to the
-//!   switch and back, no locks, no 2PC. A packet the switch dropped (full recirculation queue)
-//!   is sent again after `switch_timeout_ns`.
-//! - **Warm, P4DB mode** (hot and cold tuples together, paper §6.2): the cold part runs as
-//!   below up to the point where it can no longer abort (locks held, operations executed,
-//!   remote writers prepared and voted yes); only then is the switch sub-transaction sent, in
-//!   the same packet format as a hot one. The switch multicasts its result to the coordinator
-//!   and every prepared participant (a group per set of nodes, [`multicast_group`]), and each
-//!   commits on receipt: no separate commit round. With no remote writer there is no voting
-//!   round at all. Rows keyed by a switch output (TPC-C's order id) are inserted then.
-//!   The cold and hot parts must not feed each other through the accumulator (a cold tuple
-//!   written from a hot read is offloaded with the hot set instead, §6.2); a transaction that
-//!   breaks this is refused and counted (`warm_dependency`).
-//! - **Otherwise** (cold, or any transaction in No-Switch and LM-Switch mode): 2PL + 2PC.
-//!   1. *LM-Switch only*: the locks of hot tuples are requested from the switch's lock
-//!      manager in one packet; a partial grant is released and the attempt aborts.
-//!   2. *Lock and read*: one `LockRead` per owner node (the worker's own node is served by a
-//!      direct call, not a message); shared locks for tuples only read, exclusive for tuples
-//!      written; LM-Switch's hot tuples are only read, their lock is in the switch.
-//!   3. *Execute*: the operations run in order on the values read ([`pisadb_core::Op::apply`]).
-//!   4. *Commit*: a participant that only read is released at once (all locks are held by
-//!      now, so this is still two-phase locking); a participant with writes gets `Prepare`,
-//!      votes, and on all-yes gets `Commit`, which applies the writes and releases. With no
-//!      remote writer there is no voting round. The worker's own node commits by direct call.
-//!      Rows the transaction creates ([`pisadb_core::Insert`]) are inserted on the
-//!      coordinator's node at commit; they need no locks, nobody can name them before.
-//!
-//! ## Aborts
-//!
-//! A denied lock (NO_WAIT: any conflict; WAIT_DIE: a younger requester) aborts the attempt:
-//! every contacted node gets `Abort` (which also withdraws waiting requests), switch locks are
-//! released, and the **same transaction is retried** with its original WAIT_DIE timestamp (so
-//! it eventually becomes the oldest and cannot starve) after a seeded random backoff. Both
-//! commits and aborted attempts are counted; latency runs from the first attempt's start.
+//! Everything a node does is a function of its inputs and its seed: its only random draws are
+//! the retry backoffs, from one generator in abort order.
 
 use super::events::*;
 use super::ids::*;
-use super::participant::*;
-use super::recovery::*;
+use super::participant::LockReading;
+use super::recovery::PendingSwitchTxn;
 use super::timer::Timer;
-use super::worker::*;
+use super::worker::Attempt;
 use crate::node::config::NodeConfig;
 use crate::node::wal::LogRecord;
 use crate::programs::lock_manager::LockManager;
 use crate::programs::p4db::P4dbEngine;
 use crate::wire::lock::LockPacket;
 use crate::wire::p4db::TxnPacket;
-use pisadb_core::rng;
-use pisadb_core::Nanos;
+use pisadb_core::{rng, Nanos};
 use pisadb_engine::cc::TwoPhaseLocking;
 use pisadb_engine::id::TxnId;
 use pisadb_engine::store::Store;
+use pisadb_engine::twopc::{Decisions, Origin, Participant};
+use pisadb_engine::worker::{Backoff, Workers};
 use pisadb_host::{Host, Route, Send};
 use pisadb_layout::Layout;
 use pisadb_wire::node::NodeMsg;
-use pisadb_wire::Kind;
-use pisadb_wire::{Frame, SWITCH_ID};
+use pisadb_wire::{Frame, Kind, SWITCH_ID};
 use pisadb_workload::Workload;
-use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
-/// A database node.
+/// Old paths of the id helpers, kept for the runtime's load generator.
+pub use super::ids::{owner_node, txn_id, worker_of};
+
+/// A database node (see the module documentation).
 pub struct Node {
+    /// How it runs.
     pub(super) cfg: NodeConfig,
+    /// Where its transactions come from.
     pub(super) workload: Box<dyn Workload>,
-    pub(super) layout: Arc<Layout>,
-    pub(super) lock_layout: Arc<Layout>,
-    pub(super) engine: P4dbEngine,
-    pub(super) lock_manager: LockManager,
+    /// What the switch offers: hot-tuple placements and packet builders.
+    pub(super) switch: SwitchView,
+    /// Its partition of every table.
     pub(super) store: Store,
+    /// Two-phase locking over its tuples.
     pub(super) cc: TwoPhaseLocking,
-    pub(super) served: BTreeMap<TxnId, Served>,
-    pub(super) workers: Vec<Worker>,
-    pub(super) rng: ChaCha8Rng,
+    /// Transactions it serves as a participant (its own workers' local parts included).
+    pub(super) served: Participant<LockReading>,
+    /// Its workers (one lane each) and the attempts they run.
+    pub(super) workers: Workers<Attempt>,
+    /// Per worker: answers to its local lock-and-read requests, waiting for the worker's core.
+    pub(super) local_replies: Vec<Vec<NodeMsg>>,
+    /// The wait before an aborted transaction is retried.
+    pub(super) backoff: Backoff,
+    /// Transactions it coordinated that committed with remote writers (for inquiries).
+    pub(super) decisions: Decisions,
+    /// Counters.
     pub(super) stats: NodeStats,
+    /// Whether it starts no new transactions.
     pub(super) stopped: bool,
     /// Next number for rows keyed by a node sequence ([`pisadb_core::InsertRow::Sequence`]).
     pub(super) insert_seq: u64,
-    /// Transactions this node coordinated that committed with remote writers (the answer to
-    /// a participant's inquiry; anything else it does not run any more is presumed aborted).
-    pub(super) decided: BTreeSet<TxnId>,
     /// After a restart: logged switch transactions still waiting for their answer.
     pub(super) recovering: BTreeMap<TxnId, PendingSwitchTxn>,
     /// The newest switch epoch this node knows of: answers from older ones are dropped.
@@ -125,27 +117,23 @@ impl Node {
                 cfg.nodes
             ));
         }
-        let store = Store::load(cfg.id, workload.as_ref());
-        let workers = (0..cfg.workers).map(|_| Worker { seq: 0, current: None, local_replies: Vec::new() }).collect();
-        let rng = rng::derive(seed, &format!("node/{}", cfg.id));
+        let workers = Workers::new(cfg.id, cfg.incarnation, cfg.workers, LANES).map_err(|e| e.to_string())?;
         Ok(Node {
-            layout: switch.layout,
-            lock_layout: switch.lock_layout,
-            engine: switch.engine,
-            lock_manager: switch.lock_manager,
+            store: Store::load(cfg.id, workload.as_ref()),
             cc: TwoPhaseLocking::new(cfg.cc.on_conflict()),
-            cfg,
-            workload,
-            store,
-            served: BTreeMap::new(),
+            served: Participant::new(),
             workers,
-            rng,
+            local_replies: vec![Vec::new(); usize::from(cfg.workers)],
+            backoff: Backoff::new(rng::derive(seed, &format!("node/{}", cfg.id)), cfg.backoff_max_ns),
+            decisions: Decisions::new(),
             stats: NodeStats::default(),
             stopped: false,
             insert_seq: 0,
-            decided: BTreeSet::new(),
             recovering: BTreeMap::new(),
             switch_epoch: 0,
+            switch,
+            workload,
+            cfg,
         })
     }
 
@@ -172,27 +160,31 @@ impl Node {
     /// Whether nothing is in flight: no worker runs a transaction, none is served for another
     /// node, no recovered switch transaction waits for its answer.
     pub fn is_idle(&self) -> bool {
-        self.workers.iter().all(|w| w.current.is_none()) && self.served.is_empty() && self.recovering.is_empty()
+        self.workers.all_idle() && self.served.is_empty() && self.recovering.is_empty()
     }
 
     /// What is in flight, one line each (for a driver to say why a node does not go idle).
     pub fn in_flight(&self) -> Vec<String> {
         let mut lines = Vec::new();
-        for (i, w) in self.workers.iter().enumerate() {
-            if let Some(a) = &w.current {
-                lines.push(format!(
-                    "worker {i}: attempt {:#x} ({}, attempt {}) in {:?}, waiting for {} replies from {:?}, writers {:?}",
-                    a.id, a.gen.kind, a.attempts, a.phase, a.pending, a.contacted, a.writers
-                ));
-            }
+        for (worker, _, a) in self.workers.running() {
+            lines.push(format!(
+                "worker {worker}: attempt {:#x} ({}, attempt {}) in {:?}, waiting for {} replies from {:?}, writers {:?}",
+                a.id,
+                a.job.txn.kind,
+                a.job.attempts,
+                a.phase,
+                a.round.pending(),
+                a.contacted,
+                a.writers
+            ));
         }
-        for (txn, s) in &self.served {
+        for (txn, s) in self.served.iter() {
             lines.push(format!(
                 "serving {txn:#x} for {:?}: {}/{} locks, {} held, voted {}",
-                s.requester,
-                s.next,
-                s.entries.len(),
-                self.cc.held_by(*txn),
+                s.origin,
+                s.progress.next,
+                s.progress.entries.len(),
+                self.cc.held_by(txn),
                 s.voted
             ));
         }
@@ -216,7 +208,7 @@ impl Node {
         for &txn in self.recovering.keys() {
             out.timers.push((now, Timer::RecoveredSwitchTxn { txn }));
         }
-        for (&txn, _) in self.served.iter().filter(|(_, s)| s.voted) {
+        for txn in self.served.in_doubt() {
             out.timers.push((now, Timer::Lease { txn }));
         }
         for worker in 0..self.cfg.workers {
@@ -233,7 +225,7 @@ impl Node {
         }
     }
 
-    /// Which core runs the handler for `bytes`.
+    /// Which core runs the handler for `bytes`: the worker's whose attempt it answers, else any.
     pub fn route(&self, bytes: &[u8]) -> Route {
         let Ok((frame, payload)) = Frame::decode(bytes) else { return Route::AnyCore };
         let txn = match frame.kind {
@@ -253,74 +245,20 @@ impl Node {
     pub fn handle_timer(&mut self, now: Nanos, timer: Timer, out: &mut Outbox) {
         match timer {
             Timer::Begin { .. } if self.stopped => {}
-            Timer::Begin { worker } => {
-                out.cpu_ns += self.cfg.costs.txn_begin_ns;
-                let gen = self.workload.next_txn(self.cfg.id);
-                let ts = timestamp(slot(self.cfg.id, self.cfg.incarnation, worker), now);
-                self.begin(now, worker, gen, ts, now, 1, out);
-            }
-            Timer::Retry { worker } => {
-                let w = &mut self.workers[usize::from(worker)];
-                if let Some(a) = w.current.take() {
-                    self.begin(now, worker, a.gen, a.ts, a.started, a.attempts + 1, out);
-                }
-            }
+            Timer::Begin { worker } => self.begin_next(now, worker, out),
+            Timer::Retry { worker } => self.retry(now, worker, out),
             Timer::Resume { worker } => {
-                let replies = std::mem::take(&mut self.workers[usize::from(worker)].local_replies);
+                let replies = std::mem::take(&mut self.local_replies[usize::from(worker)]);
                 let me = self.cfg.id;
                 for msg in replies {
                     self.on_reply(now, worker, me, msg, out);
                 }
             }
-            Timer::SwitchTimeout { worker, txn } => {
-                let w = &self.workers[usize::from(worker)];
-                let waiting = |a: &&Attempt| a.id == txn && matches!(a.phase, Phase::SwitchTxn | Phase::WarmSwitch);
-                if let Some(pkt) = w.current.as_ref().filter(waiting).and_then(|a| a.switch_packet.clone()) {
-                    self.stats.switch_resends += 1;
-                    self.send_switch(Kind::P4dbTxn, |b| pkt.encode(b), out);
-                    out.timers.push((now + self.cfg.switch_timeout_ns, Timer::SwitchTimeout { worker, txn }));
-                }
-            }
-            Timer::PeerTimeout { worker, txn } => {
-                let w = &self.workers[usize::from(worker)];
-                let waiting = w
-                    .current
-                    .as_ref()
-                    .is_some_and(|a| a.id == txn && matches!(a.phase, Phase::LockRead | Phase::Prepare));
-                if waiting {
-                    self.stats.peer_timeouts += 1;
-                    self.abort(now, worker, out);
-                }
-            }
-            Timer::Lease { txn } => {
-                let Some(s) = self.served.get(&txn) else { return };
-                let Requester::Remote(coordinator) = s.requester else { return };
-                if s.voted {
-                    // Only the coordinator may end a prepared transaction: ask it.
-                    self.stats.inquiries += 1;
-                    self.send_node(coordinator, &NodeMsg::Inquire { txn: txn.bits() }, out);
-                    out.timers.push((now + self.retry_interval_ns(), Timer::Lease { txn }));
-                } else {
-                    // Its coordinator gave up on it (or crashed): it will vote no if asked.
-                    self.stats.leases_expired += 1;
-                    self.abort_served(now, txn, out);
-                }
-            }
-            Timer::RecoveredSwitchTxn { txn } => {
-                let Some(p) = self.recovering.get(&txn) else { return };
-                let pkt = p.packet.clone();
-                self.stats.switch_resends += 1;
-                self.send_switch(Kind::P4dbTxn, |b| pkt.encode(b), out);
-                out.timers.push((now + self.cfg.switch_timeout_ns, Timer::RecoveredSwitchTxn { txn }));
-            }
+            Timer::SwitchTimeout { worker, txn } => self.on_switch_timeout(now, worker, txn, out),
+            Timer::PeerTimeout { worker, txn } => self.on_peer_timeout(now, worker, txn, out),
+            Timer::Lease { txn } => self.on_lease_expired(now, txn, out),
+            Timer::RecoveredSwitchTxn { txn } => self.resend_recovered(now, txn, out),
         }
-    }
-
-    /// Fences off a crashed switch: the switch rebuilt from the nodes' logs answers with
-    /// `epoch`, and once this node has handed over its log it drops answers from older
-    /// epochs, which the crashed switch may still have in flight.
-    pub fn fence_switch(&mut self, epoch: u16) {
-        self.switch_epoch = self.switch_epoch.max(epoch);
     }
 
     /// Handles a datagram from the network.
@@ -335,13 +273,8 @@ impl Node {
         }
         match frame.kind {
             Kind::P4dbTxn => match TxnPacket::decode(payload) {
-                // Sent by a switch that crashed before the rebuild, which may have decided
-                // this transaction differently: the rebuilt switch answers it again.
-                Ok(pkt) if pkt.epoch < self.switch_epoch => self.reject("stale_switch_epoch"),
-                Ok(pkt) => {
-                    self.switch_epoch = pkt.epoch;
-                    self.on_switch_txn_reply(now, pkt, out)
-                }
+                Ok(pkt) if self.accept_switch_epoch(pkt.epoch) => self.on_switch_txn_reply(now, pkt, out),
+                Ok(_) => self.reject("stale_switch_epoch"),
                 Err(e) => self.reject(e.reason()),
             },
             Kind::Lock => match LockPacket::decode(payload) {
@@ -349,24 +282,23 @@ impl Node {
                 Err(e) => self.reject(e.reason()),
             },
             Kind::Forward => match NodeMsg::decode(payload) {
-                Ok(msg) if msg.is_reply() => {
-                    let id = TxnId::from_bits(msg.txn());
-                    if !started_on(id, self.cfg.id) || id.worker() >= self.cfg.workers {
-                        return self.reject("reply_for_unknown_worker");
-                    }
-                    self.on_reply(now, id.worker(), frame.src, msg, out);
-                }
-                Ok(msg) => self.serve(now, Requester::Remote(frame.src), msg, out),
+                Ok(msg) if msg.is_reply() => match self.workers.lane_of(TxnId::from_bits(msg.txn())) {
+                    Some((worker, _)) => self.on_reply(now, worker, frame.src, msg, out),
+                    None => self.reject("reply_for_unknown_worker"),
+                },
+                Ok(msg) => self.serve(now, Origin::Remote(frame.src), msg, out),
                 Err(e) => self.reject(e.reason()),
             },
             Kind::Control => self.reject("control_message_to_a_node"),
         }
     }
 
+    /// Counts a datagram dropped for `reason`.
     pub(super) fn reject(&mut self, reason: &'static str) {
         *self.stats.rejected.entry(reason).or_default() += 1;
     }
 
+    /// Sends `msg` to node `dst`.
     pub(super) fn send_node(&mut self, dst: u16, msg: &NodeMsg, out: &mut Outbox) {
         out.cpu_ns += self.cfg.costs.message_ns + self.cfg.costs.stack_ns;
         let mut bytes = Vec::with_capacity(pisadb_wire::FRAME_BYTES + msg.encoded_len());
@@ -375,6 +307,7 @@ impl Node {
         out.sends.push(Send { dst, bytes });
     }
 
+    /// Sends a packet of `kind` to the switch (its CPU cost is the caller's to charge).
     pub(super) fn send_switch(&self, kind: Kind, encode: impl FnOnce(&mut Vec<u8>), out: &mut Outbox) {
         let mut bytes = Vec::new();
         Frame { kind, src: self.cfg.id, dst: SWITCH_ID }.encode(&mut bytes);
@@ -417,5 +350,3 @@ impl Host for Node {
         Node::fence_switch(self, epoch)
     }
 }
-
-pub use super::ids::{owner_node, txn_id, worker_of};

@@ -9,8 +9,10 @@
 //! switch from every node's log.
 
 pub mod calibration;
+mod commit;
 pub mod config;
 mod events;
+mod fencing;
 mod ids;
 mod lm_switch;
 pub mod machine;

@@ -1,27 +1,49 @@
-//! Recovery from the write-ahead log.
+//! Restart from the write-ahead log (P4DB §6.1, A.3 case 2).
+//!
+//! A node that crashed loads its partition as at first start and redoes every committed
+//! transaction's writes in log order: transactions on the nodes committed here, prepared ones
+//! resolved as committed, and switch transactions whose intent was logged (they count as
+//! committed once logged). Its incarnation moves one past the last logged one, so its new
+//! attempt ids never repeat old ones, and its backoff generator is seeded anew from it.
+//!
+//! Two kinds of work stay open and are finished once the node runs again:
+//!
+//! - a switch transaction logged without its answer is sent again until it is answered
+//!   ([`Timer::RecoveredSwitchTxn`]); the answer commits it as it would have before the crash
+//!   (its inserts, its commit record, its participants told), but no worker reports it — the
+//!   checker completes the record it kept from the `Committing` event;
+//! - a transaction prepared here without a logged outcome is *in doubt*: it takes its
+//!   exclusive locks back (no two prepared transactions overlap) and its buffered writes, is
+//!   served again as voted, and asks its coordinator on its lease ([`Timer::Lease`]).
 
 use super::events::*;
-use super::machine::Node;
-use super::machine::SwitchView;
-use super::participant::*;
+use super::machine::{Node, SwitchView};
+use super::participant::LockReading;
+use super::timer::Timer;
 use crate::node::config::NodeConfig;
 use crate::node::wal::LogRecord;
 use crate::wire::p4db::TxnPacket;
-use pisadb_core::TupleKey;
+use pisadb_core::{Nanos, TupleKey};
 use pisadb_engine::cc::{Concurrency, Intent, Read, Work};
 use pisadb_engine::id::TxnId;
 use pisadb_engine::store::Tuple;
 use pisadb_wire::node::{LockMode, OnConflict};
+use pisadb_wire::Kind;
 use pisadb_workload::Workload;
 use std::collections::BTreeMap;
 
 /// A switch transaction recovered from the log whose answer was not logged yet.
 #[derive(Clone, Debug)]
 pub(super) struct PendingSwitchTxn {
+    /// The packet, to send again.
     pub(super) packet: TxnPacket,
+    /// Remote writers it prepared, to tell if no multicast group covers them.
     pub(super) writers: Vec<u16>,
+    /// The outputs of its cold operations.
     pub(super) outputs: Vec<i64>,
+    /// The operation behind each instruction of the packet.
     pub(super) instr_order: Vec<u16>,
+    /// Rows it creates at commit.
     pub(super) inserts: Vec<pisadb_core::Insert>,
 }
 
@@ -56,7 +78,7 @@ impl Node {
                 LogRecord::Started { .. } => {}
                 LogRecord::Committed { txn, writes, inserted, insert_seq } => {
                     node.redo(id(txn), writes, inserted, *insert_seq);
-                    node.decided.insert(id(txn));
+                    node.decisions.commit(id(txn));
                     report.committed += 1;
                 }
                 LogRecord::Prepared { txn, coordinator, writes } => {
@@ -87,7 +109,7 @@ impl Node {
                     };
                     node.redo(id(txn), &[], inserted, *insert_seq);
                     if !p.writers.is_empty() {
-                        node.decided.insert(id(txn));
+                        node.decisions.commit(id(txn));
                     }
                     report.committed += 1;
                 }
@@ -134,14 +156,8 @@ impl Node {
             debug_assert!(written.is_ok(), "{txn}: {written:?}");
         }
         let entries = writes.iter().map(|&(k, _)| (k, LockMode::Exclusive)).collect::<Vec<_>>();
-        let served = Served {
-            requester: Requester::Remote(coordinator),
-            next: entries.len(),
-            entries,
-            values: Vec::new(),
-            voted: true,
-        };
-        self.served.insert(txn, served);
+        let progress = LockReading { next: entries.len(), entries, values: Vec::new() };
+        self.served.admit_prepared(txn, coordinator, progress);
     }
 
     /// A switch transaction recovered from the log got its answer: it commits now, as it would
@@ -176,5 +192,15 @@ impl Node {
             }));
         }
         self.stats.recovered_commits += 1;
+    }
+
+    /// A logged switch transaction still has no answer: send it again (the switch answers a
+    /// copy of one it already ran from its memory, or runs it).
+    pub(super) fn resend_recovered(&mut self, now: Nanos, txn: TxnId, out: &mut Outbox) {
+        let Some(p) = self.recovering.get(&txn) else { return };
+        let pkt = p.packet.clone();
+        self.stats.switch_resends += 1;
+        self.send_switch(Kind::P4dbTxn, |b| pkt.encode(b), out);
+        out.timers.push((now + self.cfg.switch_timeout_ns, Timer::RecoveredSwitchTxn { txn }));
     }
 }
