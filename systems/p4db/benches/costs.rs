@@ -1,8 +1,8 @@
 //! Calibration of the simulator's CPU cost model from the node's real code paths.
 //!
 //! Each benchmark times one code path the simulator charges a named cost for
-//! ([`pisadb_p4db::node::CpuCosts`]); the medians go into `crates/node/src/calibration.rs` and
-//! `CALIBRATION.md`. Run: `cargo bench -p pisadb-node --bench costs`.
+//! ([`pisadb_p4db::node::CpuCosts`]); the medians go into `systems/p4db/src/node/calibration.rs` and
+//! `CALIBRATION.md`. Run: `cargo bench -p pisadb-p4db --bench costs`.
 //!
 //! - `lock_acquire_release`: one exclusive acquire and its release in the lock table, over a
 //!   table with many locked tuples (the hot path of 2PL): `lock_ns` = half of it.

@@ -56,7 +56,7 @@ impl Cc {
 
 /// CPU time the node's code paths take, in nanoseconds. The simulator charges them to the core
 /// that runs the handler. [`CpuCosts::calibrated`] holds the figures measured from our own code
-/// (see `crates/node/benches/costs.rs` and `CALIBRATION.md` at the repository root).
+/// (see `systems/p4db/benches/costs.rs` and `CALIBRATION.md` at the repository root).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CpuCosts {
     /// Generating a transaction and classifying it (hot / cold) against the hot-set index.

@@ -1,4 +1,15 @@
 //! What a node reports: committed transactions, their records, recovery, counters.
+//!
+//! A handler's outputs go into an [`Outbox`]; besides sends, timers and log records it carries
+//! [`NodeEvent`]s for the driver's metrics and the oracles. A committed transaction is
+//! reported once, by the worker that ran it ([`Finished`]), with where its latency went
+//! ([`PhaseTimes`]) and, for checkers, what it read and wrote ([`Record`]). A switch
+//! transaction with a log counts as committed when its intent is logged, before its answer:
+//! it is reported then as [`NodeEvent::Committing`], and completed by `Finished` or, across a
+//! crash, by [`NodeEvent::Recovered`]. Ids in these reports are raw [`TxnId`] bits, as they
+//! travel and are logged.
+//!
+//! [`TxnId`]: pisadb_engine::id::TxnId
 
 use super::timer::Timer;
 use crate::node::wal::LogRecord;

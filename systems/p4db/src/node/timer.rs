@@ -1,4 +1,9 @@
-//! The timers a node asks for.
+//! The timers a node asks for, and the bytes they add to the simulator's trace hash.
+//!
+//! A timer names what it is for and, where it can be stale, the attempt or transaction it was
+//! set for: a timer that fires after its attempt moved on (a switch answer arrived, the attempt
+//! aborted) finds another id or phase and does nothing. Every timer runs on the core of the
+//! worker it names ([`Timer::worker`]); work for no particular worker runs on core 0.
 
 use pisadb_core::{TraceBytes, TraceHash};
 use pisadb_engine::id::TxnId;
