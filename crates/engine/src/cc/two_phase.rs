@@ -102,8 +102,9 @@ impl TwoPhaseLocking {
         for key in keys {
             work.cc_ops += 1;
             for waiter in self.locks.release(key, txn) {
-                // A request withdrawn by a commit that skipped it may still be granted to a
-                // transaction that ended: the lock is then simply held by nobody active.
+                // The contract has a transaction commit only when nothing of it waits; one that
+                // broke it (see `commit`) may be granted a lock after it ended, which then goes
+                // to nobody active.
                 let Some(w) = self.txns.get_mut(&waiter) else { continue };
                 let Some((_, mode)) = w.blocked.take() else { continue };
                 w.held.push((key, mode));

@@ -14,6 +14,7 @@
 //! | `commit TXN` | the coordinator records TXN committed |
 //! | `inquire TXN [deciding]` | a participant asks about TXN (the coordinator may still be deciding it) |
 //! | `admit P TXN local\|remote C` | participant P starts serving TXN (reads not done) |
+//! | `crash P` | participant P loses everything it served |
 //! | `recover P TXN C` | participant P serves TXN, prepared for coordinator C before a crash |
 //! | `reads-done P TXN` | TXN's reads on P are done |
 //! | `vote P TXN` | P is asked to prepare TXN |
@@ -67,6 +68,10 @@ impl World {
                 };
                 let admitted = self.participants.entry(p(1)).or_default().admit(txn(t), origin, false);
                 vec![if admitted { "admitted".into() } else { "duplicate: served already".into() }]
+            }
+            ["crash", _] => {
+                self.participants.remove(&p(1));
+                vec![]
             }
             ["recover", _, t, c] => {
                 self.participants.entry(p(1)).or_default().admit_prepared(txn(t), num(c), true);
