@@ -15,8 +15,7 @@ use pisadb_core::TupleKey;
 use pisadb_wire::node::{LockMode, OnConflict};
 use std::collections::{BTreeMap, VecDeque};
 
-/// A transaction attempt's id.
-pub type TxnId = u64;
+pub use crate::id::TxnId;
 
 /// Outcome of a lock request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -138,46 +137,58 @@ mod tests {
         TupleKey::new(0, r)
     }
 
+    fn t(n: u64) -> TxnId {
+        TxnId::from_bits(n)
+    }
+
     #[test]
     fn shared_locks_share_and_exclusive_excludes() {
-        let mut t = LockTable::default();
-        assert_eq!(t.acquire(k(1), 1, 1, LockMode::Shared, OnConflict::Deny), Acquire::Granted);
-        assert_eq!(t.acquire(k(1), 2, 2, LockMode::Shared, OnConflict::Deny), Acquire::Granted);
-        assert_eq!(t.acquire(k(1), 3, 3, LockMode::Exclusive, OnConflict::Deny), Acquire::Denied);
-        t.release(k(1), 1);
-        t.release(k(1), 2);
-        assert!(t.is_empty());
-        assert_eq!(t.acquire(k(1), 3, 3, LockMode::Exclusive, OnConflict::Deny), Acquire::Granted);
+        let mut locks = LockTable::default();
+        assert_eq!(locks.acquire(k(1), t(1), 1, LockMode::Shared, OnConflict::Deny), Acquire::Granted);
+        assert_eq!(locks.acquire(k(1), t(2), 2, LockMode::Shared, OnConflict::Deny), Acquire::Granted);
+        assert_eq!(locks.acquire(k(1), t(3), 3, LockMode::Exclusive, OnConflict::Deny), Acquire::Denied);
+        locks.release(k(1), t(1));
+        locks.release(k(1), t(2));
+        assert!(locks.is_empty());
+        assert_eq!(locks.acquire(k(1), t(3), 3, LockMode::Exclusive, OnConflict::Deny), Acquire::Granted);
     }
 
     #[test]
     fn no_wait_never_queues() {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(4);
-        let mut t = LockTable::default();
+        let mut locks = LockTable::default();
         for txn in 0..2000 {
             let mode = if rng.random_bool(0.5) { LockMode::Shared } else { LockMode::Exclusive };
             let key = k(rng.random_range(0..5));
-            assert_ne!(t.acquire(key, txn, txn, mode, OnConflict::Deny), Acquire::Waiting);
+            assert_ne!(locks.acquire(key, t(txn), txn, mode, OnConflict::Deny), Acquire::Waiting);
             if rng.random_bool(0.3) {
-                t.release(key, rng.random_range(0..=txn));
+                locks.release(key, t(rng.random_range(0..=txn)));
             }
         }
-        assert!(t.wait_edges().is_empty());
+        assert!(locks.wait_edges().is_empty());
     }
 
     #[test]
     fn wait_die_makes_the_young_die_and_the_old_wait() {
-        let mut t = LockTable::default();
-        assert_eq!(t.acquire(k(1), 10, 10, LockMode::Exclusive, OnConflict::WaitDie), Acquire::Granted);
-        assert_eq!(t.acquire(k(1), 20, 20, LockMode::Exclusive, OnConflict::WaitDie), Acquire::Denied, "younger dies");
-        assert_eq!(t.acquire(k(1), 5, 5, LockMode::Shared, OnConflict::WaitDie), Acquire::Waiting, "older waits");
+        let mut locks = LockTable::default();
+        assert_eq!(locks.acquire(k(1), t(10), 10, LockMode::Exclusive, OnConflict::WaitDie), Acquire::Granted);
         assert_eq!(
-            t.acquire(k(1), 7, 7, LockMode::Shared, OnConflict::WaitDie),
+            locks.acquire(k(1), t(20), 20, LockMode::Exclusive, OnConflict::WaitDie),
+            Acquire::Denied,
+            "younger dies"
+        );
+        assert_eq!(
+            locks.acquire(k(1), t(5), 5, LockMode::Shared, OnConflict::WaitDie),
+            Acquire::Waiting,
+            "older waits"
+        );
+        assert_eq!(
+            locks.acquire(k(1), t(7), 7, LockMode::Shared, OnConflict::WaitDie),
             Acquire::Denied,
             "younger than a waiter"
         );
-        assert_eq!(t.release(k(1), 10), vec![5]);
-        assert!(t.holds(k(1), 5));
+        assert_eq!(locks.release(k(1), t(10)), vec![t(5)]);
+        assert!(locks.holds(k(1), t(5)));
     }
 
     /// Random schedules: under WAIT_DIE every wait-for edge goes from an older transaction to
@@ -185,22 +196,22 @@ mod tests {
     #[test]
     fn wait_die_waits_only_for_younger_transactions() {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
-        let mut t = LockTable::default();
+        let mut locks = LockTable::default();
         let mut live: Vec<(TxnId, TupleKey)> = Vec::new();
         for step in 0..20_000u64 {
             if rng.random_bool(0.6) || live.is_empty() {
                 let ts = rng.random_range(0..1000);
-                let txn = step;
+                let txn = t(step);
                 let mode = if rng.random_bool(0.5) { LockMode::Shared } else { LockMode::Exclusive };
                 let key = k(rng.random_range(0..4));
-                if t.acquire(key, txn, ts, mode, OnConflict::WaitDie) != Acquire::Denied {
+                if locks.acquire(key, txn, ts, mode, OnConflict::WaitDie) != Acquire::Denied {
                     live.push((txn, key));
                 }
             } else {
                 let (txn, key) = live.swap_remove(rng.random_range(0..live.len()));
-                t.release(key, txn);
+                locks.release(key, txn);
             }
-            assert!(t.wait_edges().iter().all(|&(w, b)| w < b), "step {step}: a wait for an older txn");
+            assert!(locks.wait_edges().iter().all(|&(w, b)| w < b), "step {step}: a wait for an older txn");
         }
     }
 }

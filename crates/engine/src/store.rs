@@ -12,6 +12,7 @@
 //! refuses to create a row twice, so a duplicate key (say, an order id handed out twice) is
 //! caught where it happens.
 
+use crate::storage::{Storage, StorageError};
 use pisadb_core::TupleKey;
 use pisadb_workload::{Partitioning, Workload};
 use std::collections::BTreeMap;
@@ -116,5 +117,68 @@ impl Store {
                 .filter_map(move |(i, &tuple)| Some((TupleKey::new(t as u16, p?.row_of(self.id, i as u64)), tuple)))
         });
         loaded.chain(self.inserted.iter().map(|(&k, &t)| (k, t)))
+    }
+}
+
+/// The in-memory store behind the storage interface.
+impl Storage for Store {
+    fn get(&self, key: TupleKey) -> Option<Tuple> {
+        Store::get(self, key)
+    }
+
+    fn put(&mut self, key: TupleKey, tuple: Tuple) -> Result<(), StorageError> {
+        if self.set(key, tuple) {
+            Ok(())
+        } else {
+            Err(StorageError::NotHeld { key })
+        }
+    }
+
+    fn create(&mut self, key: TupleKey, tuple: Tuple) -> Result<(), StorageError> {
+        if self.insert(key, tuple) {
+            Ok(())
+        } else {
+            Err(StorageError::NotCreatable { key })
+        }
+    }
+
+    fn created_rows(&self) -> usize {
+        self.inserted_rows()
+    }
+
+    fn scan(&self, visit: &mut dyn FnMut(TupleKey, Tuple)) {
+        self.iter().for_each(|(key, tuple)| visit(key, tuple));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pisadb_workload::{Ycsb, YcsbConfig};
+
+    fn store() -> Store {
+        let ycsb = Ycsb::new(YcsbConfig::default(), 1).unwrap();
+        Store::load(0, &ycsb)
+    }
+
+    #[test]
+    fn put_overwrites_only_what_exists_and_create_only_what_does_not() {
+        let mut s = store();
+        let key = s.iter().next().unwrap().0;
+        let t = Tuple { value: 5, version: 9 };
+        assert_eq!(Storage::put(&mut s, key, t), Ok(()));
+        assert_eq!(Storage::get(&s, key), Some(t));
+        assert_eq!(Storage::create(&mut s, key, t), Err(StorageError::NotCreatable { key }));
+        let fresh = TupleKey::new(200, 1);
+        assert_eq!(Storage::put(&mut s, fresh, t), Err(StorageError::NotHeld { key: fresh }));
+        assert_eq!(Storage::created_rows(&s), 0);
+    }
+
+    #[test]
+    fn scan_visits_what_iter_yields() {
+        let s = store();
+        let mut seen = Vec::new();
+        s.scan(&mut |k, t| seen.push((k, t)));
+        assert_eq!(seen, s.iter().collect::<Vec<_>>());
     }
 }

@@ -1,8 +1,8 @@
 //! Calibration of the simulator's CPU cost model from the node's real code paths.
 //!
 //! Each benchmark times one code path the simulator charges a named cost for
-//! ([`pisadb_p4db::node::CpuCosts`]); the medians go into `crates/node/src/calibration.rs` and
-//! `CALIBRATION.md`. Run: `cargo bench -p pisadb-node --bench costs`.
+//! ([`pisadb_p4db::node::CpuCosts`]); the medians go into `systems/p4db/src/node/calibration.rs` and
+//! `CALIBRATION.md`. Run: `cargo bench -p pisadb-p4db --bench costs`.
 //!
 //! - `lock_acquire_release`: one exclusive acquire and its release in the lock table, over a
 //!   table with many locked tuples (the hot path of 2PL): `lock_ns` = half of it.
@@ -14,6 +14,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use pisadb_core::TupleKey;
+use pisadb_engine::id::TxnId;
 use pisadb_engine::locks::LockTable;
 use pisadb_engine::store::{Store, Tuple};
 use pisadb_wire::node::{LockMode, NodeMsg, OnConflict};
@@ -26,15 +27,15 @@ fn bench(c: &mut Criterion) {
 
     let mut locks = LockTable::default();
     for r in 0..10_000u64 {
-        locks.acquire(TupleKey::new(0, r * 7), r, r, LockMode::Shared, OnConflict::Deny);
+        locks.acquire(TupleKey::new(0, r * 7), TxnId::from_bits(r), r, LockMode::Shared, OnConflict::Deny);
     }
     let mut i = 0u64;
     group.bench_function("lock_acquire_release", |b| {
         b.iter(|| {
             i = (i + 1) % 50_000;
             let key = TupleKey::new(0, i * 3 + 1);
-            black_box(locks.acquire(key, 1 << 40, 1 << 40, LockMode::Exclusive, OnConflict::Deny));
-            black_box(locks.release(key, 1 << 40));
+            black_box(locks.acquire(key, TxnId::from_bits(1 << 40), 1 << 40, LockMode::Exclusive, OnConflict::Deny));
+            black_box(locks.release(key, TxnId::from_bits(1 << 40)));
         })
     });
 

@@ -1,6 +1,6 @@
 //! The CPU cost figures the simulator charges, measured from our own code paths.
 //!
-//! Each figure is the median time of a criterion benchmark in `crates/node/benches/costs.rs`
+//! Each figure is the median time of a criterion benchmark in `systems/p4db/benches/costs.rs`
 //! on the project machine (2 cores, Intel Xeon @ 2.5 GHz), rounded up to whole nanoseconds; the
 //! table with the date and command is in `CALIBRATION.md` at the repository root. Re-run the
 //! benchmark and update both places together when the code paths change.

@@ -1,5 +1,8 @@
 //! How a node runs: the system under test (mode), its concurrency control and its CPU costs.
 
+use pisadb_engine::cc::Work;
+use pisadb_engine::id::TxnId;
+use pisadb_wire::node::OnConflict;
 use serde::{Deserialize, Serialize};
 
 /// Which system the rack runs (P4DB §7.1's three contenders).
@@ -41,11 +44,19 @@ impl Cc {
             Cc::WaitDie => "wait-die",
         }
     }
+
+    /// What a lock conflict means under this scheme, as lock requests carry it.
+    pub fn on_conflict(self) -> OnConflict {
+        match self {
+            Cc::NoWait => OnConflict::Deny,
+            Cc::WaitDie => OnConflict::WaitDie,
+        }
+    }
 }
 
 /// CPU time the node's code paths take, in nanoseconds. The simulator charges them to the core
 /// that runs the handler. [`CpuCosts::calibrated`] holds the figures measured from our own code
-/// (see `crates/node/benches/costs.rs` and `CALIBRATION.md` at the repository root).
+/// (see `systems/p4db/benches/costs.rs` and `CALIBRATION.md` at the repository root).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CpuCosts {
     /// Generating a transaction and classifying it (hot / cold) against the hot-set index.
@@ -64,6 +75,12 @@ impl CpuCosts {
     /// The calibrated figures (CALIBRATION.md says where each one comes from).
     pub fn calibrated() -> Self {
         crate::node::calibration::CPU_COSTS
+    }
+
+    /// The CPU time of `work` done by concurrency control: a lock-table operation costs
+    /// `lock_ns`, a tuple read or write `tuple_ns`.
+    pub fn work_ns(&self, work: Work) -> u64 {
+        work.cc_ops * self.lock_ns + work.tuple_ops * self.tuple_ns
     }
 }
 
@@ -88,7 +105,7 @@ pub struct NodeConfig {
     pub switch_timeout_ns: u64,
     /// Record every committed transaction's reads and writes for the serializability checker.
     pub record_history: bool,
-    /// Put write-ahead log records in the outbox ([`crate::wal`]); the driver makes them durable.
+    /// Put write-ahead log records in the outbox ([`crate::node::wal`]); the driver makes them durable.
     #[serde(default)]
     pub log: bool,
     /// How long a worker waits for another node's answer before it aborts the attempt, and (twice
@@ -105,11 +122,11 @@ pub struct NodeConfig {
 
 impl NodeConfig {
     /// Most nodes and workers the transaction-id and timestamp layout can tell apart.
-    pub const NODES_MAX: u16 = 1024;
+    pub const NODES_MAX: u16 = TxnId::NODES;
     /// See [`NodeConfig::NODES_MAX`].
-    pub const WORKERS_MAX: u16 = 64;
+    pub const WORKERS_MAX: u16 = TxnId::WORKERS;
     /// Incarnations the transaction-id layout tells apart (they wrap around after that).
-    pub const INCARNATIONS: u16 = 1024;
+    pub const INCARNATIONS: u16 = TxnId::INCARNATIONS;
 
     /// Why this configuration cannot run, if it cannot.
     pub fn validate(&self) -> Result<(), String> {
