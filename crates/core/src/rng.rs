@@ -3,7 +3,7 @@
 //! Every random choice in PisaDB comes from a [`SeededRng`] (ChaCha8, a named algorithm whose
 //! output is fixed across platforms and crate versions, unlike `StdRng`). Components do not
 //! share a generator: each derives its own from the run seed and a stable name
-//! ([`derive`]), so adding a random draw in one component does not shift the draws of another,
+//! ([`fn@derive`]), so adding a random draw in one component does not shift the draws of another,
 //! and a trace stays comparable across small changes.
 
 use rand::SeedableRng;

@@ -16,7 +16,8 @@
 //!   its log (the system's [`crate::Restarts`]).
 //! - **The switch crashes**: its registers, queues and memory of answers are gone, and
 //!   datagrams reaching it are lost. After `down_ns` it restarts with the hot set's initial
-//!   values and is rebuilt from every node's log ([`pisadb_p4db::node::rebuild`]).
+//!   values and is rebuilt from every node's log (by the system's [`crate::Restarts`]; P4DB's
+//!   is `pisadb_p4db::node::rebuild`).
 //!
 //! ## Healing
 //!

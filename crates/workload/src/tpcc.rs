@@ -55,7 +55,7 @@
 //!
 //! ## Consistency
 //!
-//! [`Workload::check_invariants`](crate::Workload::check_invariants) checks the standard's consistency conditions that NewOrder and
+//! [`crate::Workload::check_invariants`] checks the standard's consistency conditions that NewOrder and
 //! Payment can break (clause 3.3.2: 1, 2, 3, 6, 8, 9 restricted to these two transactions)
 //! on a database snapshot after a run.
 

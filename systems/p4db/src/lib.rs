@@ -15,7 +15,7 @@
 //! - [`programs`]: the switch programs (the transaction engine, the lock manager) on the shared
 //!   pipeline model, and [`switch::RackSwitch`], the rack's switch in each mode;
 //! - [`wire`]: their packet formats;
-//! - [`run`]: one experiment point — plan a rack from a [`RunConfig`] (layout, switch, nodes),
+//! - [`mod@run`]: one experiment point — plan a rack from a [`RunConfig`] (layout, switch, nodes),
 //!   run it on the shared simulator ([`pisadb_sim::World`]) and report a [`RunResult`], with
 //!   [`metrics`] observing the nodes' events;
 //! - [`fuzz`]: fault-injection cases and the oracles that check them;

@@ -38,7 +38,7 @@
 //! a fresh GID). The rebuilt switch therefore answers in a new epoch (the top bits of the GID
 //! word, see `crate::wire::p4db`), and a node drops answers from epochs older than one it knows
 //! of. In the simulator the control plane that collects the logs fences every node as it does
-//! ([`crate::Node::fence_switch`]). In real mode the supervisor starts the rebuilt switch with
+//! ([`crate::node::Node::fence_switch`]). In real mode the supervisor starts the rebuilt switch with
 //! `--epoch`, and a node learns the epoch from the rebuilt switch's first answer: a stale
 //! answer is then only taken if it waited in the node's socket for the whole restart.
 //!

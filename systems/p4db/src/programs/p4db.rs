@@ -30,7 +30,7 @@
 //!   transaction admitted right after sees all of its writes.
 //!
 //! Why this is serializable in GID order: a single-pass transaction executes entirely at its
-//! entry slot, so passes are atomic (see [`crate::pipeline`]). A multi-pass transaction `T`
+//! entry slot, so passes are atomic (see [`pisadb_switch::pipeline`]). A multi-pass transaction `T`
 //! holds the locks of every stage it touches from its first pass to the entry of its last, so
 //! any transaction admitted in between touches none of `T`'s arrays, commutes with `T`, and
 //! can be ordered after it; one that needs `T`'s arrays waits until `T`'s last pass has
