@@ -42,6 +42,8 @@ pub enum Kind {
     /// A control-plane message ([`control`]): to [`SWITCH_ID`] from the controller, or a
     /// switch's reply to it.
     Control = 4,
+    /// A Gotthard request or reply (client, switch, store; systems/gotthard).
+    Gotthard = 5,
 }
 
 impl Kind {
@@ -51,6 +53,7 @@ impl Kind {
             2 => Ok(Kind::P4dbTxn),
             3 => Ok(Kind::Lock),
             4 => Ok(Kind::Control),
+            5 => Ok(Kind::Gotthard),
             other => Err(DecodeError::UnknownKind(other)),
         }
     }
@@ -181,7 +184,7 @@ mod tests {
 
     #[test]
     fn every_kind_round_trips_and_control_is_kind_4() {
-        for kind in [Kind::Forward, Kind::P4dbTxn, Kind::Lock, Kind::Control] {
+        for kind in [Kind::Forward, Kind::P4dbTxn, Kind::Lock, Kind::Control, Kind::Gotthard] {
             let mut bytes = Vec::new();
             Frame { kind, src: 1, dst: SWITCH_ID }.encode(&mut bytes);
             assert_eq!(Frame::decode(&bytes).unwrap().0.kind, kind);

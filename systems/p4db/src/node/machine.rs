@@ -233,7 +233,7 @@ impl Node {
             Kind::Lock => LockPacket::decode(payload).map(|p| TxnId::from_bits(p.txn_id)).ok(),
             Kind::Forward => NodeMsg::decode(payload).ok().filter(NodeMsg::is_reply).map(|m| TxnId::from_bits(m.txn())),
             // A node is no controller: the datagram is rejected by whichever core takes it.
-            Kind::Control => None,
+            Kind::Control | Kind::Gotthard => None,
         };
         match txn {
             Some(id) if !id.is_tagged() && started_on(id, self.cfg.id) => Route::Core(id.worker()),
@@ -290,6 +290,7 @@ impl Node {
                 Err(e) => self.reject(e.reason()),
             },
             Kind::Control => self.reject("control_message_to_a_node"),
+            Kind::Gotthard => self.reject("gotthard_message_to_a_node"),
         }
     }
 

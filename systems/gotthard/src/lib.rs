@@ -1,0 +1,18 @@
+//! Gotthard (seed 004) on PisaDB: the switch aborts doomed optimistic transactions early.
+//!
+//! Clients far from their store run optimistic transactions that compare the values they
+//! believe (`VALUE(k, v)`) before writing. A switch near the clients caches the latest value
+//! of each key it has seen and, when a request's compare already disagrees with it, answers
+//! the abort itself — a round trip to the store saved. In its *optimistic* mode it also logs
+//! each forwarded write as the key's value, so the next request in a burst is checked against
+//! the write still on its way to the store.
+//!
+//! - [`wire`]: the message format behind the shared frame.
+//! - [`store`]: the store host (OCC by value, deduplication).
+//! - [`client`]: the closed-loop client host of the micro-benchmark.
+//! - [`program`]: the switch program and its four modes.
+
+pub mod client;
+pub mod program;
+pub mod store;
+pub mod wire;

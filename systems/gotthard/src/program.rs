@@ -1,0 +1,473 @@
+//! Gotthard's switch program on the shared PISA model, in four modes.
+//!
+//! **State.** Every cacheable key has one cell: a 64-bit pair of 32-bit halves, `lo` the value
+//! and `hi` the optimistic flag (1: the value was logged from a forwarded write, not yet seen
+//! committed). The value is kept offset by `2^31` (`v ^ i32::MIN`, done on the packet's field,
+//! not in the ALU), so a cell the switch never filled (all zeros) reads as [`EMPTY`] =
+//! `i32::MIN`: the "empty" sentinel costs no bit. A client value equal to the sentinel is only
+//! ever a miss, which is always safe (the request goes to the store).
+//!
+//! **Placement.** [`ARRAYS`] register arrays of [`ARRAY_ENTRIES`] cells, one per stage; key
+//! `k` lives in array `k % ARRAYS` at index `k / ARRAYS` (a fixed map standing in for the
+//! control plane's key → (array, index) table; keys past the arrays are never cached). A
+//! packet touches each array at most once per pass and in stage order, so a pass serves at
+//! most one op per array, and a request whose ops share an array, or that needs a second
+//! phase, recirculates.
+//!
+//! **Requests** (no `FLAG_REPLY`):
+//! - `forward`: forwarded untouched.
+//! - `read-cache`: a request of only `READ`s is looked up; if every key is cached the switch
+//!   answers `OK` with the cached values, else it forwards. Writes never invalidate: a read
+//!   right behind a write sees the old value, as in the original.
+//! - `early-abort` and `optimistic-abort`: the cells of the `VALUE` (compare) ops are read
+//!   (phase *check*). Any miss: forward. Any compare that differs from the cell: the flags of
+//!   the differing keys are read (phase *flag*) and the switch answers `OPTIMISTIC_ABORT` if a
+//!   differing cell was optimistic, else `ABORT`, with every `VALUE` op rewritten to the
+//!   switch's value. Otherwise, in `optimistic-abort`, every `WRITE` is logged (phase *log*:
+//!   value := w, optimistic := 1) and the request forwarded.
+//!
+//! **Store replies** (`FLAG_REPLY` without `FLAG_FROM_SWITCH`), in every mode but `forward`:
+//! `ABORT` sets value := v, optimistic := 0 for its `VALUE` ops; `OK` sets value := v for its
+//! `UPDATED` and `VALUE` ops where the cell is not optimistic. Then the reply goes on to the
+//! client. Replies the switch made go straight to the client and change nothing.
+//!
+//! The switch answers `OK` only to all-`READ` requests, so it never commits a write; its state
+//! is soft (a restarted switch is empty and only costs misses). Phases of one packet are
+//! separate passes, so another packet may change a cell in between; the store's own check
+//! keeps that harmless.
+
+use crate::wire::{Message, Op, OpType, Status, FLAG_FROM_SWITCH, FLAG_REPLY, MAX_OPS};
+use pisadb_switch::alu::{Branch, CmpOp, Combine, Comparison, Expr, RegisterAction};
+use pisadb_switch::registers::PassContext;
+use pisadb_switch::{PassDecision, Program, ProgramSpec, Recirc, RegisterArraySpec, Reject};
+use pisadb_wire::{Frame, Kind, FRAME_BYTES};
+use serde::{Deserialize, Serialize};
+
+/// Register arrays of cached values, one per stage from stage 1.
+pub const ARRAYS: u8 = 8;
+/// Cells per array (the P4DB build's array size).
+pub const ARRAY_ENTRIES: u32 = 32_768;
+/// The value an empty cell reads as.
+pub const EMPTY: i32 = i32::MIN;
+
+/// Action ids of every array, in declaration order.
+const READ: u8 = 0;
+const FLAG: u8 = 1;
+const LOG: u8 = 2;
+const FILL: u8 = 3;
+const FILL_COMMITTED: u8 = 4;
+
+/// What the switch does with Gotthard traffic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// Only forwards.
+    Forward,
+    /// Answers all-`READ` requests from cached values.
+    ReadCache,
+    /// Aborts doomed requests against cached values, logs nothing.
+    EarlyAbort,
+    /// Gotthard: aborts doomed requests and logs forwarded writes optimistically.
+    OptimisticAbort,
+}
+
+/// The step a packet is in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Read the cells of the ops that matter (compares, or reads in read-cache mode).
+    Check,
+    /// Read the optimistic flags of the mismatched compares.
+    Flag,
+    /// Log the writes.
+    Log,
+    /// Update the cells from a store reply.
+    Update,
+}
+
+/// A Gotthard message in the switch with its per-packet metadata (not on the wire).
+#[derive(Clone, Debug)]
+pub struct Packet {
+    /// The message, rewritten in place when the switch answers.
+    pub msg: Message,
+    /// The phase.
+    phase: Phase,
+    /// Ops of the phase already served (bit per op).
+    done: u16,
+    /// The cell value read per op in phase `Check` ([`EMPTY`] on a miss).
+    seen: [i32; MAX_OPS],
+    /// Compare ops that differ from the switch's value (bit per op).
+    mismatched: u16,
+    /// Whether a mismatched cell was optimistic.
+    optimistic: bool,
+    /// Passes taken.
+    pub passes: u32,
+}
+
+/// The program.
+#[derive(Clone, Debug)]
+pub struct Gotthard {
+    /// The mode.
+    pub mode: Mode,
+}
+
+/// Where `key` lives: (register id, index), or `None` if it is not cacheable.
+pub fn cell_of(key: u32) -> Option<(u8, u32)> {
+    let array = u8::try_from(key % u32::from(ARRAYS)).ok()?;
+    let index = key / u32::from(ARRAYS);
+    (index < ARRAY_ENTRIES).then_some((array + 1, index))
+}
+
+fn stored(value: i32) -> i64 {
+    i64::from(value ^ i32::MIN)
+}
+
+fn loaded(cell: i64) -> i32 {
+    // The cell is 32 bits wide, sign-extended; its low 32 bits are the offset value.
+    (cell as i32) ^ i32::MIN
+}
+
+fn actions() -> Vec<RegisterAction> {
+    let commit_if_not_optimistic = RegisterAction::when(
+        "fill_committed",
+        vec![Comparison::new(Expr::HI, CmpOp::Eq)],
+        Combine::All,
+        Branch::set(Expr::IN1, Expr::LO),
+        Branch::keep(Expr::LO),
+    );
+    vec![
+        RegisterAction::always("read", Branch::keep(Expr::LO)),
+        RegisterAction::always("flag", Branch::keep(Expr::HI)),
+        RegisterAction::always("log", Branch { lo: Some(Expr::IN1), hi: Some(Expr::constant(1)), out: Expr::LO }),
+        RegisterAction::always("fill", Branch { lo: Some(Expr::IN1), hi: Some(Expr::constant(0)), out: Expr::LO }),
+        commit_if_not_optimistic,
+    ]
+}
+
+impl Gotthard {
+    /// The program in `mode`.
+    pub fn new(mode: Mode) -> Self {
+        Gotthard { mode }
+    }
+
+    /// Serves, in one pass, the not-yet-done ops `wanted` picks, at most one per array in stage
+    /// order, with `action`; `seen` gets each output. Returns whether every wanted op is done.
+    fn serve(ctx: &mut PassContext<'_>, p: &mut Packet, action: u8, wanted: impl Fn(usize, &Op) -> bool) -> bool {
+        let mut used = 0u16;
+        let mut order: Vec<(u8, usize)> = Vec::with_capacity(MAX_OPS);
+        for (i, op) in p.msg.ops.iter().enumerate() {
+            if p.done & (1 << i) != 0 || !wanted(i, op) {
+                continue;
+            }
+            match cell_of(op.key) {
+                Some((array, _)) if used & (1 << array) == 0 => {
+                    used |= 1 << array;
+                    order.push((array, i));
+                }
+                Some(_) => {}
+                None => {
+                    p.seen[i] = EMPTY;
+                    p.done |= 1 << i;
+                }
+            }
+        }
+        order.sort_unstable();
+        for (array, i) in order {
+            let op = p.msg.ops[i];
+            let index = cell_of(op.key).map_or(0, |(_, index)| index);
+            // The arrays, actions and indexes are the program's own: an error is a bug.
+            let out = ctx.execute(array, action, index, stored(op.value), 0).expect("a valid access");
+            if action == FLAG {
+                p.optimistic |= out != 0;
+            } else {
+                p.seen[i] = loaded(out);
+            }
+            p.done |= 1 << i;
+        }
+        p.msg.ops.iter().enumerate().all(|(i, op)| p.done & (1 << i) != 0 || !wanted(i, op))
+    }
+
+    fn next_phase(p: &mut Packet, phase: Phase) -> PassDecision {
+        p.phase = phase;
+        p.done = 0;
+        PassDecision::Recirculate(Recirc::Waiting)
+    }
+
+    fn request(&self, ctx: &mut PassContext<'_>, p: &mut Packet) -> PassDecision {
+        let all_reads = !p.msg.ops.is_empty() && p.msg.ops.iter().all(|o| o.op_type == OpType::Read);
+        let checks = |_: usize, o: &Op| o.op_type == OpType::Value;
+        match (self.mode, p.phase) {
+            (Mode::Forward, _) => PassDecision::Forward,
+            (Mode::ReadCache, _) if !all_reads => PassDecision::Forward,
+            (Mode::ReadCache, _) => {
+                if !Self::serve(ctx, p, READ, |_, _| true) {
+                    return PassDecision::Recirculate(Recirc::Waiting);
+                }
+                if p.seen[..p.msg.ops.len()].contains(&EMPTY) {
+                    return PassDecision::Forward;
+                }
+                for (i, op) in p.msg.ops.iter_mut().enumerate() {
+                    *op = Op::value(op.key, p.seen[i]);
+                }
+                Self::answer(p, Status::Ok)
+            }
+            (_, Phase::Check) => {
+                if !Self::serve(ctx, p, READ, checks) {
+                    return PassDecision::Recirculate(Recirc::Waiting);
+                }
+                let compares = || p.msg.ops.iter().enumerate().filter(|(_, o)| o.op_type == OpType::Value);
+                if compares().any(|(i, _)| p.seen[i] == EMPTY) {
+                    return PassDecision::Forward;
+                }
+                if compares().any(|(i, o)| p.seen[i] != o.value) {
+                    for (i, op) in p.msg.ops.iter_mut().enumerate() {
+                        if op.op_type == OpType::Value && p.seen[i] != op.value {
+                            op.value = p.seen[i];
+                            p.mismatched |= 1 << i;
+                        }
+                    }
+                    return Self::next_phase(p, Phase::Flag);
+                }
+                match self.mode {
+                    Mode::OptimisticAbort if p.msg.ops.iter().any(|o| o.op_type == OpType::Write) => {
+                        Self::next_phase(p, Phase::Log)
+                    }
+                    _ => PassDecision::Forward,
+                }
+            }
+            (_, Phase::Flag) => {
+                let mismatched = p.mismatched;
+                if !Self::serve(ctx, p, FLAG, |i, _| mismatched & (1 << i) != 0) {
+                    return PassDecision::Recirculate(Recirc::Waiting);
+                }
+                let status = if p.optimistic { Status::OptimisticAbort } else { Status::Abort };
+                Self::answer(p, status)
+            }
+            (_, Phase::Log) => {
+                if Self::serve(ctx, p, LOG, |_, o| o.op_type == OpType::Write) {
+                    PassDecision::Forward
+                } else {
+                    PassDecision::Recirculate(Recirc::Waiting)
+                }
+            }
+            (_, Phase::Update) => PassDecision::Forward,
+        }
+    }
+
+    fn answer(p: &mut Packet, status: Status) -> PassDecision {
+        p.msg.flags = FLAG_REPLY | FLAG_FROM_SWITCH;
+        p.msg.status = status;
+        PassDecision::Reply
+    }
+
+    fn store_reply(&self, ctx: &mut PassContext<'_>, p: &mut Packet) -> PassDecision {
+        let (action, ops): (u8, fn(&Op) -> bool) = match p.msg.status {
+            Status::Abort => (FILL, |o| o.op_type == OpType::Value),
+            Status::Ok => (FILL_COMMITTED, |o| matches!(o.op_type, OpType::Value | OpType::Updated)),
+            _ => return PassDecision::Forward,
+        };
+        p.phase = Phase::Update;
+        if Self::serve(ctx, p, action, |_, o| ops(o)) {
+            PassDecision::Forward
+        } else {
+            PassDecision::Recirculate(Recirc::Waiting)
+        }
+    }
+}
+
+impl Program for Gotthard {
+    type Packet = Packet;
+
+    fn spec(&self) -> ProgramSpec {
+        let arrays = (1..=ARRAYS)
+            .map(|id| RegisterArraySpec {
+                id,
+                name: format!("gotthard_values_{id}"),
+                stage: id,
+                entries: ARRAY_ENTRIES,
+                width_bits: 32,
+                pair: true,
+                actions: actions(),
+            })
+            .collect();
+        ProgramSpec { name: "gotthard".into(), arrays, reserve_fast_recirc_port: false, tables: Vec::new() }
+    }
+
+    fn kind(&self) -> Kind {
+        Kind::Gotthard
+    }
+
+    fn admit(&self, frame: &Frame, payload: &[u8]) -> Result<Packet, Reject> {
+        if frame.kind != Kind::Gotthard {
+            return Err(Reject::rule("not_gotthard", format!("{:?}", frame.kind)));
+        }
+        let msg = Message::decode(payload).map_err(|e| Reject::rule(e.reason(), e.to_string()))?;
+        Ok(Packet {
+            msg,
+            phase: Phase::Check,
+            done: 0,
+            seen: [EMPTY; MAX_OPS],
+            mismatched: 0,
+            optimistic: false,
+            passes: 0,
+        })
+    }
+
+    fn execute_pass(&mut self, ctx: &mut PassContext<'_>, p: &mut Packet) -> PassDecision {
+        p.passes += 1;
+        let from_store = p.msg.is_reply() && p.msg.flags & FLAG_FROM_SWITCH == 0;
+        match (self.mode, p.msg.is_reply()) {
+            (Mode::Forward, _) => PassDecision::Forward,
+            (_, true) if from_store => self.store_reply(ctx, p),
+            (_, true) => PassDecision::Forward,
+            (_, false) => self.request(ctx, p),
+        }
+    }
+
+    fn encode(&self, p: &Packet, out: &mut Vec<u8>) {
+        p.msg.encode(out);
+    }
+
+    fn wire_bytes(&self, p: &Packet) -> usize {
+        FRAME_BYTES + p.msg.payload_bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pisadb_switch::registers::RegisterFile;
+    use pisadb_switch::SwitchProfile;
+
+    const X: u32 = 1;
+
+    /// A switch's registers and the program, driven pass by pass.
+    struct Bench {
+        program: Gotthard,
+        registers: RegisterFile,
+        gid: u64,
+    }
+
+    impl Bench {
+        fn new(mode: Mode) -> Self {
+            let program = Gotthard::new(mode);
+            let spec = program.spec();
+            assert_eq!(spec.check(&SwitchProfile::tofino1()), Ok(()), "the program loads on Tofino 1");
+            Bench { registers: RegisterFile::new(&spec), program, gid: 0 }
+        }
+
+        /// Runs `msg` through as many passes as it takes; the decision and the message as it leaves.
+        fn run(&mut self, msg: Message) -> (PassDecision, Message, u32) {
+            let frame = Frame { kind: Kind::Gotthard, src: 0, dst: 1 };
+            let mut bytes = Vec::new();
+            msg.encode(&mut bytes);
+            let mut p = self.program.admit(&frame, &bytes).unwrap();
+            loop {
+                let mut ctx = PassContext::new(&mut self.registers, &mut self.gid);
+                let decision = self.program.execute_pass(&mut ctx, &mut p);
+                assert!(p.passes <= 2 * MAX_OPS as u32 + 2, "bounded passes");
+                if decision != PassDecision::Recirculate(Recirc::Waiting) {
+                    return (decision, p.msg, p.passes);
+                }
+            }
+        }
+
+        fn store_reply(&mut self, status: Status, ops: Vec<Op>) -> PassDecision {
+            let msg = Message { flags: FLAG_REPLY, client: 0, request: 0, status, ops };
+            self.run(msg).0
+        }
+    }
+
+    fn increment(client: u32, believed: i32) -> Message {
+        Message::request(client, 1, vec![Op::value(X, believed), Op::write(X, believed + 1)])
+    }
+
+    #[test]
+    fn two_concurrent_increments_the_second_gets_an_optimistic_abort_with_the_first_value() {
+        let mut sw = Bench::new(Mode::OptimisticAbort);
+        sw.store_reply(Status::Ok, vec![Op::updated(X, 0)]);
+        let (first, _, _) = sw.run(increment(1, 0));
+        assert_eq!(first, PassDecision::Forward);
+        let (second, reply, _) = sw.run(increment(2, 0));
+        assert_eq!(second, PassDecision::Reply);
+        assert_eq!(reply.status, Status::OptimisticAbort);
+        assert_eq!(reply.flags, FLAG_REPLY | FLAG_FROM_SWITCH);
+        assert_eq!(reply.ops[0], Op::value(X, 1));
+    }
+
+    #[test]
+    fn a_pipelined_chain_passes_the_switch() {
+        let mut sw = Bench::new(Mode::OptimisticAbort);
+        sw.store_reply(Status::Ok, vec![Op::updated(X, 0)]);
+        for v in 0..5 {
+            assert_eq!(sw.run(increment(v as u32, v)).0, PassDecision::Forward, "increment from {v}");
+        }
+        // The commits come back in order; the optimistic cell keeps the newest logged value.
+        for v in 1..=5 {
+            assert_eq!(sw.store_reply(Status::Ok, vec![Op::updated(X, v)]), PassDecision::Forward);
+        }
+        assert_eq!(sw.run(increment(9, 4)).1.status, Status::OptimisticAbort);
+        assert_eq!(sw.run(increment(9, 5)).0, PassDecision::Forward);
+    }
+
+    #[test]
+    fn early_abort_logs_nothing_and_answers_plain_abort() {
+        let mut sw = Bench::new(Mode::EarlyAbort);
+        sw.store_reply(Status::Abort, vec![Op::value(X, 3)]);
+        assert_eq!(sw.run(increment(1, 3)).0, PassDecision::Forward);
+        assert_eq!(sw.run(increment(2, 3)).0, PassDecision::Forward, "nothing was logged");
+        let (d, reply, _) = sw.run(increment(2, 1));
+        assert_eq!((d, reply.status, reply.ops[0]), (PassDecision::Reply, Status::Abort, Op::value(X, 3)));
+    }
+
+    #[test]
+    fn a_miss_is_forwarded_and_a_store_abort_clears_the_optimistic_flag() {
+        let mut sw = Bench::new(Mode::OptimisticAbort);
+        assert_eq!(sw.run(increment(1, 0)).0, PassDecision::Forward, "empty cell: miss");
+        sw.store_reply(Status::Abort, vec![Op::value(X, 7)]);
+        assert_eq!(sw.run(increment(1, 7)).0, PassDecision::Forward);
+        sw.store_reply(Status::Abort, vec![Op::value(X, 7)]);
+        let (_, reply, _) = sw.run(increment(1, 0));
+        assert_eq!((reply.status, reply.ops[0]), (Status::Abort, Op::value(X, 7)));
+        // An OK does not overwrite an optimistic value.
+        sw.run(increment(1, 7));
+        sw.store_reply(Status::Ok, vec![Op::value(X, 2)]);
+        assert_eq!(sw.run(increment(1, 2)).1.status, Status::OptimisticAbort);
+    }
+
+    #[test]
+    fn read_cache_answers_reads_with_the_old_value_right_behind_a_write() {
+        let mut sw = Bench::new(Mode::ReadCache);
+        assert_eq!(sw.run(Message::request(1, 1, vec![Op::read(X)])).0, PassDecision::Forward, "miss");
+        sw.store_reply(Status::Ok, vec![Op::value(X, 0)]);
+        assert_eq!(sw.run(increment(1, 0)).0, PassDecision::Forward, "writes pass through");
+        let (d, reply, _) = sw.run(Message::request(2, 1, vec![Op::read(X)]));
+        assert_eq!((d, reply.status, reply.ops.clone()), (PassDecision::Reply, Status::Ok, vec![Op::value(X, 0)]));
+        sw.store_reply(Status::Ok, vec![Op::updated(X, 1)]);
+        assert_eq!(sw.run(Message::request(2, 2, vec![Op::read(X)])).1.ops, vec![Op::value(X, 1)]);
+    }
+
+    #[test]
+    fn keys_in_one_array_take_more_passes_and_forward_mode_touches_nothing() {
+        let mut sw = Bench::new(Mode::OptimisticAbort);
+        let a = X;
+        let b = X + u32::from(ARRAYS);
+        sw.store_reply(Status::Ok, vec![Op::updated(a, 1), Op::updated(b, 2)]);
+        let (d, _, passes) = sw.run(Message::request(1, 1, vec![Op::value(a, 1), Op::value(b, 2), Op::write(a, 5)]));
+        assert_eq!(d, PassDecision::Forward);
+        assert_eq!(passes, 3, "two check passes (same array) and one log pass");
+        let mut fwd = Bench::new(Mode::Forward);
+        assert_eq!(fwd.run(increment(1, 0)), (PassDecision::Forward, increment(1, 0), 1));
+    }
+
+    #[test]
+    fn the_switch_never_answers_ok_to_a_write() {
+        for mode in [Mode::ReadCache, Mode::EarlyAbort, Mode::OptimisticAbort] {
+            let mut sw = Bench::new(mode);
+            sw.store_reply(Status::Ok, vec![Op::updated(X, 0)]);
+            for believed in -1..3 {
+                let (d, reply, _) = sw.run(increment(1, believed));
+                assert!(!(d == PassDecision::Reply && reply.status == Status::Ok), "{mode:?}");
+            }
+        }
+    }
+}
