@@ -11,8 +11,14 @@
 //! - [`store`]: the store host (OCC by value, deduplication).
 //! - [`client`]: the closed-loop client host of the micro-benchmark.
 //! - [`program`]: the switch program and its four modes.
+//! - [`rack`]: client host — switch — store on the simulator, and its figures.
+//! - [`system`]: the harness's view (variants, settings, one point).
 
 pub mod client;
 pub mod program;
+pub mod rack;
 pub mod store;
+pub mod system;
 pub mod wire;
+
+pub use system::SYSTEM;

@@ -1,0 +1,300 @@
+//! The paper's setup on the simulator: one client host — one switch — one store.
+//!
+//! Host 0 carries the N clients, host 1 is the store, switch 0 runs [`Gotthard`] in the
+//! variant's mode. The client–switch link has a one-way delay of `near_ms` and the
+//! switch–store link `far_ms` (10 ms and 40 ms: the paper's 50 ms split 20/80), both WAN links
+//! of `pisadb_net`. The run goes until every client has its commits and the network is empty
+//! (no timers, so the scheduler drains); the completion time is when the last client finished.
+//!
+//! [`RackObserver`] turns the hosts' events into the figures: commits, aborts by source,
+//! retries, latency (mean and p99 from an HDR histogram) and rejected datagrams.
+
+use crate::client::{AbortSource, ClientConfig, ClientEvent, ClientHost, ClientTimer};
+use crate::program::{Gotthard, Mode};
+use crate::store::{Store, StoreEvent};
+use hdrhistogram::Histogram;
+use pisadb_core::Nanos;
+use pisadb_host::{Host, HostOutbox, Route};
+use pisadb_net::{Endpoint, LinkParams, Topology};
+use pisadb_sim::{Moment, Observer, World};
+use pisadb_switch::{Switch, SwitchProfile};
+use serde::{Deserialize, Serialize};
+
+/// Host id of the client host.
+pub const CLIENT_HOST: u16 = 0;
+/// Host id of the store.
+pub const STORE_HOST: u16 = 1;
+/// Bound on simulated events of one run.
+pub const EVENTS_MAX: u64 = 200_000_000;
+
+/// The settings of one run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RackConfig {
+    /// Clients on the client host (the paper's N).
+    pub clients: u32,
+    /// Share of write transactions, 0..=1.
+    pub write_share: f64,
+    /// Commits each client makes.
+    pub commits_per_client: u32,
+    /// One-way client–switch delay in milliseconds.
+    pub near_ms: u64,
+    /// One-way switch–store delay in milliseconds.
+    pub far_ms: u64,
+    /// The seed of every random choice.
+    pub seed: u64,
+}
+
+impl Default for RackConfig {
+    fn default() -> Self {
+        RackConfig { clients: 8, write_share: 0.25, commits_per_client: 1000, near_ms: 10, far_ms: 40, seed: 1 }
+    }
+}
+
+/// A host of the rack.
+#[derive(Debug)]
+pub enum RackHost {
+    /// The client host.
+    Client(ClientHost),
+    /// The store.
+    Store(Store),
+}
+
+/// What a rack host reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RackEvent {
+    /// From the client host.
+    Client(ClientEvent),
+    /// From the store.
+    Store(StoreEvent),
+}
+
+impl From<ClientEvent> for RackEvent {
+    fn from(e: ClientEvent) -> Self {
+        RackEvent::Client(e)
+    }
+}
+
+impl From<StoreEvent> for RackEvent {
+    fn from(e: StoreEvent) -> Self {
+        RackEvent::Store(e)
+    }
+}
+
+impl RackHost {
+    fn with<R>(
+        &mut self,
+        out: &mut HostOutbox<RackHost>,
+        client: impl FnOnce(&mut ClientHost, &mut HostOutbox<ClientHost>) -> R,
+        store: impl FnOnce(&mut Store, &mut HostOutbox<Store>) -> R,
+    ) -> R {
+        match self {
+            RackHost::Client(c) => {
+                let mut o = HostOutbox::<ClientHost>::default();
+                let r = client(c, &mut o);
+                out.sends.extend(o.sends);
+                out.events.extend(o.events.into_iter().map(RackEvent::Client));
+                out.cpu_ns += o.cpu_ns;
+                r
+            }
+            RackHost::Store(s) => {
+                let mut o = HostOutbox::<Store>::default();
+                let r = store(s, &mut o);
+                out.sends.extend(o.sends);
+                out.events.extend(o.events.into_iter().map(RackEvent::Store));
+                out.cpu_ns += o.cpu_ns;
+                r
+            }
+        }
+    }
+}
+
+impl Host for RackHost {
+    type Timer = ClientTimer;
+    type Log = ();
+    type Event = RackEvent;
+
+    fn cores(&self) -> u16 {
+        match self {
+            RackHost::Client(c) => c.cores(),
+            RackHost::Store(s) => s.cores(),
+        }
+    }
+
+    fn start(&mut self, now: Nanos, out: &mut HostOutbox<Self>) {
+        self.with(out, |c, o| c.start(now, o), |s, o| s.start(now, o));
+    }
+
+    fn route(&self, bytes: &[u8]) -> Route {
+        match self {
+            RackHost::Client(c) => c.route(bytes),
+            RackHost::Store(s) => s.route(bytes),
+        }
+    }
+
+    fn timer_core(&self, timer: &ClientTimer) -> u16 {
+        match *timer {}
+    }
+
+    fn handle_datagram(&mut self, now: Nanos, bytes: &[u8], out: &mut HostOutbox<Self>) {
+        self.with(out, |c, o| c.handle_datagram(now, bytes, o), |s, o| s.handle_datagram(now, bytes, o));
+    }
+
+    fn handle_timer(&mut self, _now: Nanos, timer: ClientTimer, _out: &mut HostOutbox<Self>) {
+        match timer {}
+    }
+
+    fn stop(&mut self) {
+        match self {
+            RackHost::Client(c) => c.stop(),
+            RackHost::Store(s) => s.stop(),
+        }
+    }
+
+    fn is_idle(&self) -> bool {
+        match self {
+            RackHost::Client(c) => c.is_idle(),
+            RackHost::Store(s) => s.is_idle(),
+        }
+    }
+}
+
+/// The figures of one run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RackFigures {
+    /// When the last client finished, in seconds of simulated time.
+    pub completion_s: f64,
+    /// Commits counted (the initial write excluded).
+    pub commits: u64,
+    /// Of them, write transactions.
+    pub write_commits: u64,
+    /// Aborts answered by the store.
+    pub aborts_store: u64,
+    /// Aborts answered by the switch against a committed value.
+    pub aborts_switch: u64,
+    /// Aborts answered by the switch against an optimistically logged value.
+    pub aborts_switch_optimistic: u64,
+    /// Retries (attempts beyond the first) of committed transactions.
+    pub retries: u64,
+    /// Mean commit latency in milliseconds.
+    pub latency_ms_mean: f64,
+    /// 99th percentile commit latency in milliseconds.
+    pub latency_ms_p99: f64,
+    /// Datagrams the hosts ignored or rejected.
+    pub rejected: u64,
+    /// The store's final value of the hot key.
+    pub final_value: i32,
+    /// Simulated events.
+    pub events: u64,
+    /// The trace hash, hex.
+    pub trace_hash: String,
+}
+
+/// Collects the figures from the hosts' events.
+#[derive(Debug)]
+pub struct RackObserver {
+    /// Commit latencies in ns.
+    latency: Histogram<u64>,
+    /// Running counters (the figures not derived at the end).
+    figures: RackFigures,
+    /// When the last client finished.
+    finished_ns: Nanos,
+}
+
+impl RackObserver {
+    fn new() -> Self {
+        RackObserver {
+            latency: Histogram::new_with_bounds(1, 3_600 * 1_000_000_000, 3).expect("valid bounds"),
+            figures: RackFigures {
+                completion_s: 0.0,
+                commits: 0,
+                write_commits: 0,
+                aborts_store: 0,
+                aborts_switch: 0,
+                aborts_switch_optimistic: 0,
+                retries: 0,
+                latency_ms_mean: 0.0,
+                latency_ms_p99: 0.0,
+                rejected: 0,
+                final_value: 0,
+                events: 0,
+                trace_hash: String::new(),
+            },
+            finished_ns: 0,
+        }
+    }
+}
+
+impl Observer<RackHost, Switch<Gotthard>> for RackObserver {
+    fn on_event(&mut self, _host: u16, event: RackEvent, moment: Moment) -> Result<(), String> {
+        let f = &mut self.figures;
+        match event {
+            RackEvent::Client(ClientEvent::Committed { write, latency_ns, retries, .. }) => {
+                f.commits += 1;
+                f.write_commits += u64::from(write);
+                f.retries += u64::from(retries);
+                self.latency.saturating_record(latency_ns.max(1));
+            }
+            RackEvent::Client(ClientEvent::Aborted(AbortSource::Store)) => f.aborts_store += 1,
+            RackEvent::Client(ClientEvent::Aborted(AbortSource::Switch)) => f.aborts_switch += 1,
+            RackEvent::Client(ClientEvent::Aborted(AbortSource::SwitchOptimistic)) => f.aborts_switch_optimistic += 1,
+            RackEvent::Client(ClientEvent::Finished(_)) => self.finished_ns = self.finished_ns.max(moment.at),
+            RackEvent::Client(ClientEvent::Ignored(_)) | RackEvent::Store(StoreEvent::Rejected(_)) => f.rejected += 1,
+            RackEvent::Store(_) => {}
+        }
+        Ok(())
+    }
+}
+
+/// The switch mode of a variant name, or the accepted names.
+pub fn mode_of(variant: &str) -> Result<Mode, String> {
+    match variant {
+        "forward" => Ok(Mode::Forward),
+        "read-cache" => Ok(Mode::ReadCache),
+        "gotthard" => Ok(Mode::OptimisticAbort),
+        "early-abort" => Ok(Mode::EarlyAbort),
+        other => Err(format!("variant `{other}`: accepted forward, read-cache, gotthard, early-abort")),
+    }
+}
+
+/// The world of one run, not started.
+pub fn build(mode: Mode, cfg: &RackConfig) -> Result<World<RackHost, Switch<Gotthard>, RackObserver>, String> {
+    if !(0.0..=1.0).contains(&cfg.write_share) {
+        return Err(format!("write_share {}: accepted 0..=1", cfg.write_share));
+    }
+    if cfg.clients == 0 || cfg.clients > 1024 {
+        return Err(format!("clients {}: accepted 1..=1024", cfg.clients));
+    }
+    let mut topology = Topology::default();
+    topology.connect(Endpoint::Host(CLIENT_HOST), Endpoint::Switch(0), &LinkParams::wan(cfg.near_ms));
+    topology.connect(Endpoint::Host(STORE_HOST), Endpoint::Switch(0), &LinkParams::wan(cfg.far_ms));
+    let client = ClientHost::new(ClientConfig {
+        address: CLIENT_HOST,
+        store: STORE_HOST,
+        clients: cfg.clients,
+        write_share: cfg.write_share,
+        commits_per_client: cfg.commits_per_client,
+        seed: cfg.seed,
+    });
+    let hosts = vec![RackHost::Client(client), RackHost::Store(Store::new(STORE_HOST))];
+    let switch = Switch::new(SwitchProfile::tofino1(), Gotthard::new(mode)).map_err(|e| e.to_string())?;
+    World::new(topology, hosts, vec![switch], RackObserver::new()).map_err(|e| e.to_string())
+}
+
+/// Runs one point to completion and returns its figures.
+pub fn run(mode: Mode, cfg: &RackConfig) -> Result<RackFigures, String> {
+    let mut world = build(mode, cfg)?;
+    world.run(0, Nanos::MAX / 2, EVENTS_MAX).map_err(|e| e.to_string())?;
+    let obs = world.observer();
+    let mut f = obs.figures.clone();
+    f.completion_s = obs.finished_ns as f64 / 1e9;
+    f.latency_ms_mean = obs.latency.mean() / 1e6;
+    f.latency_ms_p99 = obs.latency.value_at_quantile(0.99) as f64 / 1e6;
+    f.final_value = match &world.hosts()[usize::from(STORE_HOST)] {
+        RackHost::Store(s) => s.value(crate::client::HOT_KEY),
+        RackHost::Client(_) => 0,
+    };
+    f.events = world.events_processed();
+    f.trace_hash = format!("{:016x}", world.trace_hash());
+    Ok(f)
+}
