@@ -24,7 +24,9 @@
 //!   the differing keys are read (phase *flag*) and the switch answers `OPTIMISTIC_ABORT` if a
 //!   differing cell was optimistic, else `ABORT`, with every `VALUE` op rewritten to the
 //!   switch's value. Otherwise, in `optimistic-abort`, every `WRITE` is logged (phase *log*:
-//!   value := w, optimistic := 1) and the request forwarded.
+//!   value := w, optimistic := 1) and the request forwarded. The common request
+//!   `[VALUE(k, v), WRITE(k, w)]` does check and log in one conditional action of one pass
+//!   (`check_and_log`), so a request right behind it cannot slip through between the two.
 //!
 //! **Store replies** (`FLAG_REPLY` without `FLAG_FROM_SWITCH`), in every mode but `forward`:
 //! `ABORT` sets value := v, optimistic := 0 for its `VALUE` ops; `OK` sets value := v for its
@@ -56,6 +58,7 @@ const FLAG: u8 = 1;
 const LOG: u8 = 2;
 const FILL: u8 = 3;
 const FILL_COMMITTED: u8 = 4;
+const CHECK_AND_LOG: u8 = 5;
 
 /// What the switch does with Gotthard traffic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -140,6 +143,13 @@ fn actions() -> Vec<RegisterAction> {
         RegisterAction::always("log", Branch { lo: Some(Expr::IN1), hi: Some(Expr::constant(1)), out: Expr::LO }),
         RegisterAction::always("fill", Branch { lo: Some(Expr::IN1), hi: Some(Expr::constant(0)), out: Expr::LO }),
         commit_if_not_optimistic,
+        RegisterAction::when(
+            "check_and_log",
+            vec![Comparison::new(Expr::LO.minus(Expr::IN1), CmpOp::Eq)],
+            Combine::All,
+            Branch { lo: Some(Expr::IN2), hi: Some(Expr::constant(1)), out: Expr::LO },
+            Branch::keep(Expr::LO),
+        ),
     ]
 }
 
@@ -210,6 +220,9 @@ impl Gotthard {
                 }
                 Self::answer(p, Status::Ok)
             }
+            (Mode::OptimisticAbort, Phase::Check) if Self::single_increment(&p.msg).is_some() => {
+                self.check_and_log(ctx, p)
+            }
             (_, Phase::Check) => {
                 if !Self::serve(ctx, p, READ, checks) {
                     return PassDecision::Recirculate(Recirc::Waiting);
@@ -251,6 +264,32 @@ impl Gotthard {
             }
             (_, Phase::Update) => PassDecision::Forward,
         }
+    }
+
+    /// `(array, index)` of a request that is exactly `[VALUE(k, v), WRITE(k, w)]` on a
+    /// cacheable key: its compare and its log are one conditional action, in one pass, so no
+    /// other request can be checked between them (the two-pass path would let a request right
+    /// behind it through against the old value).
+    fn single_increment(msg: &Message) -> Option<(u8, u32)> {
+        match msg.ops.as_slice() {
+            [c, w] if c.op_type == OpType::Value && w.op_type == OpType::Write && c.key == w.key => cell_of(c.key),
+            _ => None,
+        }
+    }
+
+    fn check_and_log(&self, ctx: &mut PassContext<'_>, p: &mut Packet) -> PassDecision {
+        let Some((array, index)) = Self::single_increment(&p.msg) else { return PassDecision::Forward };
+        let (compare, write) = (p.msg.ops[0], p.msg.ops[1]);
+        // The array and index come from `cell_of`: an error is a bug of the program.
+        let out = ctx.execute(array, CHECK_AND_LOG, index, stored(compare.value), stored(write.value));
+        let seen = loaded(out.expect("a valid access"));
+        if seen == EMPTY || seen == compare.value {
+            // A miss (an empty cell never matches: nothing was logged) or a logged write.
+            return PassDecision::Forward;
+        }
+        p.msg.ops[0].value = seen;
+        p.mismatched = 1;
+        Self::next_phase(p, Phase::Flag)
     }
 
     fn answer(p: &mut Packet, status: Status) -> PassDecision {
@@ -392,6 +431,15 @@ mod tests {
         assert_eq!(reply.status, Status::OptimisticAbort);
         assert_eq!(reply.flags, FLAG_REPLY | FLAG_FROM_SWITCH);
         assert_eq!(reply.ops[0], Op::value(X, 1));
+    }
+
+    #[test]
+    fn an_increment_checks_and_logs_in_one_pass() {
+        let mut sw = Bench::new(Mode::OptimisticAbort);
+        sw.store_reply(Status::Ok, vec![Op::updated(X, 0)]);
+        assert_eq!(sw.run(increment(1, 0)), (PassDecision::Forward, increment(1, 0), 1));
+        let (d, reply, passes) = sw.run(increment(2, 0));
+        assert_eq!((d, reply.status, passes), (PassDecision::Reply, Status::OptimisticAbort, 2), "check, then flag");
     }
 
     #[test]
