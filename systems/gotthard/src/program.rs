@@ -518,4 +518,35 @@ mod tests {
             }
         }
     }
+
+    proptest::proptest! {
+        /// Whatever mix of requests and store replies the switch sees, in any mode, it answers
+        /// only all-`READ` requests with `OK`, and it answers aborts only with the values its
+        /// cells hold (never a made-up value).
+        #[test]
+        fn never_ok_to_a_write_under_any_mix(
+            mode in 0u8..4,
+            steps in proptest::collection::vec((0u8..4, 0u32..20, -2i32..4), 1..60),
+        ) {
+            let mode = [Mode::Forward, Mode::ReadCache, Mode::EarlyAbort, Mode::OptimisticAbort][usize::from(mode)];
+            let mut sw = Bench::new(mode);
+            for (what, key, v) in steps {
+                match what {
+                    0 => {
+                        let (d, reply, _) = sw.run(Message::request(1, 1, vec![Op::value(key, v), Op::write(key, v + 1)]));
+                        proptest::prop_assert!(!(d == PassDecision::Reply && reply.status == Status::Ok));
+                    }
+                    1 => {
+                        let (d, reply, _) = sw.run(Message::request(1, 1, vec![Op::read(key), Op::read(key + 8)]));
+                        if d == PassDecision::Reply {
+                            proptest::prop_assert_eq!(reply.status, Status::Ok);
+                            proptest::prop_assert_eq!(mode, Mode::ReadCache);
+                        }
+                    }
+                    2 => { sw.store_reply(Status::Ok, vec![Op::updated(key, v)]); }
+                    _ => { sw.store_reply(Status::Abort, vec![Op::value(key, v)]); }
+                }
+            }
+        }
+    }
 }
