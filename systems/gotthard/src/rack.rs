@@ -1,9 +1,9 @@
 //! The paper's setup on the simulator: one client host — one switch — one store.
 //!
 //! Host 0 carries the N clients, host 1 is the store, switch 0 runs [`Gotthard`] in the
-//! variant's mode. The client–switch link has a one-way delay of `near_ms` and the
-//! switch–store link `far_ms` (10 ms and 40 ms: the paper's 50 ms split 20/80), both WAN links
-//! of `pisadb_net`. The run goes until every client has its commits and the network is empty
+//! variant's mode. The client–switch link has a one-way delay of `near_us` and the
+//! switch–store link `far_us` (10 ms and 40 ms: the paper's 50 ms split 20/80), both WAN links
+//! of `pisadb_net` (10 Gbit/s); microseconds so that data-center delays can be asked too. The run goes until every client has its commits and the network is empty
 //! (no timers, so the scheduler drains); the completion time is when the last client finished.
 //!
 //! [`RackObserver`] turns the hosts' events into the figures: commits, aborts by source,
@@ -37,17 +37,17 @@ pub struct RackConfig {
     pub write_share: f64,
     /// Commits each client makes.
     pub commits_per_client: u32,
-    /// One-way client–switch delay in milliseconds.
-    pub near_ms: u64,
-    /// One-way switch–store delay in milliseconds.
-    pub far_ms: u64,
+    /// One-way client–switch delay in microseconds.
+    pub near_us: u64,
+    /// One-way switch–store delay in microseconds.
+    pub far_us: u64,
     /// The seed of every random choice.
     pub seed: u64,
 }
 
 impl Default for RackConfig {
     fn default() -> Self {
-        RackConfig { clients: 8, write_share: 0.25, commits_per_client: 1000, near_ms: 10, far_ms: 40, seed: 1 }
+        RackConfig { clients: 8, write_share: 0.25, commits_per_client: 1000, near_us: 10_000, far_us: 40_000, seed: 1 }
     }
 }
 
@@ -265,9 +265,10 @@ pub fn build(mode: Mode, cfg: &RackConfig) -> Result<World<RackHost, Switch<Gott
     if cfg.clients == 0 || cfg.clients > 1024 {
         return Err(format!("clients {}: accepted 1..=1024", cfg.clients));
     }
+    let wan_us = |us: u64| LinkParams { propagation_ns: us.saturating_mul(1_000), ..LinkParams::wan(0) };
     let mut topology = Topology::default();
-    topology.connect(Endpoint::Host(CLIENT_HOST), Endpoint::Switch(0), &LinkParams::wan(cfg.near_ms));
-    topology.connect(Endpoint::Host(STORE_HOST), Endpoint::Switch(0), &LinkParams::wan(cfg.far_ms));
+    topology.connect(Endpoint::Host(CLIENT_HOST), Endpoint::Switch(0), &wan_us(cfg.near_us));
+    topology.connect(Endpoint::Host(STORE_HOST), Endpoint::Switch(0), &wan_us(cfg.far_us));
     let client = ClientHost::new(ClientConfig {
         address: CLIENT_HOST,
         store: STORE_HOST,

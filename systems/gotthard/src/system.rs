@@ -26,6 +26,17 @@ const VARIANTS: &[Variant] = &[
     },
 ];
 
+/// A duration of `s` seconds in the largest readable unit (s, ms or µs).
+fn readable(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{s:.1} s")
+    } else if s >= 1e-3 {
+        format!("{:.1} ms", s * 1e3)
+    } else {
+        format!("{:.1} µs", s * 1e6)
+    }
+}
+
 fn run_error(why: impl Into<String>) -> HarnessError {
     HarnessError::Run { system: "gotthard".into(), why: why.into() }
 }
@@ -61,7 +72,7 @@ impl System for Gotthard {
             ("variant".to_string(), variant.to_string()),
             ("clients".to_string(), cfg.clients.to_string()),
             ("writes".to_string(), format!("{:.0}%", cfg.write_share * 100.0)),
-            ("completion".to_string(), format!("{:.1} s", f.completion_s)),
+            ("completion".to_string(), readable(f.completion_s)),
             ("commits".to_string(), f.commits.to_string()),
             ("aborts".to_string(), aborts.to_string()),
             (
@@ -69,8 +80,8 @@ impl System for Gotthard {
                 format!("{}/{}/{}", f.aborts_store, f.aborts_switch, f.aborts_switch_optimistic),
             ),
             ("retries".to_string(), f.retries.to_string()),
-            ("mean".to_string(), format!("{:.1} ms", f.latency_ms_mean)),
-            ("p99".to_string(), format!("{:.1} ms", f.latency_ms_p99)),
+            ("mean".to_string(), readable(f.latency_ms_mean / 1e3)),
+            ("p99".to_string(), readable(f.latency_ms_p99 / 1e3)),
         ];
         Ok(PointReport {
             system: "gotthard",
