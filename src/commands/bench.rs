@@ -314,9 +314,15 @@ impl Point {
         (self.system == "p4db").then(|| serde_json::from_value(self.figures.clone()).ok()).flatten()
     }
 
-    /// Committed transactions in the window (for the simulator's speed).
+    /// Committed transactions (for the simulator's speed): P4DB splits them into hot and cold,
+    /// other systems report `commits`.
     fn committed(&self) -> f64 {
-        ["hot_committed", "cold_committed"].iter().filter_map(|k| self.figures[*k].as_f64()).sum()
+        let split: f64 = ["hot_committed", "cold_committed"].iter().filter_map(|k| self.figures[*k].as_f64()).sum();
+        if split > 0.0 {
+            split
+        } else {
+            self.figures["commits"].as_f64().unwrap_or(0.0)
+        }
     }
 }
 
@@ -374,7 +380,7 @@ pub(crate) fn run_bench(args: &Args) -> Result<(), String> {
         println!("{}", serde_json::to_string_pretty(&point).map_err(|e| e.to_string())?);
         return Ok(());
     }
-    print_header(&args.rack);
+    print_header(system, &args.rack, &args.system.sets);
     print_table(&[point]);
     Ok(())
 }
@@ -396,7 +402,7 @@ pub(crate) struct CompareArgs {
 pub(crate) fn run_compare(args: &CompareArgs) -> Result<(), String> {
     let system = args.system.system()?;
     if !args.json {
-        print_header(&args.rack);
+        print_header(system, &args.rack, &args.system.sets);
     }
     let mut points = Vec::new();
     let mut variants: Vec<&str> = system.variants().iter().map(|v| v.name).collect();
@@ -415,8 +421,16 @@ pub(crate) fn run_compare(args: &CompareArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn print_header(r: &RackArgs) {
-    println!("{}", r.describe());
+/// What ran: P4DB's rack flags describe its rack; another system's settings are its own
+/// (`pisadb systems --settings NAME`), edited by the `--set`s.
+fn print_header(system: &dyn System, r: &RackArgs, sets: &[String]) {
+    if system.name() == "p4db" {
+        println!("{}", r.describe());
+    } else if sets.is_empty() {
+        println!("{}: default settings (pisadb systems --settings {})", system.paper(), system.name());
+    } else {
+        println!("{}: default settings with --set {}", system.paper(), sets.join(" --set "));
+    }
     println!();
 }
 
