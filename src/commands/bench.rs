@@ -328,10 +328,11 @@ impl Point {
 
 /// The settings a system runs with: P4DB's come from the rack flags, every system's from its
 /// defaults; then the `--set` overrides.
-fn settings(system: &dyn System, variant: &str, rack: &RackArgs, sets: &[String]) -> Result<serde_json::Value, String> {
+fn settings(system: &dyn System, rack: &RackArgs, sets: &[String]) -> Result<serde_json::Value, String> {
     let mut settings = if system.name() == "p4db" {
-        let mode = pisadb_p4db::system::mode_of(variant).map_err(|e| e.to_string())?;
-        pisadb_p4db::system::without_mode(serde_json::to_value(rack.config(mode)).map_err(|e| e.to_string())?)
+        // The variant decides the mode, not a setting: the rack's mode is dropped here.
+        let rack_config = serde_json::to_value(rack.config(Mode::P4db)).map_err(|e| e.to_string())?;
+        pisadb_p4db::system::without_mode(rack_config)
     } else {
         system.default_settings()
     };
@@ -345,7 +346,7 @@ fn settings(system: &dyn System, variant: &str, rack: &RackArgs, sets: &[String]
 /// program).
 pub(crate) fn run_point(system: &dyn System, variant: &str, rack: &RackArgs, sets: &[String]) -> Result<Point, String> {
     system.variant(variant).map_err(|e| e.to_string())?;
-    let settings = settings(system, variant, rack, sets)?;
+    let settings = settings(system, rack, sets)?;
     #[allow(clippy::disallowed_methods)] // the simulator's own speed is a wall-clock figure
     let started = std::time::Instant::now();
     let PointReport { system: name, variant, figures, row, .. } =

@@ -130,18 +130,6 @@ impl Registry {
             known: self.systems.iter().map(|s| s.name().to_string()).collect(),
         })
     }
-
-    /// The system that owns variant `name` when a command is given a variant but no system
-    /// (so `--mode no-switch` still finds P4DB's baseline), or an error listing every variant.
-    pub fn by_variant(&self, name: &str) -> Result<&'static dyn System, HarnessError> {
-        self.systems.iter().copied().find(|s| s.variants().iter().any(|v| v.name == name)).ok_or_else(|| {
-            HarnessError::UnknownVariant {
-                system: "any".to_string(),
-                variant: name.to_string(),
-                known: self.systems.iter().flat_map(|s| s.variants().iter().map(|v| v.name.to_string())).collect(),
-            }
-        })
-    }
 }
 
 #[cfg(test)]
@@ -188,7 +176,6 @@ mod tests {
         assert_eq!(registry.get("toy").map(|s| s.name()), Ok("toy"));
         let Err(err) = registry.get("gothard") else { panic!("gothard is not registered") };
         assert_eq!(err.to_string(), "unknown system `gothard`; known systems: toy");
-        assert_eq!(registry.by_variant("baseline").map(|s| s.name()), Ok("toy"));
         let Err(err) = TOY.variant("fast") else { panic!("the toy has no variant `fast`") };
         assert_eq!(err.to_string(), "system `toy` has no variant `fast`; its variants: toy, baseline");
         let point = TOY.run_point("baseline", &TOY.default_settings()).expect("runs");

@@ -694,10 +694,15 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
         let fates = self.network_fate(left, fault_host);
         let [first, copy] = fates;
         if self.ports.contains_key(&index) {
-            for (before, after) in [copy, first].into_iter().flatten() {
-                let bytes = bytes.clone();
+            let enter = |world: &mut Self, (before, after): (Nanos, Nanos), bytes| {
                 let entry = PortEntry { link: index, hop, after_ns: after, bytes };
-                self.schedule(ready + before, Event::EnterPort(Box::new(entry)));
+                world.schedule(ready + before, Event::EnterPort(Box::new(entry)));
+            };
+            if let Some(c) = copy {
+                enter(self, c, bytes.clone());
+            }
+            if let Some(f) = first {
+                enter(self, f, bytes);
             }
             return;
         }

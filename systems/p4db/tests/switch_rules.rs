@@ -1,82 +1,14 @@
-//! The switch refuses what the hardware cannot do: programs at load time, packets on arrival.
+//! The switch refuses what the hardware cannot do, with P4DB's engine: its program at load time,
+//! its packets on arrival (the model's own load rules are tested in `crates/switch/tests`).
 
 mod common;
 
 use pisadb_core::AccOut;
 use pisadb_p4db::programs::p4db::{action_for, P4dbConfig, P4dbEngine};
 use pisadb_p4db::wire::p4db::{Instruction, LockPair, TxnPacket};
-use pisadb_switch::alu::{Branch, CmpOp, Combine, Comparison, Expr, RegisterAction};
-use pisadb_switch::{LoadError, ProgramSpec, RegisterArraySpec, Switch, SwitchProfile};
+use pisadb_switch::{LoadError, Switch, SwitchProfile};
 use pisadb_wire::{Frame, Kind, SWITCH_ID};
 use proptest::prelude::*;
-
-fn array(id: u8, stage: u8, entries: u32) -> RegisterArraySpec {
-    RegisterArraySpec {
-        id,
-        name: format!("a{id}"),
-        stage,
-        entries,
-        width_bits: 32,
-        pair: false,
-        actions: vec![RegisterAction::always("read", Branch::keep(Expr::LO))],
-    }
-}
-
-fn check(arrays: Vec<RegisterArraySpec>) -> Result<(), LoadError> {
-    ProgramSpec { name: "t".into(), arrays, reserve_fast_recirc_port: false, tables: Vec::new() }
-        .check(&SwitchProfile::tofino1())
-}
-
-#[test]
-fn a_stage_holds_at_most_its_stateful_alus() {
-    let err = check((1..=5).map(|id| array(id, 3, 16)).collect()).unwrap_err();
-    assert_eq!(err, LoadError::TooManyArrays { stage: 3, count: 5, max: 4 });
-    assert!(err.to_string().contains("only 4 stateful ALUs"), "{err}");
-    assert!(check((1..=4).map(|id| array(id, 3, 16)).collect()).is_ok());
-}
-
-#[test]
-fn a_stage_holds_at_most_its_sram() {
-    // 3 x 131072 x 32 bit = 12 Mbit > 10 Mbit per stage.
-    let err = check((1..=3).map(|id| array(id, 2, 131_072)).collect()).unwrap_err();
-    assert!(matches!(err, LoadError::SramExceeded { stage: 2, needed: 96, max: 80, .. }), "{err:?}");
-    assert!(check((1..=2).map(|id| array(id, 2, 131_072)).collect()).is_ok(), "8 Mbit fits");
-}
-
-#[test]
-fn stages_ids_and_widths_must_exist() {
-    assert!(matches!(check(vec![array(1, 12, 16)]).unwrap_err(), LoadError::NoSuchStage { stage: 12, last: 11, .. }));
-    assert!(matches!(
-        check(vec![array(1, 1, 16), array(1, 2, 16)]).unwrap_err(),
-        LoadError::BadRegisterId { id: 1, .. }
-    ));
-    assert!(matches!(check(vec![array(0, 1, 16)]).unwrap_err(), LoadError::BadRegisterId { id: 0, .. }));
-    let mut wide = array(1, 1, 16);
-    wide.width_bits = 64;
-    wide.pair = true;
-    assert!(
-        matches!(check(vec![wide]).unwrap_err(), LoadError::BadWidth { .. }),
-        "a 128-bit pair exceeds Tofino 1's 64-bit ALU"
-    );
-}
-
-#[test]
-fn actions_beyond_the_stateful_alu_are_refused() {
-    let c = Comparison::new(Expr::LO, CmpOp::Gt);
-    let mut a = array(1, 1, 16);
-    a.actions = vec![RegisterAction::when(
-        "three_way",
-        vec![c, c, c],
-        Combine::All,
-        Branch::keep(Expr::LO),
-        Branch::keep(Expr::LO),
-    )];
-    let err = check(vec![a.clone()]).unwrap_err();
-    assert!(err.to_string().contains("at most 2"), "{err}");
-    let tofino2 =
-        ProgramSpec { name: "t".into(), arrays: vec![a], reserve_fast_recirc_port: false, tables: Vec::new() };
-    assert!(tofino2.check(&SwitchProfile::tofino2()).is_ok(), "Tofino 2 evaluates 4 comparisons");
-}
 
 #[test]
 fn p4db_engine_fits_both_profiles_and_oversized_configs_are_refused() {

@@ -267,3 +267,25 @@ pub trait Concurrency {
 fn stored<S: Storage + ?Sized>(storage: &S, key: TupleKey) -> Tuple {
     storage.get(key).unwrap_or_default()
 }
+
+/// Installs `txn`'s buffered `writes` in order, each tuple's version becoming `txn`, counting
+/// a tuple operation per write: what every scheme's commit does. Every write is attempted; the
+/// first one the storage refused is the error.
+fn install<S: Storage + ?Sized>(
+    storage: &mut S,
+    txn: TxnId,
+    writes: &[(TupleKey, i64)],
+    work: &mut Work,
+) -> Result<(), TxnError> {
+    let mut refused = None;
+    for &(key, value) in writes {
+        work.tuple_ops += 1;
+        if let Err(e) = storage.put(key, Tuple { value, version: txn.bits() }) {
+            refused.get_or_insert(e);
+        }
+    }
+    match refused {
+        Some(e) => Err(Misuse::Storage(e).into()),
+        None => Ok(()),
+    }
+}

@@ -21,7 +21,7 @@
 //! Versions are unique per write (they are transaction ids), so a changed tuple can never look
 //! unchanged (no ABA).
 
-use super::{stored, Concurrency, Conflict, Grant, Intent, Misuse, Read, TxnError, Work};
+use super::{install, stored, Concurrency, Conflict, Grant, Intent, Misuse, Read, TxnError, Work};
 use crate::id::{Timestamp, TxnId};
 use crate::storage::Storage;
 use crate::store::Tuple;
@@ -156,18 +156,9 @@ impl Concurrency for Occ {
             Some(_) => {}
         }
         let t = self.txns.remove(&txn).expect("checked above");
-        let mut refused = None;
-        for &(key, value) in &t.writes {
-            work.tuple_ops += 1;
-            if let Err(e) = storage.put(key, Tuple { value, version: txn.bits() }) {
-                refused.get_or_insert(e);
-            }
-        }
+        let installed = install(storage, txn, &t.writes, work);
         self.unlock(txn, &t.locked, work);
-        match refused {
-            Some(e) => Err(Misuse::Storage(e).into()),
-            None => Ok(Vec::new()),
-        }
+        installed.map(|()| Vec::new())
     }
 
     fn abort<S: Storage + ?Sized>(&mut self, _storage: &S, txn: TxnId, work: &mut Work) -> Vec<Grant> {

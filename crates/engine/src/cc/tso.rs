@@ -28,7 +28,7 @@
 //!
 //! The per-tuple timestamps are kept for every tuple ever touched (two words each).
 
-use super::{stored, Concurrency, Conflict, Grant, Intent, Misuse, Read, TxnError, Work};
+use super::{install, stored, Concurrency, Conflict, Grant, Intent, Misuse, Read, TxnError, Work};
 use crate::id::{Timestamp, TxnId};
 use crate::storage::Storage;
 use crate::store::Tuple;
@@ -154,20 +154,13 @@ impl Concurrency for TimestampOrdering {
         work: &mut Work,
     ) -> Result<Vec<Grant>, TxnError> {
         let t = self.txns.remove(&txn).ok_or(Misuse::UnknownTxn { txn })?;
-        let mut refused = None;
-        for &(key, value) in &t.writes {
-            work.tuple_ops += 1;
-            if let Err(e) = storage.put(key, Tuple { value, version: txn.bits() }) {
-                refused.get_or_insert(e);
-            }
+        let installed = install(storage, txn, &t.writes, work);
+        for &(key, _) in &t.writes {
             let times = self.tuples.entry(key).or_default();
             times.write_ts = t.ts;
             times.pending = None;
         }
-        match refused {
-            Some(e) => Err(Misuse::Storage(e).into()),
-            None => Ok(Vec::new()),
-        }
+        installed.map(|()| Vec::new())
     }
 
     fn abort<S: Storage + ?Sized>(&mut self, _storage: &S, txn: TxnId, work: &mut Work) -> Vec<Grant> {

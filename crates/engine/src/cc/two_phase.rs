@@ -20,7 +20,7 @@
 //! cost model counts it). The order matters to the grants a release hands out, and hence to
 //! which transaction goes on first; P4DB's figures are pinned to it.
 
-use super::{stored, Concurrency, Conflict, Grant, Intent, Misuse, Read, TxnError, Work};
+use super::{install, stored, Concurrency, Conflict, Grant, Intent, Misuse, Read, TxnError, Work};
 use crate::id::{Timestamp, TxnId};
 use crate::locks::{Acquire, LockTable};
 use crate::storage::Storage;
@@ -191,18 +191,10 @@ impl Concurrency for TwoPhaseLocking {
         work: &mut Work,
     ) -> Result<Vec<Grant>, TxnError> {
         let t = self.txns.remove(&txn).ok_or(Misuse::UnknownTxn { txn })?;
-        let mut refused = None;
-        for &(key, value) in &t.writes {
-            work.tuple_ops += 1;
-            if let Err(e) = storage.put(key, Tuple { value, version: txn.bits() }) {
-                refused.get_or_insert(e);
-            }
-        }
+        // Installed before the release: a read granted by the release sees the new values.
+        let installed = install(storage, txn, &t.writes, work);
         let grants = self.release(storage, txn, t.held.iter().map(|&(k, _)| k), work);
-        match refused {
-            Some(e) => Err(Misuse::Storage(e).into()),
-            None => Ok(grants),
-        }
+        installed.map(|()| grants)
     }
 
     fn abort<S: Storage + ?Sized>(&mut self, storage: &S, txn: TxnId, work: &mut Work) -> Vec<Grant> {
