@@ -42,7 +42,7 @@ pub(crate) enum Experiment {
     TpccWorkers,
     /// TPC-C: speedup by remote item / remote customer probability (Fig. 14, lower row).
     TpccRemote,
-    /// Hot YCSB-A on P4DB: random layout without optimizations, then fast recirculation,
+    /// Hot YCSB-A on P4DB, 4 nodes as in the paper: random layout without optimizations, then fast recirculation,
     /// fine-grained locks, and the declustered layout added one at a time (Fig. 15c).
     SwitchOptimizations,
     /// Throughput and mean latency under the declustered and a random layout, YCSB-A,
@@ -177,8 +177,10 @@ pub(crate) struct Plan {
 pub(crate) struct Options {
     /// Fewer points, shorter windows.
     pub quick: bool,
-    /// Seed of every point.
+    /// Seed of every point's first run.
     pub seed: u64,
+    /// Runs per point, under seeds `seed`, `seed + 1`, ….
+    pub seeds: u32,
     /// Concurrency control on the nodes.
     pub cc: Cc,
 }
@@ -292,10 +294,15 @@ fn grid<P: Copy, X: Copy + Into<f64>>(
     }
 }
 
-const WORKERS_FULL: [u16; 7] = [1, 2, 4, 8, 12, 16, 20];
+/// The paper's grids (the prototype's `experiments/p4db_exp.py`): workers per node, and the
+/// remote share from 10% to 90%.
+const WORKERS_FULL: [u16; 8] = [1, 2, 4, 8, 10, 12, 16, 20];
 const WORKERS_QUICK: [u16; 3] = [1, 8, 20];
-const REMOTE_FULL: [u32; 6] = [0, 20, 40, 60, 80, 100];
-const REMOTE_QUICK: [u32; 3] = [0, 50, 100];
+const REMOTE_FULL: [u32; 9] = [10, 20, 30, 40, 50, 60, 70, 80, 90];
+const REMOTE_QUICK: [u32; 3] = [10, 50, 90];
+/// The share of hot transactions (`exp_skew`): 0% to 100% in steps of 10.
+const HOT_FULL: [u32; 11] = [0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100];
+const HOT_QUICK: [u32; 3] = [0, 50, 100];
 
 /// The plan of `experiment`.
 pub(crate) fn plan(experiment: Experiment, o: &Options) -> Plan {
@@ -339,7 +346,7 @@ pub(crate) fn plan(experiment: Experiment, o: &Options) -> Plan {
         }
         Experiment::YcsbHot => {
             let mixes = o.pick(&[YcsbMix::A, YcsbMix::C], &[YcsbMix::A]);
-            let hot: Vec<u32> = o.pick(&[0, 25, 50, 75, 90, 100], &[0, 50, 100]);
+            let hot: Vec<u32> = o.pick(&HOT_FULL, &HOT_QUICK);
             grid(&mut points, &mixes, mix_name, &hot, &ALL_MODES, |mix, h, mode| o.base(ycsb(mix, 20, h), mode, 20));
             (
                 "YCSB: throughput by share of hot transactions, 20% distributed (cf. P4DB Fig. 15a/b)",
@@ -410,7 +417,9 @@ pub(crate) fn plan(experiment: Experiment, o: &Options) -> Plan {
                     fine_grained_locks: fine,
                     ..P4dbConfig::for_profile(&profile)
                 };
-                let cfg = RunConfig { layout, p4db: Some(p4db), ..o.base(ycsb(YcsbMix::A, 20, 100), Mode::P4db, 20) };
+                // The paper ran this ablation on 4 nodes with only hot transactions.
+                let base = o.base(ycsb(YcsbMix::A, 20, 100), Mode::P4db, 20);
+                let cfg = RunConfig { nodes: 4, layout, p4db: Some(p4db), ..base };
                 points.push(PointSpec {
                     panel: "hot YCSB-A".into(),
                     series: "P4DB".into(),
@@ -419,13 +428,13 @@ pub(crate) fn plan(experiment: Experiment, o: &Options) -> Plan {
                     cfg,
                 });
             }
-            ("P4DB's switch optimizations on hot YCSB-A, 1 = none, 2 = + fast recirculation, 3 = + fine-grained locks, 4 = + declustered layout (cf. Fig. 15c)", ("optimizations applied", Unit::Integer), vec![Chart::Throughput, Chart::Speedup], Baseline::FirstOfPanel)
+            ("P4DB's switch optimizations on hot YCSB-A, 4 nodes x 20 workers, 1 = none, 2 = + fast recirculation, 3 = + fine-grained locks, 4 = + declustered layout (cf. Fig. 15c)", ("optimizations applied", Unit::Integer), vec![Chart::Throughput, Chart::Speedup], Baseline::FirstOfPanel)
         }
         Experiment::Layout => {
             let workloads =
                 [("YCSB-A", ycsb(YcsbMix::A, 20, 75)), ("SmallBank", smallbank(15, 20)), ("TPC-C", tpcc(8, 20))];
             for (name, w) in workloads {
-                for workers in o.pick(&[8, 12, 16, 20], &[8, 20]) {
+                for workers in o.pick(&WORKERS_FULL, &[8, 20]) {
                     for (series, layout) in
                         [("declustered layout", LayoutChoice::Declustered), ("random layout", LayoutChoice::Random)]
                     {

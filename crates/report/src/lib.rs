@@ -40,13 +40,34 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters::style::FontStyle;
 
-/// One line of a chart: a name (shown in the legend) and its `(x, y)` points, drawn in order.
-#[derive(Debug, Clone, PartialEq)]
+/// One line of a chart: a name (shown in the legend) and its `(x, y)` points, drawn in order,
+/// with an error bar of `y ± errors[i]` at point `i` where `errors` gives one (a point whose
+/// half-width is 0 or missing has none).
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Series {
     /// The legend label; series with the same name share a color across panels.
     pub name: String,
     /// The points, joined by a line in the order given.
     pub points: Vec<(f64, f64)>,
+    /// Half-widths of the error bars, by point (e.g. a standard deviation over seeds); empty
+    /// for none.
+    pub errors: Vec<f64>,
+}
+
+impl Series {
+    /// A line without error bars.
+    pub fn new(name: impl Into<String>, points: Vec<(f64, f64)>) -> Self {
+        Series { name: name.into(), points, errors: Vec::new() }
+    }
+
+    /// The error bars of the finite points: `(x, y - e, y, y + e)` for each with `e > 0`.
+    fn error_bars(&self) -> impl Iterator<Item = (f64, f64, f64, f64)> + '_ {
+        self.points
+            .iter()
+            .zip(&self.errors)
+            .filter(|((x, y), e)| x.is_finite() && y.is_finite() && e.is_finite() && **e > 0.0)
+            .map(|(&(x, y), &e)| (x, y - e, y, y + e))
+    }
 }
 
 /// One chart of a figure: a title, axis labels and units, and the lines it shows.
@@ -370,7 +391,9 @@ fn finite_lines(panel: &Panel) -> Vec<(&Series, Vec<(f64, f64)>)> {
 /// The y range of `panel` and its ticks, for a panel `height_px` tall.
 fn y_axis(panel: &Panel, height_px: u32) -> Result<(Range<f64>, AxisTicks), Box<dyn std::error::Error>> {
     let lines = finite_lines(panel);
-    let range = axis_range(panel.y_unit, lines.iter().flat_map(|(_, points)| points).map(|p| p.1), Some(0.0));
+    let bar_ends = panel.series.iter().flat_map(|s| s.error_bars()).flat_map(|(_, lo, _, hi)| [lo, hi]);
+    let ys = lines.iter().flat_map(|(_, points)| points).map(|p| p.1).chain(bar_ends);
+    let range = axis_range(panel.y_unit, ys, Some(0.0));
     let caption_px = text_size(&panel.title, CAPTION_FONT_PX)?.1 + PAD_PX;
     let desc_px = text_size("Mg", DESC_FONT_PX)?.1;
     let plot_height = height_px.saturating_sub(caption_px + 3 * PAD_PX + 2 * TICK_MARK_PX + 2 * TICK_FONT_PX + desc_px);
@@ -429,6 +452,9 @@ where
     for (series, points) in lines {
         let color = colors.get(series.name.as_str()).copied().unwrap_or(BLACK);
         chart.draw_series(LineSeries::new(points, color.stroke_width(2)).point_size(3))?;
+        let bars =
+            series.error_bars().map(|(x, lo, y, hi)| ErrorBar::new_vertical(x, lo, y, hi, color.stroke_width(1), 8));
+        chart.draw_series(bars)?;
     }
     Ok(())
 }
@@ -679,7 +705,7 @@ mod tests {
     }
 
     fn series(name: &str, scale: f64) -> Series {
-        Series { name: name.to_string(), points: (0..5).map(|i| (f64::from(i), scale * f64::from(i * i))).collect() }
+        Series::new(name, (0..5).map(|i| (f64::from(i), scale * f64::from(i * i))).collect())
     }
 
     fn panel(title: &str, series: Vec<Series>) -> Panel {
@@ -804,13 +830,34 @@ mod tests {
     }
 
     #[test]
+    fn error_bars_are_drawn_and_widen_the_y_axis() {
+        let dir = scratch("errors");
+        let (plain, barred) = (dir.join("plain.svg"), dir.join("barred.svg"));
+        let line = Series::new("P4DB", vec![(1.0, 10.0), (2.0, 20.0)]);
+        write_svg(&plain, "t", 1, &[panel("p", vec![line.clone()])]).unwrap();
+        // The second point's bar reaches 50, far above every point.
+        let with_bars = Series { errors: vec![0.0, 30.0], ..line };
+        assert_eq!(with_bars.error_bars().collect::<Vec<_>>(), [(2.0, -10.0, 20.0, 50.0)]);
+        write_svg(&barred, "t", 1, &[panel("p", vec![with_bars])]).unwrap();
+        let (plain, barred) = (std::fs::read_to_string(plain).unwrap(), std::fs::read_to_string(barred).unwrap());
+        // A bar is three thin strokes (stem and two caps) in the series' color; the line is thick.
+        let thin = |svg: &str| svg.matches(r##"<line opacity="1" stroke="#1F77B4" stroke-width="1""##).count();
+        assert_eq!((thin(&plain), thin(&barred)), (0, 3), "one error bar, at the second point only");
+        // The y axis reads up to 20 without the bar, and beyond 40 with it.
+        let has_tick = |svg: &str, label: &str| svg.lines().any(|l| l.trim() == label);
+        assert!(!has_tick(&plain, "40"), "the plain axis ends near its top point");
+        assert!(has_tick(&barred, "40"), "the y axis does not cover the bar");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
     fn svg_with_empty_or_odd_data_does_not_panic() {
         let dir = scratch("empty");
-        let odd = Series { name: "odd".to_string(), points: vec![(1.0, -2.0), (f64::NAN, 1.0), (1.0, -2.0)] };
+        let odd = Series::new("odd", vec![(1.0, -2.0), (f64::NAN, 1.0), (1.0, -2.0)]);
         let cases: Vec<Vec<Panel>> = vec![
             vec![],
             vec![panel("no series", vec![])],
-            vec![panel("empty series", vec![Series { name: "none".to_string(), points: vec![] }])],
+            vec![panel("empty series", vec![Series::new("none", vec![])])],
             vec![panel("one point", vec![series("a", 1.0)]), panel("odd", vec![odd])],
         ];
         for (i, panels) in cases.iter().enumerate() {
