@@ -21,11 +21,13 @@
 //! - [`fuzz`]: fault-injection cases and the oracles that check them;
 //! - [`real`]: real mode on the shared runtime (`pisadb-runtime`): the node and switch
 //!   processes, `pisadb cluster` with its checks, and `pisadb switch-bench`;
+//! - [`paper`]: what the prototype measured, from its published data, for reports to compare;
 //! - [`system`]: P4DB in the harness's registry ([`SYSTEM`]): its variants and settings.
 
 pub mod fuzz;
 pub mod metrics;
 pub mod node;
+pub mod paper;
 pub mod programs;
 pub mod real;
 pub mod run;
