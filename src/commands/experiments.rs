@@ -17,6 +17,7 @@
 
 use clap::ValueEnum;
 use pisadb_p4db::node::{Cc, Mode};
+use pisadb_p4db::paper::PrototypePoint;
 use pisadb_p4db::programs::p4db::P4dbConfig;
 use pisadb_p4db::{LayoutChoice, RunConfig, WorkloadSpec};
 use pisadb_report::Unit;
@@ -431,8 +432,9 @@ pub(crate) fn plan(experiment: Experiment, o: &Options) -> Plan {
             ("P4DB's switch optimizations on hot YCSB-A, 4 nodes x 20 workers, 1 = none, 2 = + fast recirculation, 3 = + fine-grained locks, 4 = + declustered layout (cf. Fig. 15c)", ("optimizations applied", Unit::Integer), vec![Chart::Throughput, Chart::Speedup], Baseline::FirstOfPanel)
         }
         Experiment::Layout => {
+            // SmallBank with 5 hot accounts per node, as the prototype ran Fig. 16 (`exp_h`).
             let workloads =
-                [("YCSB-A", ycsb(YcsbMix::A, 20, 75)), ("SmallBank", smallbank(15, 20)), ("TPC-C", tpcc(8, 20))];
+                [("YCSB-A", ycsb(YcsbMix::A, 20, 75)), ("SmallBank", smallbank(5, 20)), ("TPC-C", tpcc(8, 20))];
             for (name, w) in workloads {
                 for workers in o.pick(&WORKERS_FULL, &[8, 20]) {
                     for (series, layout) in
@@ -504,4 +506,146 @@ pub(crate) fn plan(experiment: Experiment, o: &Options) -> Plan {
         }
     };
     Plan { experiment, title: title.into(), x_label: x_label.into(), x_unit, charts, baseline, points }
+}
+
+/// The prototype's published experiments (`figures/data/<name>.csv`, see
+/// [`pisadb_p4db::paper`]) that measured the points of `experiment`; the first that holds a
+/// configuration answers for it.
+fn prototype_experiments(experiment: Experiment, layout: LayoutChoice, workload: &str) -> &'static [&'static str] {
+    match (experiment, layout, workload) {
+        (Experiment::YcsbWorkers | Experiment::YcsbBreakdown, ..) => &["exp_c"],
+        (Experiment::YcsbRemote, ..) => &["exp_b"],
+        (Experiment::YcsbHot, ..) => &["exp_ycsb_skew"],
+        (Experiment::SmallbankWorkers, ..) => &["exp_g"],
+        (Experiment::SmallbankRemote, ..) => &["exp_f"],
+        (Experiment::TpccWorkers, ..) => &["exp_k"],
+        (Experiment::TpccRemote, ..) => &["exp_j"],
+        (Experiment::SwitchOptimizations, ..) => &["exp_ycsb_optis_slow", "exp_ycsb_optis_fast"],
+        (Experiment::Layout, LayoutChoice::Random, "ycsb") => &["exp_d"],
+        (Experiment::Layout, LayoutChoice::Random, "smallbank") => &["exp_h"],
+        (Experiment::Layout, LayoutChoice::Random, _) => &["exp_l"],
+        (Experiment::Layout, _, "ycsb") => &["exp_c"],
+        (Experiment::Layout, _, "smallbank") => &["exp_g"],
+        (Experiment::Layout, ..) => &["exp_k"],
+        (Experiment::HotOverflow | Experiment::TpccLatencyBreakdown, ..) => &[],
+    }
+}
+
+/// A probability as the prototype's integer percent knob.
+fn percent(p: f64) -> u32 {
+    (p * 100.0).round() as u32
+}
+
+/// What the prototype measured for point `p` of `experiment`, if it ran that configuration.
+///
+/// The point's knobs are matched as the paper ran them: the same rack, system and concurrency
+/// control, the workload's knobs (a remote probability is compared as a percent, per key in the
+/// prototype), and for P4DB the layout the paper used — its ideal layout
+/// (`SWITCH_NO_CONFLICT`) for everything but the random-layout runs — with the fast
+/// recirculation and lock-halves steps of the Fig. 15c ablation.
+pub(crate) fn prototype_point(experiment: Experiment, p: &PointSpec) -> Option<&'static PrototypePoint> {
+    let cfg = &p.cfg;
+    let shape = |q: &PrototypePoint| match &cfg.workload {
+        WorkloadSpec::Ycsb(y) => {
+            q.workload == "ycsb"
+                && q.ycsb_write_prob == percent(y.mix.write_fraction())
+                && q.ycsb_remote_prob == percent(y.remote_prob)
+                && q.ycsb_hot_prob == percent(y.hot_prob)
+                && q.ycsb_hot_size == y.hot_per_node
+        }
+        WorkloadSpec::SmallBank(s) => {
+            q.workload == "smallbank"
+                && q.smallbank_remote_prob == percent(s.remote_prob)
+                && q.smallbank_hot_size == s.hot_per_node
+        }
+        // The knob of every TPC-C plan is the remote customer probability (the line
+        // probability is derived from it where the plan asks for a distributed share).
+        WorkloadSpec::Tpcc(t) => {
+            q.workload == "tpcc"
+                && q.tpcc_num_warehouses == t.warehouses
+                && q.new_order_remote_prob == percent(t.remote_customer_prob)
+        }
+    };
+    let p4db = cfg.p4db_config();
+    let switch = |q: &PrototypePoint| {
+        if cfg.mode != Mode::P4db {
+            return true;
+        }
+        let ideal = cfg.layout != LayoutChoice::Random;
+        let steps = experiment != Experiment::SwitchOptimizations
+            || (q.fast_recirculation == Some(p4db.fast_recirculation)
+                && q.ycsb_opti_test == (p4db.fine_grained_locks && !ideal));
+        q.switch_no_conflict == ideal && steps
+    };
+    let matches = |q: &PrototypePoint| {
+        q.num_nodes == cfg.nodes && q.num_txn_workers == cfg.workers && q.is(cfg.mode, cfg.cc) && shape(q) && switch(q)
+    };
+    prototype_experiments(experiment, cfg.layout, cfg.workload.name())
+        .iter()
+        .find_map(|name| pisadb_p4db::paper::prototype_point(name, matches))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options() -> Options {
+        Options { quick: false, seed: 1, seeds: 1, cc: Cc::NoWait }
+    }
+
+    #[test]
+    fn every_point_the_prototype_ran_finds_its_measurement() {
+        // Every point of these experiments is on the prototype's grid (LM-Switch only where the
+        // prototype ran it: the YCSB worker and remote sweeps; its published hot sweep is
+        // YCSB-A's only).
+        for experiment in [
+            Experiment::YcsbWorkers,
+            Experiment::YcsbRemote,
+            Experiment::YcsbHot,
+            Experiment::SmallbankWorkers,
+            Experiment::SmallbankRemote,
+            Experiment::TpccWorkers,
+            Experiment::TpccRemote,
+            Experiment::SwitchOptimizations,
+            Experiment::Layout,
+        ] {
+            let plan = plan(experiment, &options());
+            let lm_ran = matches!(experiment, Experiment::YcsbWorkers | Experiment::YcsbRemote);
+            let published = |p: &&PointSpec| {
+                (lm_ran || p.cfg.mode != Mode::LmSwitch) && (experiment != Experiment::YcsbHot || p.panel == "YCSB-A")
+            };
+            for p in plan.points.iter().filter(published) {
+                assert!(
+                    prototype_point(experiment, p).is_some(),
+                    "{}: no prototype run for {} {} x={}",
+                    experiment.name(),
+                    p.panel,
+                    p.series,
+                    p.x
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_ablation_steps_find_the_prototypes_four_builds() {
+        let plan = plan(Experiment::SwitchOptimizations, &options());
+        let found: Vec<(&str, bool, bool, Option<bool>)> = plan
+            .points
+            .iter()
+            .map(|p| {
+                let q = prototype_point(Experiment::SwitchOptimizations, p).unwrap();
+                (q.experiment.as_str(), q.switch_no_conflict, q.ycsb_opti_test, q.fast_recirculation)
+            })
+            .collect();
+        assert_eq!(
+            found,
+            [
+                ("exp_ycsb_optis_slow", false, false, Some(false)),
+                ("exp_ycsb_optis_fast", false, false, Some(true)),
+                ("exp_ycsb_optis_fast", false, true, Some(true)),
+                ("exp_ycsb_optis_fast", true, false, Some(true)),
+            ]
+        );
+    }
 }

@@ -13,7 +13,7 @@
 //! cancels).
 
 use super::bench::CcArg;
-use super::experiments::{plan, Baseline, Chart, Experiment, Options, Plan, PointSpec};
+use super::experiments::{plan, prototype_point, Baseline, Chart, Experiment, Options, Plan, PointSpec};
 use clap::Args as ClapArgs;
 use pisadb_p4db::{run, RunConfig, RunResult};
 use pisadb_report::{write_csv, write_svg, Panel, Progress, Series, Unit};
@@ -237,16 +237,33 @@ pub(crate) fn run_sweep(args: &Args) -> Result<(), String> {
 /// The speedup of point `i` over its baseline: the mean and deviation of the per-seed ratios
 /// (NaN without a baseline).
 pub(crate) fn speedup_stat(plan: &Plan, results: &[Measured], i: usize) -> Stat {
+    let Some(b) = baseline_of(plan, i) else { return Stat { mean: f64::NAN, sd: f64::NAN } };
+    let pairs = results[i].runs.iter().zip(&results[b].runs);
+    Stat::of(pairs.map(|(run, base)| run.committed_per_s / base.committed_per_s))
+}
+
+/// The index of point `i`'s baseline, if the plan has one for it.
+fn baseline_of(plan: &Plan, i: usize) -> Option<usize> {
     let p = &plan.points[i];
-    let base = match &plan.baseline {
+    match &plan.baseline {
         Baseline::Series(name) => {
             plan.points.iter().position(|b| b.series == *name && b.panel == p.panel && b.x == p.x)
         }
         Baseline::FirstOfPanel => plan.points.iter().position(|b| b.panel == p.panel),
-    };
-    let Some(b) = base else { return Stat { mean: f64::NAN, sd: f64::NAN } };
-    let pairs = results[i].runs.iter().zip(&results[b].runs);
-    Stat::of(pairs.map(|(run, base)| run.committed_per_s / base.committed_per_s))
+    }
+}
+
+/// What the P4DB prototype measured for point `i`: mean and deviation over its runs.
+pub(crate) fn prototype_committed(plan: &Plan, i: usize) -> Option<Stat> {
+    prototype_point(plan.experiment, &plan.points[i])
+        .map(|q| Stat { mean: q.commits_per_s_mean, sd: q.commits_per_s_sd })
+}
+
+/// The prototype's speedup at point `i`: its mean throughput there over its mean at the
+/// baseline's configuration.
+pub(crate) fn prototype_speedup(plan: &Plan, i: usize) -> Option<f64> {
+    let b = baseline_of(plan, i)?;
+    Some(prototype_committed(plan, i)?.mean / prototype_committed(plan, b)?.mean)
 }
 
 /// The mean speedup of point `i` over its baseline (NaN without one).
@@ -254,7 +271,7 @@ pub(crate) fn speedup(plan: &Plan, results: &[Measured], i: usize) -> f64 {
     speedup_stat(plan, results, i).mean
 }
 
-const HEADER: [&str; 29] = [
+const HEADER: [&str; 33] = [
     "experiment",
     "panel",
     "series",
@@ -284,6 +301,10 @@ const HEADER: [&str; 29] = [
     "recirculations",
     "switch_drops",
     "sim_txn_per_wall_s",
+    "prototype_committed_per_s",
+    "prototype_committed_per_s_sd",
+    "prototype_committed_per_s_best",
+    "prototype_speedup",
 ];
 
 /// Writes `<out>/<experiment>.csv` and `.svg`; returns their paths.
@@ -300,6 +321,7 @@ pub(crate) fn write_outputs(plan: &Plan, results: &[Measured], out: &Path) -> Re
             let committed = m.stat(|r| r.committed_per_s);
             let latency = m.stat(|r| r.latency_mean_us);
             let count = |figure: fn(&RunResult) -> u64| format!("{:.0}", m.mean(|r| figure(r) as f64));
+            let prototype = prototype_point(plan.experiment, p);
             vec![
                 name.to_string(),
                 p.panel.clone(),
@@ -330,6 +352,10 @@ pub(crate) fn write_outputs(plan: &Plan, results: &[Measured], out: &Path) -> Re
                 count(|r| r.recirculations),
                 count(|r| r.switch_drops),
                 format!("{:.0}", m.sim_txn_per_wall_s()),
+                prototype.map_or(String::new(), |q| format!("{:.0}", q.commits_per_s_mean)),
+                prototype.map_or(String::new(), |q| format!("{:.0}", q.commits_per_s_sd)),
+                prototype.map_or(String::new(), |q| format!("{:.0}", q.commits_per_s_max)),
+                prototype_speedup(plan, i).map_or(String::new(), |s| format!("{s:.3}")),
             ]
         })
         .collect();
@@ -371,19 +397,40 @@ fn panels(plan: &Plan, results: &[Measured], chart: Chart) -> Vec<Panel> {
                     name,
                     points: of_series.iter().zip(&stats).map(|(&i, st)| (plan.points[i].x, st.mean)).collect(),
                     errors: stats.iter().map(|st| st.sd).collect(),
+                    reference_of: None,
                 }
             };
             let scaled = |st: Stat, k: f64| Stat { mean: st.mean * k, sd: st.sd * k };
-            let names = distinct(members.iter().map(|&i| &plan.points[i].series));
-            let series: Vec<Series> = match chart {
-                Chart::Speedup => names
-                    .iter()
-                    .filter(|s| !plan.baseline.is_series(s))
-                    .map(|s| line((*s).clone(), s, &|i| speedup_stat(plan, results, i)))
-                    .collect(),
-                Chart::Throughput => {
-                    names.iter().map(|s| line((*s).clone(), s, &|i| results[i].stat(|r| r.committed_per_s))).collect()
+            // The prototype's measurements of `series`, where it ran the same points.
+            let measured = |series: &String, y: &dyn Fn(usize) -> Option<Stat>| {
+                let of_series = members.iter().copied().filter(|&i| plan.points[i].series == *series);
+                let stats: Vec<(f64, Stat)> = of_series.filter_map(|i| Some((plan.points[i].x, y(i)?))).collect();
+                Series {
+                    name: format!("{series} (prototype)"),
+                    points: stats.iter().map(|(x, st)| (*x, st.mean)).collect(),
+                    errors: stats.iter().map(|(_, st)| st.sd).collect(),
+                    reference_of: Some(series.clone()),
                 }
+            };
+
+            let names = distinct(members.iter().map(|&i| &plan.points[i].series));
+            let with_prototype = |ours: Vec<Series>, y: &dyn Fn(usize) -> Option<Stat>| {
+                let theirs = names.iter().map(|s| measured(s, y)).filter(|s| !s.points.is_empty());
+                ours.into_iter().chain(theirs).collect::<Vec<_>>()
+            };
+            let series: Vec<Series> = match chart {
+                Chart::Speedup => {
+                    let shown: Vec<&&String> = names.iter().filter(|s| !plan.baseline.is_series(s)).collect();
+                    let ours = shown.iter().map(|s| line((**s).clone(), s, &|i| speedup_stat(plan, results, i)));
+                    let theirs = shown
+                        .iter()
+                        .map(|s| measured(s, &|i| prototype_speedup(plan, i).map(|mean| Stat { mean, sd: 0.0 })));
+                    ours.chain(theirs.filter(|s| !s.points.is_empty())).collect()
+                }
+                Chart::Throughput => with_prototype(
+                    names.iter().map(|s| line((*s).clone(), s, &|i| results[i].stat(|r| r.committed_per_s))).collect(),
+                    &|i| prototype_committed(plan, i),
+                ),
                 Chart::MeanLatency => names
                     .iter()
                     .map(|s| line((*s).clone(), s, &|i| scaled(results[i].stat(|r| r.latency_mean_us), S_PER_US)))
@@ -422,6 +469,7 @@ fn panels(plan: &Plan, results: &[Measured], chart: Chart) -> Vec<Panel> {
                                 name: (*part).to_string(),
                                 points: stats.iter().map(|(x, st)| (*x, st.mean)).collect(),
                                 errors: stats.iter().map(|(_, st)| st.sd).collect(),
+                                reference_of: None,
                             }
                         })
                         .collect()

@@ -27,7 +27,7 @@
 //!
 //! Every failure is a [`ReportError`] that names the file it concerns.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::IsTerminal;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -52,12 +52,16 @@ pub struct Series {
     /// Half-widths of the error bars, by point (e.g. a standard deviation over seeds); empty
     /// for none.
     pub errors: Vec<f64>,
+    /// Set when this line is a reference measurement of the series of that name (say, the
+    /// original implementation's figures for the same points): it is drawn dashed, in that
+    /// series' color.
+    pub reference_of: Option<String>,
 }
 
 impl Series {
     /// A line without error bars.
     pub fn new(name: impl Into<String>, points: Vec<(f64, f64)>) -> Self {
-        Series { name: name.into(), points, errors: Vec::new() }
+        Series { name: name.into(), points, errors: Vec::new(), reference_of: None }
     }
 
     /// The error bars of the finite points: `(x, y - e, y, y + e)` for each with `e > 0`.
@@ -290,14 +294,31 @@ fn draw(path: &Path, title: &str, columns: usize, panels: &[Panel]) -> DrawResul
     let rows = panels.len().div_ceil(columns).max(1);
     let width = PANEL_SIZE.0 * columns as u32;
 
-    // Colors by name in order of first appearance; the legend lists them in that order.
+    // Colors by name in order of first appearance; the legend lists them in that order. A
+    // reference line takes the color of the series it measures (a color of its own if that
+    // series is not drawn), and is drawn dashed.
+    let all_series = || panels.iter().flat_map(|p| &p.series);
     let mut legend: Vec<(&str, RGBColor)> = Vec::new();
-    for series in panels.iter().flat_map(|p| &p.series) {
+    let mut own_colors = 0;
+    for series in all_series().filter(|s| s.reference_of.is_none()) {
         if !legend.iter().any(|(name, _)| *name == series.name) {
-            legend.push((series.name.as_str(), PALETTE[legend.len() % PALETTE.len()]));
+            legend.push((series.name.as_str(), PALETTE[own_colors % PALETTE.len()]));
+            own_colors += 1;
+        }
+    }
+    for series in all_series() {
+        let Some(of) = &series.reference_of else { continue };
+        if !legend.iter().any(|(name, _)| *name == series.name) {
+            let color = legend.iter().find(|(name, _)| name == of).map(|(_, c)| *c);
+            let color = color.unwrap_or_else(|| {
+                own_colors += 1;
+                PALETTE[(own_colors - 1) % PALETTE.len()]
+            });
+            legend.push((series.name.as_str(), color));
         }
     }
     let colors: BTreeMap<&str, RGBColor> = legend.iter().copied().collect();
+    let dashed: BTreeSet<&str> = all_series().filter(|s| s.reference_of.is_some()).map(|s| s.name.as_str()).collect();
 
     let title_lines = wrap(title, TITLE_FONT_PX, width - 2 * PAD_PX)?;
     let title_line_px = TITLE_FONT_PX * 13 / 10;
@@ -320,7 +341,14 @@ fn draw(path: &Path, title: &str, columns: usize, panels: &[Panel]) -> DrawResul
         let mut x = ((width - row_width) / 2) as i32;
         for &(name, text_width) in entries {
             let color = colors[name];
-            root.draw(&PathElement::new([(x, y), (x + SWATCH_PX as i32, y)], color.stroke_width(2)))?;
+            if dashed.contains(name) {
+                let third = SWATCH_PX as i32 / 3;
+                for start in [x, x + 2 * third] {
+                    root.draw(&PathElement::new([(start, y), (start + third, y)], color.stroke_width(2)))?;
+                }
+            } else {
+                root.draw(&PathElement::new([(x, y), (x + SWATCH_PX as i32, y)], color.stroke_width(2)))?;
+            }
             root.draw(&Circle::new((x + SWATCH_PX as i32 / 2, y), 3, color.stroke_width(2)))?;
             root.draw_text(name, &entry_style, (x + (SWATCH_PX + PAD_PX / 2) as i32, y))?;
             x += legend_entry_width(text_width) as i32;
@@ -451,7 +479,14 @@ where
 
     for (series, points) in lines {
         let color = colors.get(series.name.as_str()).copied().unwrap_or(BLACK);
-        chart.draw_series(LineSeries::new(points, color.stroke_width(2)).point_size(3))?;
+        if series.reference_of.is_some() {
+            let markers: Vec<Circle<(f64, f64), u32>> =
+                points.iter().map(|&p| Circle::new(p, 3, color.stroke_width(2))).collect();
+            chart.draw_series(DashedLineSeries::new(points, 6, 4, color.stroke_width(2)))?;
+            chart.draw_series(markers)?;
+        } else {
+            chart.draw_series(LineSeries::new(points, color.stroke_width(2)).point_size(3))?;
+        }
         let bars =
             series.error_bars().map(|(x, lo, y, hi)| ErrorBar::new_vertical(x, lo, y, hi, color.stroke_width(1), 8));
         chart.draw_series(bars)?;
@@ -847,6 +882,26 @@ mod tests {
         let has_tick = |svg: &str, label: &str| svg.lines().any(|l| l.trim() == label);
         assert!(!has_tick(&plain, "40"), "the plain axis ends near its top point");
         assert!(has_tick(&barred, "40"), "the y axis does not cover the bar");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_reference_line_is_dashed_in_the_color_of_the_series_it_measures() {
+        let dir = scratch("reference");
+        let path = dir.join("ref.svg");
+        let ours = Series::new("P4DB", vec![(1.0, 10.0), (2.0, 20.0)]);
+        let theirs = Series { reference_of: Some("P4DB".into()), ..Series::new("P4DB (prototype)", vec![(1.0, 12.0)]) };
+        let other = Series::new("No-Switch", vec![(1.0, 5.0), (2.0, 6.0)]);
+        write_svg(&path, "t", 1, &[panel("p", vec![ours, theirs, other])]).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        // The first palette color is P4DB's and the reference's; the second is No-Switch's.
+        let hex = |c: RGBColor| format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2);
+        let strokes = |color: &str| svg.matches(&format!(r#"stroke="{color}""#)).count();
+        assert!(strokes(&hex(PALETTE[1])) > 0, "No-Switch keeps a color of its own");
+        assert_eq!(strokes(&hex(PALETTE[2])), 0, "the reference took no color of its own");
+        // A dashed line is drawn as separate segments: more strokes in P4DB's color than the two
+        // plain lines' worth (a polyline and markers each).
+        assert!(strokes(&hex(PALETTE[0])) > strokes(&hex(PALETTE[1])) + 2, "no dashes");
         std::fs::remove_dir_all(dir).unwrap();
     }
 
