@@ -17,7 +17,7 @@
 
 use clap::ValueEnum;
 use pisadb_p4db::node::{Cc, Mode};
-use pisadb_p4db::programs::p4db::P4dbConfig;
+use pisadb_p4db::programs::p4db::{FineLocks, P4dbConfig};
 use pisadb_p4db::{LayoutChoice, RunConfig, WorkloadSpec};
 use pisadb_report::Unit;
 use pisadb_switch::SwitchProfile;
@@ -407,7 +407,7 @@ pub(crate) fn plan(experiment: Experiment, o: &Options) -> Plan {
             for (i, (name, layout, fast, fine)) in steps.into_iter().enumerate() {
                 let p4db = P4dbConfig {
                     fast_recirculation: fast,
-                    fine_grained_locks: fine,
+                    fine_locks: if fine { FineLocks::Stages } else { FineLocks::WholePipeline },
                     ..P4dbConfig::for_profile(&profile)
                 };
                 let cfg = RunConfig { layout, p4db: Some(p4db), ..o.base(ycsb(YcsbMix::A, 20, 100), Mode::P4db, 20) };
