@@ -5,6 +5,7 @@ use crate::systems::registry;
 use clap::{Args as ClapArgs, ValueEnum};
 use pisadb_harness::{apply_set, PointReport, System};
 use pisadb_p4db::node::{Cc, Mode};
+use pisadb_p4db::programs::p4db::{FineLocks, P4dbConfig, RecirculationModel};
 use pisadb_p4db::{LayoutChoice, RunConfig, RunResult, WorkloadSpec};
 use pisadb_workload::{Scheme, SmallBankConfig, TpccConfig, YcsbConfig, YcsbMix};
 use serde::Serialize;
@@ -73,10 +74,110 @@ pub(crate) enum WorkloadArg {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum LayoutArg {
-    /// P4DB's declustered layout.
+    /// P4DB's declustered layout, fitted on a sample of hot transactions (paper §4).
     Declustered,
-    /// Uniformly random arrays.
+    /// The prototype's "worst layout": key idx in array idx % N (N = 20 for YCSB, 10 for
+    /// SmallBank and TPC-C), real multi-pass transactions under the pipeline lock.
     Random,
+    /// The prototype's SWITCH_NO_CONFLICT runs (the paper's headline figures): random's
+    /// placement, every hot transaction one pass with no locks, the operations beyond its first
+    /// pass NOT executed (counted). An upper bound no register layout achieves.
+    Ideal,
+    /// Each hot tuple in a uniformly random array.
+    Shuffled,
+}
+
+impl From<LayoutArg> for LayoutChoice {
+    fn from(l: LayoutArg) -> LayoutChoice {
+        match l {
+            LayoutArg::Declustered => LayoutChoice::Declustered,
+            LayoutArg::Random => LayoutChoice::Random,
+            LayoutArg::Ideal => LayoutChoice::Ideal,
+            LayoutArg::Shuffled => LayoutChoice::Shuffled,
+        }
+    }
+}
+
+/// Which pipeline-lock halves a multi-pass transaction takes, as spelled on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum FineLocksArg {
+    /// The halves of the stages it touches (P4DB §5.3; serializable).
+    Stages,
+    /// One half by the parity of its first key, as the prototype measured Fig. 15c: NOT
+    /// serializable.
+    Parity,
+    /// Both halves: every multi-pass transaction locks the whole pipeline.
+    WholePipeline,
+}
+
+impl From<FineLocksArg> for FineLocks {
+    fn from(f: FineLocksArg) -> FineLocks {
+        match f {
+            FineLocksArg::Stages => FineLocks::Stages,
+            FineLocksArg::Parity => FineLocks::Parity,
+            FineLocksArg::WholePipeline => FineLocks::WholePipeline,
+        }
+    }
+}
+
+/// How the switch recirculates, as spelled on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum RecirculationArg {
+    /// Every recirculation port, queues served by recirculation count (long waiters first).
+    Priority,
+    /// The prototype's: one shared slow port and one fast port for lock holders, each first
+    /// come, first served.
+    #[value(alias = "two-port-fifo")]
+    Fifo,
+}
+
+impl From<RecirculationArg> for RecirculationModel {
+    fn from(r: RecirculationArg) -> RecirculationModel {
+        match r {
+            RecirculationArg::Priority => RecirculationModel::Priority,
+            RecirculationArg::Fifo => RecirculationModel::TwoPortFifo,
+        }
+    }
+}
+
+/// The switch-side choices of a P4DB run (layout, lock halves, recirculation), as every
+/// simulating command spells them; `None` keeps the run's own choice.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct SwitchChoices {
+    /// The layout of the hot set.
+    pub layout: Option<LayoutChoice>,
+    /// The lock halves of multi-pass transactions.
+    pub fine_locks: Option<FineLocks>,
+    /// The recirculation model.
+    pub recirculation: Option<RecirculationModel>,
+}
+
+impl SwitchChoices {
+    /// Applies the choices to `cfg`. The engine's settings are only written out when one
+    /// differs from what `cfg` already runs, so a default run's settings stay as they were.
+    pub(crate) fn apply(&self, cfg: &mut RunConfig) {
+        if let Some(layout) = self.layout {
+            cfg.layout = layout;
+        }
+        let current = cfg.p4db.clone().unwrap_or_else(|| P4dbConfig::for_profile(&cfg.profile));
+        let wanted = P4dbConfig {
+            fine_locks: self.fine_locks.unwrap_or(current.fine_locks),
+            recirculation: self.recirculation.unwrap_or(current.recirculation),
+            ..current.clone()
+        };
+        if wanted != current {
+            cfg.p4db = Some(wanted);
+        }
+    }
+
+    /// The warnings and notes a report of runs with these choices must carry.
+    pub(crate) fn warnings(&self) -> Vec<&'static str> {
+        let layout = self.layout.and_then(LayoutChoice::warning);
+        let locks = self.fine_locks.and_then(FineLocks::warning);
+        layout.into_iter().chain(locks).collect()
+    }
 }
 
 /// Partitioning scheme, as spelled on the command line.
@@ -123,9 +224,20 @@ pub(crate) struct RackArgs {
     /// How rows are spread over the nodes (YCSB, SmallBank; TPC-C is always by warehouse).
     #[arg(long, value_enum, default_value = "round-robin")]
     pub partitioning: PartitioningArg,
-    /// How the hot set is laid out on the switch (P4DB mode).
+    /// How the hot set is laid out on the switch (P4DB mode): declustered (P4DB's algorithm),
+    /// random (the prototype's idx % N), ideal (the prototype's SWITCH_NO_CONFLICT upper bound:
+    /// one pass, no locks, operations past the first pass not executed), shuffled.
     #[arg(long, value_enum, default_value = "declustered")]
     pub layout: LayoutArg,
+    /// Which pipeline-lock halves a multi-pass transaction takes (P4DB mode): stages (the halves
+    /// it touches, P4DB §5.3), parity (one half by its first key's parity, the prototype's
+    /// Fig. 15c; not serializable), whole-pipeline.
+    #[arg(long, value_enum, default_value = "stages")]
+    pub fine_locks: FineLocksArg,
+    /// How the switch recirculates (P4DB mode): priority (every port, long waiters first) or
+    /// fifo (the prototype's one slow and one fast port, first come, first served).
+    #[arg(long, value_enum, default_value = "priority")]
+    pub recirculation: RecirculationArg,
     /// Seed of everything; the same seed gives the same run.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -185,7 +297,7 @@ impl RackArgs {
                 })
             }
         };
-        RunConfig {
+        let mut cfg = RunConfig {
             nodes: self.nodes,
             workers: self.workers,
             mode,
@@ -194,11 +306,18 @@ impl RackArgs {
             seed: self.seed,
             warmup_ns: self.warmup_ms * 1_000_000,
             measure_ns: self.measure_ms * 1_000_000,
-            layout: match self.layout {
-                LayoutArg::Declustered => LayoutChoice::Declustered,
-                LayoutArg::Random => LayoutChoice::Random,
-            },
             ..RunConfig::ycsb_default()
+        };
+        self.switch_choices().apply(&mut cfg);
+        cfg
+    }
+
+    /// The layout, lock and recirculation flags.
+    pub(crate) fn switch_choices(&self) -> SwitchChoices {
+        SwitchChoices {
+            layout: Some(self.layout.into()),
+            fine_locks: Some(self.fine_locks.into()),
+            recirculation: Some(self.recirculation.into()),
         }
     }
 
@@ -230,8 +349,13 @@ impl RackArgs {
                 c.remote_customer_prob * 100.0
             ),
         };
+        let p4db = cfg.p4db_config();
+        let switch = match (p4db.fine_locks, p4db.recirculation) {
+            (FineLocks::Stages, RecirculationModel::Priority) => String::new(),
+            (locks, recirculation) => format!(", {locks:?} locks, {recirculation:?} recirculation"),
+        };
         format!(
-            "{workload} on {} nodes x {} workers, {:?}, {:?} layout, seed {}; {} ms simulated after {} ms warm-up",
+            "{workload} on {} nodes x {} workers, {:?}, {:?} layout{switch}, seed {}; {} ms simulated after {} ms warm-up",
             self.nodes, self.workers, self.cc, self.layout, self.seed, self.measure_ms, self.warmup_ms
         )
     }
@@ -378,6 +502,7 @@ pub(crate) fn run_bench(args: &Args) -> Result<(), String> {
     let variant = args.variant.clone().unwrap_or_else(|| system.variants()[0].name.to_string());
     let point = run_point(system, &variant, &args.rack, &args.system.sets)?;
     if args.json {
+        print_warnings(system, &args.rack, true);
         println!("{}", serde_json::to_string_pretty(&point).map_err(|e| e.to_string())?);
         return Ok(());
     }
@@ -415,6 +540,7 @@ pub(crate) fn run_compare(args: &CompareArgs) -> Result<(), String> {
         points.push(run_point(system, variant, &args.rack, &args.system.sets)?);
     }
     if args.json {
+        print_warnings(system, &args.rack, true);
         println!("{}", serde_json::to_string_pretty(&points).map_err(|e| e.to_string())?);
     } else {
         print_table(&points);
@@ -427,12 +553,28 @@ pub(crate) fn run_compare(args: &CompareArgs) -> Result<(), String> {
 fn print_header(system: &dyn System, r: &RackArgs, sets: &[String]) {
     if system.name() == "p4db" {
         println!("{}", r.describe());
+        print_warnings(system, r, false);
     } else if sets.is_empty() {
         println!("{}: default settings (pisadb systems --settings {})", system.paper(), system.name());
     } else {
         println!("{}: default settings with --set {}", system.paper(), sets.join(" --set "));
     }
     println!();
+}
+
+/// The warnings P4DB's switch-side flags call for (the `ideal` layout is an upper bound,
+/// `parity` locks are not serializable): on stdout above a table, on stderr beside JSON.
+fn print_warnings(system: &dyn System, r: &RackArgs, to_stderr: bool) {
+    if system.name() != "p4db" {
+        return;
+    }
+    for warning in r.switch_choices().warnings() {
+        if to_stderr {
+            eprintln!("{warning}");
+        } else {
+            println!("{warning}");
+        }
+    }
 }
 
 fn print_table(points: &[Point]) {
@@ -481,5 +623,13 @@ fn print_p4db_table(points: &[Point], results: &[RunResult]) {
             r.recirculations,
             p.sim_txn_per_wall_s
         );
+    }
+    for (p, r) in points.iter().zip(results) {
+        if let Some(loss) = r.ideal {
+            println!(
+                "{}: the ideal layout did not execute {} operations of {} switch transactions ({} switch transactions committed)",
+                p.mode, loss.dropped_ops, loss.truncated_txns, r.switch_committed
+            );
+        }
     }
 }

@@ -6,7 +6,9 @@
 //! and hand over to that system's process (P4DB's, or the runtime's own echo system that its
 //! tests run).
 
-use crate::commands::bench::{CcArg, LayoutArg, ModeArg, PartitioningArg, RackArgs, WorkloadArg};
+use crate::commands::bench::{
+    CcArg, FineLocksArg, LayoutArg, ModeArg, PartitioningArg, RackArgs, RecirculationArg, WorkloadArg,
+};
 use clap::Args as ClapArgs;
 use pisadb_p4db::real::cluster::{node_dir, run_cluster, ClusterOptions, ClusterResult, Fault};
 use pisadb_p4db::real::loadgen::{run_switch_bench, BenchOptions, BenchResult, Side};
@@ -106,6 +108,8 @@ impl LoadArgs {
             warehouses: self.warehouses,
             partitioning: PartitioningArg::RoundRobin,
             layout: LayoutArg::Declustered,
+            fine_locks: FineLocksArg::Stages,
+            recirculation: RecirculationArg::Priority,
             seed: self.seed,
             measure_ms: 1,
             warmup_ms: 0,

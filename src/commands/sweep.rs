@@ -12,7 +12,7 @@
 //! per-seed ratios to the baseline run under the same seed (paired, so the noise both share
 //! cancels).
 
-use super::bench::CcArg;
+use super::bench::{CcArg, FineLocksArg, LayoutArg, RecirculationArg, SwitchChoices};
 use super::experiments::{plan, prototype_point, Baseline, Chart, Experiment, Options, Plan, PointSpec};
 use clap::Args as ClapArgs;
 use pisadb_p4db::{run, RunConfig, RunResult};
@@ -33,6 +33,39 @@ pub(crate) struct Args {
     system: String,
     #[command(flatten)]
     common: CommonArgs,
+    #[command(flatten)]
+    switch: SweepSwitchArgs,
+}
+
+/// The switch-side flags of `pisadb sweep`: each replaces the choice of every point whose
+/// experiment does not set it itself (`layout` compares its own layouts; the ablation
+/// `switch-optimizations` takes only the lock rule of its fine-grained step and the
+/// recirculation model).
+#[derive(ClapArgs, Debug)]
+pub(crate) struct SweepSwitchArgs {
+    /// The hot set's layout: declustered (P4DB's algorithm), random (the prototype's idx % N),
+    /// ideal (the prototype's SWITCH_NO_CONFLICT upper bound: one pass, no locks, operations
+    /// past the first pass not executed), shuffled. Default: declustered.
+    #[arg(long, value_enum)]
+    layout: Option<LayoutArg>,
+    /// Which pipeline-lock halves a multi-pass transaction takes: stages (P4DB §5.3), parity
+    /// (the prototype's Fig. 15c; not serializable), whole-pipeline. Default: stages.
+    #[arg(long, value_enum)]
+    fine_locks: Option<FineLocksArg>,
+    /// How the switch recirculates: priority (every port, long waiters first) or fifo (the
+    /// prototype's one slow and one fast port). Default: priority.
+    #[arg(long, value_enum)]
+    recirculation: Option<RecirculationArg>,
+}
+
+impl SweepSwitchArgs {
+    fn choices(&self) -> SwitchChoices {
+        SwitchChoices {
+            layout: self.layout.map(Into::into),
+            fine_locks: self.fine_locks.map(Into::into),
+            recirculation: self.recirculation.map(Into::into),
+        }
+    }
 }
 
 /// Flags shared by `sweep` and `reproduce`.
@@ -63,7 +96,7 @@ impl CommonArgs {
     /// The plan options these flags mean.
     pub(crate) fn options(&self) -> Options {
         let seeds = self.seeds.unwrap_or(if self.quick { 1 } else { 3 });
-        Options { quick: self.quick, seed: self.seed, seeds, cc: self.cc.into() }
+        Options { quick: self.quick, seed: self.seed, seeds, cc: self.cc.into(), switch: Default::default() }
     }
 
     /// Threads to use.
@@ -225,8 +258,12 @@ fn run_one(cfg: &RunConfig) -> Outcome {
 /// Runs `pisadb sweep`.
 pub(crate) fn run_sweep(args: &Args) -> Result<(), String> {
     super::bench::require_p4db(&args.system, "experiments")?;
-    let plan = plan(args.experiment, &args.common.options());
-    let mut runner = Runner::new(args.common.threads(), args.common.options().seeds);
+    let options = Options { switch: args.switch.choices(), ..args.common.options() };
+    for warning in options.switch.warnings() {
+        println!("{warning}");
+    }
+    let plan = plan(args.experiment, &options);
+    let mut runner = Runner::new(args.common.threads(), options.seeds);
     let results = runner.run(&plan)?;
     let (csv, svg) = write_outputs(&plan, &results, &args.common.out)?;
     print_summary(&plan, &results);
