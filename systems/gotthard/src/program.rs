@@ -33,6 +33,16 @@
 //! `UPDATED` and `VALUE` ops where the cell is not optimistic. Then the reply goes on to the
 //! client. Replies the switch made go straight to the client and change nothing.
 //!
+//! **Duplicates and retransmissions.** The switch cannot tell a retransmitted or duplicated
+//! request from a new one, and does not try: a second copy of `[VALUE(k, v), WRITE(k, w)]`
+//! finds the first copy's logged `w` and is answered `OPTIMISTIC_ABORT`, although the first
+//! copy may commit. That abort is only advice to retry: the client retries under the same
+//! request id, and the store, which commits an id at most once, answers the retry with the
+//! first copy's commit (`store.rs`, `client.rs`). The cell may then hold a logged value the
+//! store never applied (the retry's write); the next compare against it reaches the store,
+//! whose `ABORT` resets the cell to the committed value — a cost of aborts, never of
+//! correctness.
+//!
 //! The switch answers `OK` only to all-`READ` requests, so it never commits a write; its state
 //! is soft (a restarted switch is empty and only costs misses). Phases of one packet are
 //! separate passes, so another packet may change a cell in between; the store's own check
@@ -411,7 +421,7 @@ mod tests {
         }
 
         fn store_reply(&mut self, status: Status, ops: Vec<Op>) -> PassDecision {
-            let msg = Message { flags: FLAG_REPLY, client: 0, request: 0, status, ops };
+            let msg = Message { flags: FLAG_REPLY, client: 0, request: 0, attempt: 0, status, ops };
             self.run(msg).0
         }
     }

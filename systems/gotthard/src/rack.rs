@@ -7,18 +7,26 @@
 //! (no timers, so the scheduler drains); the completion time is when the last client finished.
 //!
 //! [`RackObserver`] turns the hosts' events into the figures: commits, aborts by source,
-//! retries, latency (mean and p99 from an HDR histogram) and rejected datagrams.
+//! retries, retransmissions, latency (mean and p99 from an HDR histogram) and rejected
+//! datagrams. It also keeps what the oracles of [`RackObserver::check`] need: the store's
+//! committed history (versions read and overwritten, for `pisadb_check`) and which
+//! transactions the store committed and the clients counted, so that a run — with or without
+//! faults — can be checked for serializability, for every client finishing its commits, and
+//! for no transaction committed or counted twice.
 
 use crate::client::{AbortSource, ClientConfig, ClientEvent, ClientHost, ClientTimer};
 use crate::program::{Gotthard, Mode};
 use crate::store::{Store, StoreEvent};
 use hdrhistogram::Histogram;
+use pisadb_check::{CommittedTxn, History};
 use pisadb_core::Nanos;
+use pisadb_core::TupleKey;
 use pisadb_host::{Host, HostOutbox, Route};
 use pisadb_net::{Endpoint, LinkParams, Topology};
 use pisadb_sim::{Moment, Observer, World};
 use pisadb_switch::{Switch, SwitchProfile};
 use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Host id of the client host.
 pub const CLIENT_HOST: u16 = 0;
@@ -43,11 +51,34 @@ pub struct RackConfig {
     pub far_us: u64,
     /// The seed of every random choice.
     pub seed: u64,
+    /// A client sends an attempt again after this many microseconds without an answer; 0:
+    /// the larger of three round trips (`6 × (near_us + far_us)`) and 1 ms.
+    #[serde(default)]
+    pub retransmit_us: u64,
+}
+
+impl RackConfig {
+    /// The retransmission timeout in nanoseconds (see `retransmit_us`).
+    pub fn retransmit_ns(&self) -> Nanos {
+        let us = match self.retransmit_us {
+            0 => (6 * (self.near_us + self.far_us)).max(1_000),
+            us => us,
+        };
+        us.saturating_mul(1_000)
+    }
 }
 
 impl Default for RackConfig {
     fn default() -> Self {
-        RackConfig { clients: 8, write_share: 0.25, commits_per_client: 1000, near_us: 10_000, far_us: 40_000, seed: 1 }
+        RackConfig {
+            clients: 8,
+            write_share: 0.25,
+            commits_per_client: 1000,
+            near_us: 10_000,
+            far_us: 40_000,
+            seed: 1,
+            retransmit_us: 0,
+        }
     }
 }
 
@@ -93,6 +124,7 @@ impl RackHost {
                 let mut o = HostOutbox::<ClientHost>::default();
                 let r = client(c, &mut o);
                 out.sends.extend(o.sends);
+                out.timers.extend(o.timers);
                 out.events.extend(o.events.into_iter().map(RackEvent::Client));
                 out.cpu_ns += o.cpu_ns;
                 r
@@ -133,15 +165,19 @@ impl Host for RackHost {
     }
 
     fn timer_core(&self, timer: &ClientTimer) -> u16 {
-        match *timer {}
+        match self {
+            RackHost::Client(c) => c.timer_core(timer),
+            RackHost::Store(_) => 0,
+        }
     }
 
     fn handle_datagram(&mut self, now: Nanos, bytes: &[u8], out: &mut HostOutbox<Self>) {
         self.with(out, |c, o| c.handle_datagram(now, bytes, o), |s, o| s.handle_datagram(now, bytes, o));
     }
 
-    fn handle_timer(&mut self, _now: Nanos, timer: ClientTimer, _out: &mut HostOutbox<Self>) {
-        match timer {}
+    fn handle_timer(&mut self, now: Nanos, timer: ClientTimer, out: &mut HostOutbox<Self>) {
+        // Only the client host sets timers.
+        self.with(out, |c, o| c.handle_timer(now, timer, o), |_, _| {});
     }
 
     fn stop(&mut self) {
@@ -176,6 +212,12 @@ pub struct RackFigures {
     pub aborts_switch_optimistic: u64,
     /// Retries (attempts beyond the first) of committed transactions.
     pub retries: u64,
+    /// Attempts sent again after a timeout.
+    pub retransmissions: u64,
+    /// Replies the clients ignored as answers to older ids or attempts.
+    pub stale_replies: u64,
+    /// Requests the store answered from a remembered commit.
+    pub store_replays: u64,
     /// Mean commit latency in milliseconds.
     pub latency_ms_mean: f64,
     /// 99th percentile commit latency in milliseconds.
@@ -199,6 +241,17 @@ pub struct RackObserver {
     figures: RackFigures,
     /// When the last client finished.
     finished_ns: Nanos,
+    /// Clients that finished.
+    finished: BTreeSet<u32>,
+    /// The store's commits: (client, request id) → how many times.
+    store_commits: BTreeMap<(u32, u32), u32>,
+    /// The store's commits that wrote.
+    store_writes: BTreeSet<(u32, u32)>,
+    /// The clients' counted commits: (client, request id) → (how many times, whether a write,
+    /// whether the switch answered it).
+    counted: BTreeMap<(u32, u32), (u32, bool, bool)>,
+    /// The store's committed history.
+    history: History,
 }
 
 impl RackObserver {
@@ -213,6 +266,9 @@ impl RackObserver {
                 aborts_switch: 0,
                 aborts_switch_optimistic: 0,
                 retries: 0,
+                retransmissions: 0,
+                stale_replies: 0,
+                store_replays: 0,
                 latency_ms_mean: 0.0,
                 latency_ms_p99: 0.0,
                 rejected: 0,
@@ -221,26 +277,93 @@ impl RackObserver {
                 trace_hash: String::new(),
             },
             finished_ns: 0,
+            finished: BTreeSet::new(),
+            store_commits: BTreeMap::new(),
+            store_writes: BTreeSet::new(),
+            counted: BTreeMap::new(),
+            history: History::new(),
         }
     }
+
+    /// The oracles, after a run that drained: the store's history is serializable; no
+    /// transaction committed twice at the store or was counted twice by its client; the
+    /// clients counted exactly the write transactions the store committed (the initial write
+    /// aside), so no commit was lost or taken for an abort; the hot key holds one increment
+    /// per counted write; every one of `clients` finished.
+    pub fn check(&self, clients: u32, final_value: i32) -> Result<(), String> {
+        self.history.check().map_err(|v| format!("the store's history is not serializable: {v}"))?;
+        if let Some(((c, r), n)) = self.store_commits.iter().find(|(_, n)| **n > 1) {
+            return Err(format!("the store committed request {r} of client {c} {n} times"));
+        }
+        if let Some(((c, r), (n, ..))) = self.counted.iter().find(|(_, (n, ..))| *n > 1) {
+            return Err(format!("client {c} counted the commit of request {r} {n} times"));
+        }
+        let counted_writes: BTreeSet<(u32, u32)> =
+            self.counted.iter().filter(|(_, (_, write, _))| *write).map(|(k, _)| *k).collect();
+        let store_writes: BTreeSet<(u32, u32)> = self.store_writes.iter().filter(|k| **k != INIT).copied().collect();
+        if let Some((c, r)) = store_writes.difference(&counted_writes).next() {
+            return Err(format!("the store committed request {r} of client {c}, which its client never counted"));
+        }
+        if let Some((c, r)) = counted_writes.difference(&store_writes).next() {
+            return Err(format!("client {c} counted request {r} as committed, which the store never committed"));
+        }
+        if let Some(((c, r), _)) =
+            self.counted.iter().find(|(k, (_, _, by_switch))| !by_switch && !self.store_commits.contains_key(*k))
+        {
+            return Err(format!("client {c} counted request {r} as committed by the store, which never committed it"));
+        }
+        if i64::from(final_value) != i64::try_from(counted_writes.len()).unwrap_or(i64::MAX) {
+            return Err(format!(
+                "the hot key holds {final_value}, but {} increments were counted (lost or doubled)",
+                counted_writes.len()
+            ));
+        }
+        if let Some(c) = (0..clients).find(|c| !self.finished.contains(c)) {
+            return Err(format!("client {c} did not finish its commits"));
+        }
+        Ok(())
+    }
 }
+
+/// The initial, uncounted write: client 0's first request.
+const INIT: (u32, u32) = (0, 1);
 
 impl Observer<RackHost, Switch<Gotthard>> for RackObserver {
     fn on_event(&mut self, _host: u16, event: RackEvent, moment: Moment) -> Result<(), String> {
         let f = &mut self.figures;
         match event {
-            RackEvent::Client(ClientEvent::Committed { write, latency_ns, retries, .. }) => {
+            RackEvent::Client(ClientEvent::Committed { client, request, write, by_switch, latency_ns, retries }) => {
                 f.commits += 1;
                 f.write_commits += u64::from(write);
                 f.retries += u64::from(retries);
                 self.latency.saturating_record(latency_ns.max(1));
+                let entry = self.counted.entry((client, request)).or_insert((0, write, by_switch));
+                entry.0 += 1;
             }
             RackEvent::Client(ClientEvent::Aborted(AbortSource::Store)) => f.aborts_store += 1,
             RackEvent::Client(ClientEvent::Aborted(AbortSource::Switch)) => f.aborts_switch += 1,
             RackEvent::Client(ClientEvent::Aborted(AbortSource::SwitchOptimistic)) => f.aborts_switch_optimistic += 1,
-            RackEvent::Client(ClientEvent::Finished(_)) => self.finished_ns = self.finished_ns.max(moment.at),
+            RackEvent::Client(ClientEvent::Retransmitted) => f.retransmissions += 1,
+            RackEvent::Client(ClientEvent::Stale) => f.stale_replies += 1,
+            RackEvent::Client(ClientEvent::Finished(c)) => {
+                self.finished_ns = self.finished_ns.max(moment.at);
+                self.finished.insert(c);
+            }
             RackEvent::Client(ClientEvent::Ignored(_)) | RackEvent::Store(StoreEvent::Rejected(_)) => f.rejected += 1,
-            RackEvent::Store(_) => {}
+            RackEvent::Store(StoreEvent::Replayed) => f.store_replays += 1,
+            RackEvent::Store(StoreEvent::Committed { client, request, id, writes, read_versions, write_versions }) => {
+                *self.store_commits.entry((client, request)).or_insert(0) += 1;
+                if !writes.is_empty() {
+                    self.store_writes.insert((client, request));
+                }
+                let key = |k: u32| TupleKey::new(0, u64::from(k));
+                self.history.record(CommittedTxn {
+                    id,
+                    reads: read_versions.into_iter().map(|(k, v)| (key(k), v)).collect(),
+                    writes: write_versions.into_iter().map(|(k, v)| (key(k), v)).collect(),
+                });
+            }
+            RackEvent::Store(StoreEvent::Aborted) => {}
         }
         Ok(())
     }
@@ -258,7 +381,7 @@ pub fn mode_of(variant: &str) -> Result<Mode, String> {
 }
 
 /// The world of one run, not started.
-pub fn build(mode: Mode, cfg: &RackConfig) -> Result<World<RackHost, Switch<Gotthard>, RackObserver>, String> {
+pub fn build(mode: Mode, cfg: &RackConfig) -> Result<RackWorld, String> {
     if !(0.0..=1.0).contains(&cfg.write_share) {
         return Err(format!("write_share {}: accepted 0..=1", cfg.write_share));
     }
@@ -276,16 +399,35 @@ pub fn build(mode: Mode, cfg: &RackConfig) -> Result<World<RackHost, Switch<Gott
         write_share: cfg.write_share,
         commits_per_client: cfg.commits_per_client,
         seed: cfg.seed,
+        retransmit_ns: cfg.retransmit_ns(),
     });
     let hosts = vec![RackHost::Client(client), RackHost::Store(Store::new(STORE_HOST))];
     let switch = Switch::new(SwitchProfile::tofino1(), Gotthard::new(mode)).map_err(|e| e.to_string())?;
     World::new(topology, hosts, vec![switch], RackObserver::new()).map_err(|e| e.to_string())
 }
 
+/// The world of a rack, its run done.
+pub type RackWorld = World<RackHost, Switch<Gotthard>, RackObserver>;
+
 /// Runs one point to completion and returns its figures.
 pub fn run(mode: Mode, cfg: &RackConfig) -> Result<RackFigures, String> {
     let mut world = build(mode, cfg)?;
     world.run(0, Nanos::MAX / 2, EVENTS_MAX).map_err(|e| e.to_string())?;
+    Ok(figures(&world))
+}
+
+/// Runs one point to completion, checks the oracles ([`RackObserver::check`]) and returns its
+/// figures, or the first oracle that failed.
+pub fn run_checked(mode: Mode, cfg: &RackConfig) -> Result<RackFigures, String> {
+    let mut world = build(mode, cfg)?;
+    world.run(0, Nanos::MAX / 2, EVENTS_MAX).map_err(|e| e.to_string())?;
+    let f = figures(&world);
+    world.observer().check(cfg.clients, f.final_value)?;
+    Ok(f)
+}
+
+/// The figures of a world whose run is done.
+pub fn figures(world: &RackWorld) -> RackFigures {
     let obs = world.observer();
     let mut f = obs.figures.clone();
     f.completion_s = obs.finished_ns as f64 / 1e9;
@@ -297,5 +439,5 @@ pub fn run(mode: Mode, cfg: &RackConfig) -> Result<RackFigures, String> {
     };
     f.events = world.events_processed();
     f.trace_hash = format!("{:016x}", world.trace_hash());
-    Ok(f)
+    f
 }

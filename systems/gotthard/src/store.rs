@@ -15,9 +15,19 @@
 //! validated and applied in one step on one core, so no locks are needed; the check is the
 //! few lines of [`Store::execute`].
 //!
-//! Duplicates: the store keeps, per client, the last request id and its reply. A request
-//! with that id again (a retransmission or a duplicated datagram) gets the same reply and
-//! never applies twice; an older id is dropped.
+//! Duplicates: a request id names a client's transaction and stays the same over all its
+//! attempts (see `client.rs`). The store keeps, per client, the id of the last transaction it
+//! *committed* and that reply. Any attempt of that transaction again — a retransmission, a
+//! duplicated datagram, or a retry the client sent because the switch aborted a copy of an
+//! attempt that in fact got through — gets the same `OK` and applies nothing: a transaction
+//! commits at most once. An older id is dropped (its client has moved on, so it learned the
+//! outcome). Aborts are not remembered: an abort changes nothing, so executing a duplicate of
+//! an aborted attempt again is harmless and answers with the values current now.
+//!
+//! History: each commit gets the next sequence number, and every key remembers the number of
+//! the commit that last wrote it (0: never written). [`StoreEvent::Committed`] reports, per
+//! key read or compared, the commit whose value it saw, and per key written the commit it
+//! overwrote, which is the version record `pisadb_check` checks for serializability.
 
 use crate::wire::{Message, Op, OpType, Status, FLAG_REPLY};
 use pisadb_core::Nanos;
@@ -31,14 +41,21 @@ pub const STORE_REQUEST_NS: Nanos = 2_000;
 /// What the store reports to the observer.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StoreEvent {
-    /// A request committed; its writes as (key, value).
+    /// A request committed.
     Committed {
         /// The client.
         client: u32,
         /// The request id.
         request: u32,
-        /// The writes applied, in order.
+        /// The commit's sequence number at the store (1, 2, …): its version name.
+        id: u64,
+        /// The writes applied, in order, as (key, value).
         writes: Vec<(u32, i32)>,
+        /// Per key compared or read: the sequence number of the commit whose value it saw
+        /// (0: the initial value; its own `id` for a read of its own write).
+        read_versions: Vec<(u32, u64)>,
+        /// Per key written (once each): the sequence number of the commit it overwrote.
+        write_versions: Vec<(u32, u64)>,
     },
     /// A request aborted at the store.
     Aborted,
@@ -65,8 +82,12 @@ pub struct Store {
     address: u16,
     /// Key → value; absent keys are 0.
     values: BTreeMap<u32, i32>,
-    /// Per client: the last request id answered and its reply.
+    /// Per client: the last request id committed and its reply.
     last: BTreeMap<u32, (u32, Message)>,
+    /// Key → sequence number of the commit that last wrote it; absent keys: 0.
+    versions: BTreeMap<u32, u64>,
+    /// Commits so far.
+    commits: u64,
 }
 
 impl Store {
@@ -86,6 +107,7 @@ impl Store {
             flags: FLAG_REPLY,
             client: request.client,
             request: request.request,
+            attempt: request.attempt,
             status: Status::Ok,
             ops: Vec::new(),
         };
@@ -135,17 +157,53 @@ impl Store {
             Some((id, _)) if *id > request.request => return out.events.push(StoreEvent::Rejected("stale_request")),
             _ => {}
         }
+        // The versions of the request's keys before it applies.
+        let before: BTreeMap<u32, u64> =
+            request.ops.iter().filter_map(|op| self.versions.get(&op.key).map(|v| (op.key, *v))).collect();
         let reply = self.execute(&request);
-        out.events.push(match reply.status {
-            Status::Ok => StoreEvent::Committed {
-                client: request.client,
-                request: request.request,
-                writes: request.ops.iter().filter(|o| o.op_type == OpType::Write).map(|o| (o.key, o.value)).collect(),
-            },
-            _ => StoreEvent::Aborted,
-        });
+        if reply.status == Status::Ok {
+            self.commits += 1;
+            let id = self.commits;
+            let event = self.commit_event(&request, id, &before);
+            out.events.push(event);
+            self.last.insert(request.client, (request.request, reply.clone()));
+        } else {
+            out.events.push(StoreEvent::Aborted);
+        }
         out.sends.push(pisadb_host::Send { dst: src, bytes: reply.datagram(self.address, src) });
-        self.last.insert(request.client, (request.request, reply));
+    }
+
+    /// Records commit `id` of `request` in the version map and says what it saw and replaced
+    /// (`before`: the versions of its keys before it applied).
+    fn commit_event(&mut self, request: &Message, id: u64, before: &BTreeMap<u32, u64>) -> StoreEvent {
+        let version = |key: u32| before.get(&key).copied().unwrap_or(0);
+        let mut written: Vec<u32> = Vec::new();
+        let mut read_versions = Vec::new();
+        let mut write_versions = Vec::new();
+        for op in &request.ops {
+            match op.op_type {
+                OpType::Read | OpType::Value => {
+                    let seen = if written.contains(&op.key) { id } else { version(op.key) };
+                    if !read_versions.contains(&(op.key, seen)) {
+                        read_versions.push((op.key, seen));
+                    }
+                }
+                OpType::Write if !written.contains(&op.key) => {
+                    written.push(op.key);
+                    write_versions.push((op.key, version(op.key)));
+                    self.versions.insert(op.key, id);
+                }
+                OpType::Write | OpType::Updated => {}
+            }
+        }
+        StoreEvent::Committed {
+            client: request.client,
+            request: request.request,
+            id,
+            writes: request.ops.iter().filter(|o| o.op_type == OpType::Write).map(|o| (o.key, o.value)).collect(),
+            read_versions,
+            write_versions,
+        }
     }
 }
 
@@ -228,6 +286,45 @@ mod tests {
         let (stale, events) = run(&mut store, 3, &Message::request(1, 2, vec![Op::read(1)]));
         assert!(stale.is_empty());
         assert_eq!(events, vec![StoreEvent::Rejected("stale_request")]);
+    }
+
+    #[test]
+    fn a_later_attempt_of_a_committed_transaction_gets_the_commit_and_applies_nothing() {
+        // Attempt 0 committed (its reply was lost, say); the switch then aborted a copy of it,
+        // and the client retried as attempt 1 with the refreshed value: the store must not
+        // apply the increment a second time.
+        let mut store = Store::new(9);
+        let (first, _) = run(&mut store, 3, &Message::request(1, 4, vec![Op::value(1, 0), Op::write(1, 1)]));
+        let retry = Message::request(1, 4, vec![Op::value(1, 1), Op::write(1, 2)]).with_attempt(1);
+        let (again, events) = run(&mut store, 3, &retry);
+        assert_eq!(again, first, "the commit's reply, replayed");
+        assert_eq!(events, vec![StoreEvent::Replayed]);
+        assert_eq!(store.value(1), 1, "applied once");
+    }
+
+    #[test]
+    fn an_aborted_attempt_is_not_remembered_so_its_retry_can_commit() {
+        let mut store = Store::new(9);
+        let (abort, _) = run(&mut store, 3, &Message::request(1, 4, vec![Op::value(1, 5), Op::write(1, 6)]));
+        assert_eq!((abort[0].status, abort[0].ops.clone()), (Status::Abort, vec![Op::value(1, 0)]));
+        let retry = Message::request(1, 4, vec![Op::value(1, 0), Op::write(1, 1)]).with_attempt(1);
+        let (ok, _) = run(&mut store, 3, &retry);
+        assert_eq!((ok[0].status, ok[0].attempt), (Status::Ok, 1));
+        assert_eq!(store.value(1), 1);
+    }
+
+    #[test]
+    fn commits_report_the_versions_they_saw_and_replaced() {
+        let mut store = Store::new(9);
+        run(&mut store, 3, &Message::request(1, 1, vec![Op::write(1, 0)]));
+        let (_, events) =
+            run(&mut store, 3, &Message::request(2, 1, vec![Op::value(1, 0), Op::write(1, 1), Op::read(1)]));
+        let StoreEvent::Committed { id, read_versions, write_versions, .. } = &events[0] else {
+            panic!("a commit: {events:?}")
+        };
+        assert_eq!(*id, 2);
+        assert_eq!(read_versions, &vec![(1, 1), (1, 2)], "the compare saw commit 1, the read its own write");
+        assert_eq!(write_versions, &vec![(1, 1)]);
     }
 
     #[test]

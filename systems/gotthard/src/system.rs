@@ -80,6 +80,7 @@ impl System for Gotthard {
                 format!("{}/{}/{}", f.aborts_store, f.aborts_switch, f.aborts_switch_optimistic),
             ),
             ("retries".to_string(), f.retries.to_string()),
+            ("retransmits".to_string(), f.retransmissions.to_string()),
             ("mean".to_string(), readable(f.latency_ms_mean / 1e3)),
             ("p99".to_string(), readable(f.latency_ms_p99 / 1e3)),
         ];
