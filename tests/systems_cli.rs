@@ -66,3 +66,15 @@ fn bad_settings_are_refused_naming_the_key_and_what_it_takes() {
     let out = pisadb(&["bench", "--set", "cc=Optimistic"]);
     assert!(stderr(&out).contains("expected `NoWait` or `WaitDie`"), "{}", stderr(&out));
 }
+
+#[test]
+fn fuzz_runs_any_system_with_fault_injection_cases() {
+    let out = pisadb(&["fuzz", "--system", "gotthard", "--seeds", "3", "--threads", "1"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("3 seeds (1..=3): 0 failed"), "{stdout}");
+    let out = pisadb(&["fuzz", "--system", "gotthard", "--seeds", "2", "--threads", "1", "--json"]);
+    let json: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(json["cases"].as_array().map(Vec::len), Some(2));
+    assert!(json["cases"][0]["trace_hash"].is_string(), "{json}");
+}

@@ -12,9 +12,11 @@
 //! - [`client`]: the closed-loop client host of the micro-benchmark.
 //! - [`program`]: the switch program and its four modes.
 //! - [`rack`]: client host — switch — store on the simulator, and its figures.
-//! - [`system`]: the harness's view (variants, settings, one point).
+//! - [`system`]: the harness's view (variants, settings, one point, fault-injection cases).
+//! - [`fuzz`]: seeded fault-injection cases and their oracles (`pisadb fuzz --system gotthard`).
 
 pub mod client;
+pub mod fuzz;
 pub mod program;
 pub mod rack;
 pub mod store;

@@ -6,7 +6,7 @@
 //! commits, the aborts by source, the retries and the latency.
 
 use crate::rack::{mode_of, run, RackConfig};
-use pisadb_harness::{HarnessError, PointReport, System, Variant};
+use pisadb_harness::{FuzzCaseFn, HarnessError, PointReport, System, Variant};
 use serde_json::Value;
 
 /// The system, for the registry.
@@ -92,5 +92,9 @@ impl System for Gotthard {
             figures: serde_json::to_value(&f).map_err(|e| run_error(e.to_string()))?,
             row,
         })
+    }
+
+    fn fuzz_case(&self) -> Option<FuzzCaseFn> {
+        Some(crate::fuzz::fuzz_report)
     }
 }
