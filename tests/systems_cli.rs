@@ -78,3 +78,20 @@ fn fuzz_runs_any_system_with_fault_injection_cases() {
     assert_eq!(json["cases"].as_array().map(Vec::len), Some(2));
     assert!(json["cases"][0]["trace_hash"].is_string(), "{json}");
 }
+
+#[test]
+fn sweep_runs_another_systems_own_experiment_and_refuses_unknown_ones_with_the_list() {
+    let out_dir = std::env::temp_dir().join(format!("pisadb-gotthard-sweep-{}", std::process::id()));
+    let out = pisadb(
+        &["sweep", "--system", "gotthard", "total-delay", "--quick", "--threads", "1", "--out"]
+            .into_iter()
+            .chain([out_dir.to_str().unwrap()])
+            .collect::<Vec<_>>(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(out_dir.join("gotthard-total-delay.csv").exists() && out_dir.join("gotthard-total-delay.svg").exists());
+    let _ = std::fs::remove_dir_all(&out_dir);
+    let out = pisadb(&["sweep", "--system", "gotthard", "fig3"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("its experiments: fig2, delay-split, total-delay"), "{}", stderr(&out));
+}

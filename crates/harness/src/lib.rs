@@ -15,6 +15,11 @@
 //!   system's own oracles and summed up in a [`FuzzReport`]. `pisadb fuzz --system NAME` runs
 //!   any system's cases; a system without them is refused with the names of those that have
 //!   them ([`Registry::fuzzer`]).
+//! - Experiments: a system may run its paper's experiments itself ([`System::experiments`],
+//!   [`System::sweep`], [`System::reproduce`]), writing its CSVs, charts and report under
+//!   [`ExperimentOptions::out`]; `pisadb sweep --system NAME EXPERIMENT` and `pisadb
+//!   reproduce NAME` reach them through [`Registry::sweep`] and [`Registry::reproduce`]. (P4DB's
+//!   experiments predate this and still live in the binary.)
 //! - [`settings`]: `--set key=value` overrides applied to a system's settings before they are
 //!   read back into its typed configuration, with errors that name the key and the keys or
 //!   values it accepts.
@@ -25,6 +30,7 @@ pub use settings::{apply_set, read_back, SettingsError};
 
 use serde::Serialize;
 use serde_json::Value;
+use std::path::PathBuf;
 
 /// Why the harness could not do what was asked.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -124,6 +130,28 @@ pub struct FuzzReport {
 /// A system's fault-injection case runner: the case of a seed, run and checked.
 pub type FuzzCaseFn = fn(u64) -> FuzzReport;
 
+/// How a system's experiments run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExperimentOptions {
+    /// Fewer points and shorter runs, for a first look.
+    pub quick: bool,
+    /// The seed of every point.
+    pub seed: u64,
+    /// Simulations run side by side.
+    pub threads: usize,
+    /// The directory for CSVs, charts and reports.
+    pub out: PathBuf,
+}
+
+/// One experiment a system can run (`pisadb sweep --system NAME EXPERIMENT`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct ExperimentName {
+    /// Its name on the command line.
+    pub name: &'static str,
+    /// One sentence on what it shows.
+    pub summary: &'static str,
+}
+
 /// A paper's system, as the harness and the command line see it.
 pub trait System: Sync {
     /// Its name on the command line (`p4db`).
@@ -142,6 +170,23 @@ pub trait System: Sync {
     /// Its seeded fault-injection cases, if it has them (none by default).
     fn fuzz_case(&self) -> Option<FuzzCaseFn> {
         None
+    }
+
+    /// The experiments it runs itself (none by default).
+    fn experiments(&self) -> &'static [ExperimentName] {
+        &[]
+    }
+
+    /// Runs `experiment` (one of [`System::experiments`]), writes its files under
+    /// `options.out` and returns a summary for the terminal.
+    fn sweep(&self, experiment: &str, _options: &ExperimentOptions) -> Result<String, HarnessError> {
+        Err(HarnessError::Run { system: self.name().into(), why: format!("no experiment `{experiment}`") })
+    }
+
+    /// Runs every experiment of its paper, writes the files and a report beside them under
+    /// `options.out`, and returns a summary for the terminal.
+    fn reproduce(&self, _options: &ExperimentOptions) -> Result<String, HarnessError> {
+        Err(HarnessError::Run { system: self.name().into(), why: "no experiments".into() })
     }
 
     /// The variant called `name`, or an error listing the variants.
@@ -188,6 +233,45 @@ impl Registry {
             what: "fault-injection cases".to_string(),
             with: self.systems.iter().filter(|s| s.fuzz_case().is_some()).map(|s| s.name().to_string()).collect(),
         })
+    }
+
+    /// The system called `name` if it runs its own experiments, or an error naming those that do.
+    fn experimenter(&self, name: &str) -> Result<&'static dyn System, HarnessError> {
+        let system = self.get(name)?;
+        if system.experiments().is_empty() {
+            return Err(HarnessError::Unsupported {
+                system: system.name().to_string(),
+                what: "experiments of its own".to_string(),
+                with: self
+                    .systems
+                    .iter()
+                    .filter(|s| !s.experiments().is_empty())
+                    .map(|s| s.name().to_string())
+                    .collect(),
+            });
+        }
+        Ok(system)
+    }
+
+    /// Runs experiment `experiment` of the system called `name`; an unknown experiment is
+    /// refused with the system's list.
+    pub fn sweep(&self, name: &str, experiment: &str, options: &ExperimentOptions) -> Result<String, HarnessError> {
+        let system = self.experimenter(name)?;
+        if !system.experiments().iter().any(|e| e.name == experiment) {
+            return Err(HarnessError::Run {
+                system: system.name().to_string(),
+                why: format!(
+                    "no experiment `{experiment}`; its experiments: {}",
+                    system.experiments().iter().map(|e| e.name).collect::<Vec<_>>().join(", ")
+                ),
+            });
+        }
+        system.sweep(experiment, options)
+    }
+
+    /// Runs every experiment of the system called `name` and its report.
+    pub fn reproduce(&self, name: &str, options: &ExperimentOptions) -> Result<String, HarnessError> {
+        self.experimenter(name)?.reproduce(options)
     }
 }
 

@@ -13,9 +13,11 @@
 //! - [`program`]: the switch program and its four modes.
 //! - [`rack`]: client host — switch — store on the simulator, and its figures.
 //! - [`system`]: the harness's view (variants, settings, one point, fault-injection cases).
+//! - [`experiments`]: Fig. 2 and the delay sweeps, their CSVs, charts and report.
 //! - [`fuzz`]: seeded fault-injection cases and their oracles (`pisadb fuzz --system gotthard`).
 
 pub mod client;
+pub mod experiments;
 pub mod fuzz;
 pub mod program;
 pub mod rack;

@@ -6,7 +6,7 @@
 //! commits, the aborts by source, the retries and the latency.
 
 use crate::rack::{mode_of, run, RackConfig};
-use pisadb_harness::{FuzzCaseFn, HarnessError, PointReport, System, Variant};
+use pisadb_harness::{ExperimentName, ExperimentOptions, FuzzCaseFn, HarnessError, PointReport, System, Variant};
 use serde_json::Value;
 
 /// The system, for the registry.
@@ -96,5 +96,17 @@ impl System for Gotthard {
 
     fn fuzz_case(&self) -> Option<FuzzCaseFn> {
         Some(crate::fuzz::fuzz_report)
+    }
+
+    fn experiments(&self) -> &'static [ExperimentName] {
+        crate::experiments::EXPERIMENTS
+    }
+
+    fn sweep(&self, experiment: &str, options: &ExperimentOptions) -> Result<String, HarnessError> {
+        crate::experiments::sweep(experiment, options).map_err(run_error)
+    }
+
+    fn reproduce(&self, options: &ExperimentOptions) -> Result<String, HarnessError> {
+        crate::experiments::reproduce(options).map_err(run_error)
     }
 }
