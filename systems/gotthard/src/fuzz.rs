@@ -8,7 +8,7 @@
 //! links (so a case is milliseconds of simulated time), and a [`Faults`] plan of the shared
 //! simulator: lossy, duplicating and reordering links, a slow link of the client host or of
 //! the store, and crashes of the switch, which restarts with empty registers (its state is
-//! soft, [`SwitchRestarts`]). The store and the client host do not crash: the paper's store
+//! soft) and its control plane's tables reinstalled ([`SwitchRestarts`]). The store and the client host do not crash: the paper's store
 //! keeps its data in memory with no log, so a crashed store loses it by design, and that is
 //! not what these cases ask. The plan heals part-way through; the run goes on until every
 //! client has its commits. A failing seed replays exactly: the simulator reads no clock.
@@ -22,8 +22,9 @@
 //! transactions the store committed, so no commit was lost or taken for an abort; the hot key
 //! holds one increment per counted write; every client finished.
 
+use crate::control::configure;
 use crate::program::{Gotthard, Mode};
-use crate::rack::{build, figures, RackConfig, RackHost, RackWorld, CLIENT_HOST, STORE_HOST};
+use crate::rack::{build, control_plane, figures, RackConfig, RackHost, RackWorld, CLIENT_HOST, STORE_HOST};
 use pisadb_core::rng::derive;
 use pisadb_core::Nanos;
 use pisadb_harness::FuzzReport;
@@ -82,7 +83,8 @@ pub struct CaseReport {
     pub failure: Option<String>,
 }
 
-/// Restarts a crashed switch empty; hosts do not crash in these cases.
+/// Restarts a crashed switch with empty registers, its control plane's configuration
+/// reinstalled before it takes traffic ([`crate::control`]); hosts do not crash in these cases.
 #[derive(Debug)]
 pub struct SwitchRestarts {
     /// The mode the switch runs in.
@@ -95,7 +97,9 @@ impl Restarts<RackHost, Switch<Gotthard>> for SwitchRestarts {
     }
 
     fn switch(&mut self, _id: u16, _logs: &[Vec<()>], _epoch: u16) -> Result<Switch<Gotthard>, String> {
-        Switch::new(SwitchProfile::tofino1(), Gotthard::new(self.mode)).map_err(|e| e.to_string())
+        let mut switch = Switch::new(SwitchProfile::tofino1(), Gotthard::new()).map_err(|e| e.to_string())?;
+        configure(&mut switch, &control_plane(self.mode))?;
+        Ok(switch)
     }
 }
 

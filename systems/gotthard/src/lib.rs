@@ -10,6 +10,7 @@
 //! - [`wire`]: the message format behind the shared frame.
 //! - [`store`]: the store host (OCC by value, deduplication).
 //! - [`client`]: the closed-loop client host of the micro-benchmark.
+//! - [`control`]: the control plane (mode and key map over the control channel) and its host.
 //! - [`program`]: the switch program and its four modes.
 //! - [`rack`]: client host — switch — store on the simulator, and its figures.
 //! - [`system`]: the harness's view (variants, settings, one point, fault-injection cases).
@@ -17,6 +18,7 @@
 //! - [`fuzz`]: seeded fault-injection cases and their oracles (`pisadb fuzz --system gotthard`).
 
 pub mod client;
+pub mod control;
 pub mod experiments;
 pub mod fuzz;
 pub mod program;

@@ -14,14 +14,15 @@
 //! faults — can be checked for serializability, for every client finishing its commits, and
 //! for no transaction committed or counted twice.
 
-use crate::client::{AbortSource, ClientConfig, ClientEvent, ClientHost, ClientTimer};
+use crate::client::{AbortSource, ClientConfig, ClientEvent, ClientHost, ClientTimer, HOT_KEY};
+use crate::control::{ControlPlane, Controller, ControllerEvent, Resend};
 use crate::program::{Gotthard, Mode};
 use crate::store::{Store, StoreEvent};
 use hdrhistogram::Histogram;
 use pisadb_check::{CommittedTxn, History};
 use pisadb_core::Nanos;
 use pisadb_core::TupleKey;
-use pisadb_host::{Host, HostOutbox, Route};
+use pisadb_host::{Host, HostOutbox, Route, TraceBytes, TraceHash};
 use pisadb_net::{Endpoint, LinkParams, Topology};
 use pisadb_sim::{Moment, Observer, World};
 use pisadb_switch::{Switch, SwitchProfile};
@@ -32,6 +33,8 @@ use std::collections::{BTreeMap, BTreeSet};
 pub const CLIENT_HOST: u16 = 0;
 /// Host id of the store.
 pub const STORE_HOST: u16 = 1;
+/// Host id of the switch's controller.
+pub const CONTROLLER_HOST: u16 = 2;
 /// Bound on simulated events of one run.
 pub const EVENTS_MAX: u64 = 200_000_000;
 
@@ -89,6 +92,8 @@ pub enum RackHost {
     Client(ClientHost),
     /// The store.
     Store(Store),
+    /// The switch's controller (the control plane).
+    Controller(Controller),
 }
 
 /// What a rack host reports.
@@ -98,51 +103,47 @@ pub enum RackEvent {
     Client(ClientEvent),
     /// From the store.
     Store(StoreEvent),
+    /// From the controller.
+    Controller(ControllerEvent),
 }
 
-impl From<ClientEvent> for RackEvent {
-    fn from(e: ClientEvent) -> Self {
-        RackEvent::Client(e)
-    }
+/// A timer of a rack host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RackTimer {
+    /// The client host's.
+    Client(ClientTimer),
+    /// The controller's.
+    Controller(Resend),
 }
 
-impl From<StoreEvent> for RackEvent {
-    fn from(e: StoreEvent) -> Self {
-        RackEvent::Store(e)
-    }
-}
-
-impl RackHost {
-    fn with<R>(
-        &mut self,
-        out: &mut HostOutbox<RackHost>,
-        client: impl FnOnce(&mut ClientHost, &mut HostOutbox<ClientHost>) -> R,
-        store: impl FnOnce(&mut Store, &mut HostOutbox<Store>) -> R,
-    ) -> R {
+impl TraceBytes for RackTimer {
+    fn trace(&self, hash: &mut TraceHash) {
         match self {
-            RackHost::Client(c) => {
-                let mut o = HostOutbox::<ClientHost>::default();
-                let r = client(c, &mut o);
-                out.sends.extend(o.sends);
-                out.timers.extend(o.timers);
-                out.events.extend(o.events.into_iter().map(RackEvent::Client));
-                out.cpu_ns += o.cpu_ns;
-                r
-            }
-            RackHost::Store(s) => {
-                let mut o = HostOutbox::<Store>::default();
-                let r = store(s, &mut o);
-                out.sends.extend(o.sends);
-                out.events.extend(o.events.into_iter().map(RackEvent::Store));
-                out.cpu_ns += o.cpu_ns;
-                r
-            }
+            RackTimer::Client(t) => t.trace(hash),
+            RackTimer::Controller(t) => t.trace(hash),
         }
     }
 }
 
+/// Runs `f` on an inner host with its own outbox and moves what it produced into `out`.
+fn inner<H: Host<Log = ()>, R>(
+    host: &mut H,
+    out: &mut HostOutbox<RackHost>,
+    timer: fn(H::Timer) -> RackTimer,
+    event: fn(H::Event) -> RackEvent,
+    f: impl FnOnce(&mut H, &mut HostOutbox<H>) -> R,
+) -> R {
+    let mut o = HostOutbox::<H>::default();
+    let r = f(host, &mut o);
+    out.sends.extend(o.sends);
+    out.timers.extend(o.timers.into_iter().map(|(at, t)| (at, timer(t))));
+    out.events.extend(o.events.into_iter().map(event));
+    out.cpu_ns += o.cpu_ns;
+    r
+}
+
 impl Host for RackHost {
-    type Timer = ClientTimer;
+    type Timer = RackTimer;
     type Log = ();
     type Event = RackEvent;
 
@@ -150,40 +151,67 @@ impl Host for RackHost {
         match self {
             RackHost::Client(c) => c.cores(),
             RackHost::Store(s) => s.cores(),
+            RackHost::Controller(c) => c.cores(),
         }
     }
 
     fn start(&mut self, now: Nanos, out: &mut HostOutbox<Self>) {
-        self.with(out, |c, o| c.start(now, o), |s, o| s.start(now, o));
+        match self {
+            RackHost::Client(c) => inner(c, out, RackTimer::Client, RackEvent::Client, |h, o| h.start(now, o)),
+            RackHost::Store(s) => inner(s, out, |t| match t {}, RackEvent::Store, |h, o| h.start(now, o)),
+            RackHost::Controller(c) => {
+                inner(c, out, RackTimer::Controller, RackEvent::Controller, |h, o| h.start(now, o))
+            }
+        }
     }
 
     fn route(&self, bytes: &[u8]) -> Route {
         match self {
             RackHost::Client(c) => c.route(bytes),
             RackHost::Store(s) => s.route(bytes),
+            RackHost::Controller(c) => c.route(bytes),
         }
     }
 
-    fn timer_core(&self, timer: &ClientTimer) -> u16 {
-        match self {
-            RackHost::Client(c) => c.timer_core(timer),
-            RackHost::Store(_) => 0,
+    fn timer_core(&self, timer: &RackTimer) -> u16 {
+        match (self, timer) {
+            (RackHost::Client(c), RackTimer::Client(t)) => c.timer_core(t),
+            _ => 0,
         }
     }
 
     fn handle_datagram(&mut self, now: Nanos, bytes: &[u8], out: &mut HostOutbox<Self>) {
-        self.with(out, |c, o| c.handle_datagram(now, bytes, o), |s, o| s.handle_datagram(now, bytes, o));
+        match self {
+            RackHost::Client(c) => {
+                inner(c, out, RackTimer::Client, RackEvent::Client, |h, o| h.handle_datagram(now, bytes, o))
+            }
+            RackHost::Store(s) => {
+                inner(s, out, |t| match t {}, RackEvent::Store, |h, o| h.handle_datagram(now, bytes, o))
+            }
+            RackHost::Controller(c) => {
+                inner(c, out, RackTimer::Controller, RackEvent::Controller, |h, o| h.handle_datagram(now, bytes, o))
+            }
+        }
     }
 
-    fn handle_timer(&mut self, now: Nanos, timer: ClientTimer, out: &mut HostOutbox<Self>) {
-        // Only the client host sets timers.
-        self.with(out, |c, o| c.handle_timer(now, timer, o), |_, _| {});
+    fn handle_timer(&mut self, now: Nanos, timer: RackTimer, out: &mut HostOutbox<Self>) {
+        match (self, timer) {
+            (RackHost::Client(c), RackTimer::Client(t)) => {
+                inner(c, out, RackTimer::Client, RackEvent::Client, |h, o| h.handle_timer(now, t, o))
+            }
+            (RackHost::Controller(c), RackTimer::Controller(t)) => {
+                inner(c, out, RackTimer::Controller, RackEvent::Controller, |h, o| h.handle_timer(now, t, o))
+            }
+            // A host only gets its own timers back.
+            _ => {}
+        }
     }
 
     fn stop(&mut self) {
         match self {
             RackHost::Client(c) => c.stop(),
             RackHost::Store(s) => s.stop(),
+            RackHost::Controller(c) => c.stop(),
         }
     }
 
@@ -191,6 +219,7 @@ impl Host for RackHost {
         match self {
             RackHost::Client(c) => c.is_idle(),
             RackHost::Store(s) => s.is_idle(),
+            RackHost::Controller(c) => c.is_idle(),
         }
     }
 }
@@ -252,6 +281,8 @@ pub struct RackObserver {
     counted: BTreeMap<(u32, u32), (u32, bool, bool)>,
     /// The store's committed history.
     history: History,
+    /// Whether the controller saw its whole configuration acknowledged.
+    installed: bool,
 }
 
 impl RackObserver {
@@ -282,6 +313,7 @@ impl RackObserver {
             store_writes: BTreeSet::new(),
             counted: BTreeMap::new(),
             history: History::new(),
+            installed: false,
         }
     }
 
@@ -320,6 +352,9 @@ impl RackObserver {
         }
         if let Some(c) = (0..clients).find(|c| !self.finished.contains(c)) {
             return Err(format!("client {c} did not finish its commits"));
+        }
+        if !self.installed {
+            return Err("the control plane's configuration was never acknowledged".into());
         }
         Ok(())
     }
@@ -364,6 +399,11 @@ impl Observer<RackHost, Switch<Gotthard>> for RackObserver {
                 });
             }
             RackEvent::Store(StoreEvent::Aborted) => {}
+            RackEvent::Controller(ControllerEvent::Installed) => self.installed = true,
+            RackEvent::Controller(ControllerEvent::Refused(status)) => {
+                return Err(format!("the switch refused the control plane's configuration: {status:?}"));
+            }
+            RackEvent::Controller(ControllerEvent::Rejected(_)) => f.rejected += 1,
         }
         Ok(())
     }
@@ -392,6 +432,8 @@ pub fn build(mode: Mode, cfg: &RackConfig) -> Result<RackWorld, String> {
     let mut topology = Topology::default();
     topology.connect(Endpoint::Host(CLIENT_HOST), Endpoint::Switch(0), &wan_us(cfg.near_us));
     topology.connect(Endpoint::Host(STORE_HOST), Endpoint::Switch(0), &wan_us(cfg.far_us));
+    // The controller sits beside the switch (its CPU port).
+    topology.connect(Endpoint::Host(CONTROLLER_HOST), Endpoint::Switch(0), &LinkParams::ten_gbe());
     let client = ClientHost::new(ClientConfig {
         address: CLIENT_HOST,
         store: STORE_HOST,
@@ -401,9 +443,18 @@ pub fn build(mode: Mode, cfg: &RackConfig) -> Result<RackWorld, String> {
         seed: cfg.seed,
         retransmit_ns: cfg.retransmit_ns(),
     });
-    let hosts = vec![RackHost::Client(client), RackHost::Store(Store::new(STORE_HOST))];
-    let switch = Switch::new(SwitchProfile::tofino1(), Gotthard::new(mode)).map_err(|e| e.to_string())?;
-    World::new(topology, hosts, vec![switch], RackObserver::new()).map_err(|e| e.to_string())
+    let controller = Controller::new(CONTROLLER_HOST, &control_plane(mode))?;
+    let hosts =
+        vec![RackHost::Client(client), RackHost::Store(Store::new(STORE_HOST)), RackHost::Controller(controller)];
+    let switch = Switch::new(SwitchProfile::tofino1(), Gotthard::new()).map_err(|e| e.to_string())?;
+    let mut world = World::new(topology, hosts, vec![switch], RackObserver::new()).map_err(|e| e.to_string())?;
+    world.set_controller(0, CONTROLLER_HOST);
+    Ok(world)
+}
+
+/// The control plane of a rack in `mode`: the micro-benchmark's one hot key is cacheable.
+pub fn control_plane(mode: Mode) -> ControlPlane {
+    ControlPlane { mode, keys: vec![HOT_KEY] }
 }
 
 /// The world of a rack, its run done.
@@ -434,8 +485,8 @@ pub fn figures(world: &RackWorld) -> RackFigures {
     f.latency_ms_mean = obs.latency.mean() / 1e6;
     f.latency_ms_p99 = obs.latency.value_at_quantile(0.99) as f64 / 1e6;
     f.final_value = match &world.hosts()[usize::from(STORE_HOST)] {
-        RackHost::Store(s) => s.value(crate::client::HOT_KEY),
-        RackHost::Client(_) => 0,
+        RackHost::Store(s) => s.value(HOT_KEY),
+        RackHost::Client(_) | RackHost::Controller(_) => 0,
     };
     f.events = world.events_processed();
     f.trace_hash = format!("{:016x}", world.trace_hash());

@@ -74,3 +74,13 @@ fn eager_retransmissions_duplicate_every_attempt_and_nothing_commits_twice() {
         assert_eq!(f.commits, 160, "{mode:?}");
     }
 }
+
+#[test]
+fn the_mode_is_whatever_the_control_plane_installed() {
+    // The program has no mode of its own: a rack whose controller installs `forward` sees no
+    // switch aborts, one that installs `gotthard` does, over the control channel.
+    let forward = run_checked(Mode::Forward, &small(0.5)).unwrap();
+    let gotthard = run_checked(Mode::OptimisticAbort, &small(0.5)).unwrap();
+    assert_eq!(forward.aborts_switch + forward.aborts_switch_optimistic, 0);
+    assert!(gotthard.aborts_switch_optimistic > 0);
+}
