@@ -48,8 +48,9 @@ use std::collections::BTreeMap;
 
 /// The hot key of the micro-benchmark.
 pub const HOT_KEY: u32 = 1;
-/// CPU time a client charges per reply handled.
-pub const CLIENT_REPLY_NS: Nanos = 1_000;
+/// CPU time a client charges per reply handled (and per retransmission): the median of
+/// `cargo bench -p pisadb-gotthard --bench handlers`'s `client_reply` (`CALIBRATION.md`).
+pub const CLIENT_REPLY_NS: Nanos = 260;
 
 /// Who aborted a transaction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

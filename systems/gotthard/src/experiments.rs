@@ -459,9 +459,10 @@ fn report(done: &[(Plan, Vec<RackFigures>)], options: &ExperimentOptions) -> Str
                 let _ = writeln!(
                     s,
                     "- Gotthard's completion relative to forwarding's at 25% writes, by one-way delay: {}\n\n\
-                     The hosts charge CPU time per message (the store {} per request, a client {} per reply): \
-                     beside microsecond delays it is no longer negligible.\n",
+                     The hosts charge the CPU time measured for their handlers (the store {} per read, {} per \
+                     other request; a client {} per reply; `CALIBRATION.md`).\n",
                     gotthard_vs_forward(plan, r, "25% writes"),
+                    readable(crate::store::STORE_READ_NS as f64 * 1e-9),
                     readable(crate::store::STORE_REQUEST_NS as f64 * 1e-9),
                     readable(crate::client::CLIENT_REPLY_NS as f64 * 1e-9),
                 );
