@@ -10,10 +10,10 @@ fn small_racks_are_pinned() {
     let cfg = RackConfig { clients: 4, write_share: 0.25, commits_per_client: 40, ..RackConfig::default() };
     // (variant, trace hash, completion s, aborts store, switch, switch-optimistic, final value)
     let pinned = [
-        ("forward", "82a84bd6499e8ecc", 5.200306972, 34, 0, 0, 36),
-        ("read-cache", "6bbb8cc0239d4f15", 4.240299505, 88, 0, 0, 36),
-        ("gotthard", "f49a5e6db55942c4", 4.260267704, 0, 0, 18, 36),
-        ("early-abort", "e7cb87af6db66800", 5.040301554, 26, 4, 0, 36),
+        ("forward", "3d4affd7d72f8474", 5.200316532, 34, 0, 0, 36),
+        ("read-cache", "592b149397b078a1", 4.240307645, 88, 0, 0, 36),
+        ("gotthard", "d821fa74554d8650", 4.260274844, 0, 0, 18, 36),
+        ("early-abort", "2fb53cbfc7fdf81e", 5.040310674, 26, 4, 0, 36),
     ];
     for (variant, hash, completion_s, store, switch, optimistic, value) in pinned {
         let f = run(mode_of(variant).unwrap(), &cfg).unwrap();
