@@ -173,6 +173,8 @@ pub struct ClientHost {
     cfg: ClientConfig,
     /// The clients, by id.
     clients: Vec<Client>,
+    /// Told to stop: no client begins a new transaction (those in flight finish).
+    stopping: bool,
 }
 
 impl ClientHost {
@@ -192,7 +194,7 @@ impl ClientHost {
                 commits: 0,
             })
             .collect();
-        ClientHost { cfg, clients }
+        ClientHost { cfg, clients, stopping: false }
     }
 
     /// Commits counted by client `c`.
@@ -252,7 +254,7 @@ impl ClientHost {
 
     fn begin(&mut self, now: Nanos, c: u32, out: &mut HostOutbox<Self>) {
         let client = &mut self.clients[c as usize];
-        if client.commits >= self.cfg.commits_per_client {
+        if client.commits >= self.cfg.commits_per_client || self.stopping {
             client.template = None;
             return out.events.push(ClientEvent::Finished(c));
         }
@@ -354,7 +356,9 @@ impl Host for ClientHost {
         }
     }
 
-    fn stop(&mut self) {}
+    fn stop(&mut self) {
+        self.stopping = true;
+    }
 
     fn is_idle(&self) -> bool {
         self.clients.iter().all(|c| c.template.is_none())

@@ -225,7 +225,7 @@ impl Host for RackHost {
 }
 
 /// The figures of one run.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RackFigures {
     /// When the last client finished, in seconds of simulated time.
     pub completion_s: f64,
@@ -261,87 +261,88 @@ pub struct RackFigures {
     pub trace_hash: String,
 }
 
-/// Collects the figures from the hosts' events.
-#[derive(Debug)]
-pub struct RackObserver {
-    /// Commit latencies in ns.
-    latency: Histogram<u64>,
-    /// Running counters (the figures not derived at the end).
-    figures: RackFigures,
-    /// When the last client finished.
-    finished_ns: Nanos,
+/// What the oracles need from a run's events: kept per process in real mode and merged.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Ledger {
     /// Clients that finished.
-    finished: BTreeSet<u32>,
-    /// The store's commits: (client, request id) → how many times.
-    store_commits: BTreeMap<(u32, u32), u32>,
-    /// The store's commits that wrote.
-    store_writes: BTreeSet<(u32, u32)>,
-    /// The clients' counted commits: (client, request id) → (how many times, whether a write,
-    /// whether the switch answered it).
-    counted: BTreeMap<(u32, u32), (u32, bool, bool)>,
-    /// The store's committed history.
-    history: History,
+    pub finished: Vec<u32>,
+    /// The store's commits: (client, request id, whether it wrote).
+    pub store_commits: Vec<(u32, u32, bool)>,
+    /// The clients' counted commits: (client, request id, whether a write, whether the switch
+    /// answered it).
+    pub counted: Vec<(u32, u32, bool, bool)>,
+    /// The store's committed history (versions read and overwritten).
+    pub history: Vec<CommittedTxn>,
     /// Whether the controller saw its whole configuration acknowledged.
-    installed: bool,
+    pub installed: bool,
 }
 
-impl RackObserver {
-    fn new() -> Self {
-        RackObserver {
-            latency: Histogram::new_with_bounds(1, 3_600 * 1_000_000_000, 3).expect("valid bounds"),
-            figures: RackFigures {
-                completion_s: 0.0,
-                commits: 0,
-                write_commits: 0,
-                aborts_store: 0,
-                aborts_switch: 0,
-                aborts_switch_optimistic: 0,
-                retries: 0,
-                retransmissions: 0,
-                stale_replies: 0,
-                store_replays: 0,
-                latency_ms_mean: 0.0,
-                latency_ms_p99: 0.0,
-                rejected: 0,
-                final_value: 0,
-                events: 0,
-                trace_hash: String::new(),
-            },
-            finished_ns: 0,
-            finished: BTreeSet::new(),
-            store_commits: BTreeMap::new(),
-            store_writes: BTreeSet::new(),
-            counted: BTreeMap::new(),
-            history: History::new(),
-            installed: false,
+impl Ledger {
+    /// Notes what `event` tells the oracles.
+    pub fn record(&mut self, event: &RackEvent) {
+        match event {
+            RackEvent::Client(ClientEvent::Committed { client, request, write, by_switch, .. }) => {
+                self.counted.push((*client, *request, *write, *by_switch));
+            }
+            RackEvent::Client(ClientEvent::Finished(c)) => self.finished.push(*c),
+            RackEvent::Store(StoreEvent::Committed { client, request, id, writes, read_versions, write_versions }) => {
+                self.store_commits.push((*client, *request, !writes.is_empty()));
+                let key = |k: u32| TupleKey::new(0, u64::from(k));
+                self.history.push(CommittedTxn {
+                    id: *id,
+                    reads: read_versions.iter().map(|&(k, v)| (key(k), v)).collect(),
+                    writes: write_versions.iter().map(|&(k, v)| (key(k), v)).collect(),
+                });
+            }
+            RackEvent::Controller(ControllerEvent::Installed) => self.installed = true,
+            _ => {}
         }
+    }
+
+    /// Adds another process's ledger.
+    pub fn merge(&mut self, other: Ledger) {
+        self.finished.extend(other.finished);
+        self.store_commits.extend(other.store_commits);
+        self.counted.extend(other.counted);
+        self.history.extend(other.history);
+        self.installed |= other.installed;
     }
 
     /// The oracles, after a run that drained: the store's history is serializable; no
     /// transaction committed twice at the store or was counted twice by its client; the
     /// clients counted exactly the write transactions the store committed (the initial write
     /// aside), so no commit was lost or taken for an abort; the hot key holds one increment
-    /// per counted write; every one of `clients` finished.
+    /// per counted write; every one of `clients` finished; the control plane's configuration
+    /// was acknowledged.
     pub fn check(&self, clients: u32, final_value: i32) -> Result<(), String> {
-        self.history.check().map_err(|v| format!("the store's history is not serializable: {v}"))?;
-        if let Some(((c, r), n)) = self.store_commits.iter().find(|(_, n)| **n > 1) {
+        let mut history = History::new();
+        self.history.iter().cloned().for_each(|t| history.record(t));
+        history.check().map_err(|v| format!("the store's history is not serializable: {v}"))?;
+        let mut store: BTreeMap<(u32, u32), u32> = BTreeMap::new();
+        for &(c, r, _) in &self.store_commits {
+            *store.entry((c, r)).or_insert(0) += 1;
+        }
+        if let Some(((c, r), n)) = store.iter().find(|(_, n)| **n > 1) {
             return Err(format!("the store committed request {r} of client {c} {n} times"));
         }
-        if let Some(((c, r), (n, ..))) = self.counted.iter().find(|(_, (n, ..))| *n > 1) {
+        let mut counted: BTreeMap<(u32, u32), u32> = BTreeMap::new();
+        for &(c, r, _, _) in &self.counted {
+            *counted.entry((c, r)).or_insert(0) += 1;
+        }
+        if let Some(((c, r), n)) = counted.iter().find(|(_, n)| **n > 1) {
             return Err(format!("client {c} counted the commit of request {r} {n} times"));
         }
         let counted_writes: BTreeSet<(u32, u32)> =
-            self.counted.iter().filter(|(_, (_, write, _))| *write).map(|(k, _)| *k).collect();
-        let store_writes: BTreeSet<(u32, u32)> = self.store_writes.iter().filter(|k| **k != INIT).copied().collect();
+            self.counted.iter().filter(|t| t.2).map(|&(c, r, _, _)| (c, r)).collect();
+        let store_writes: BTreeSet<(u32, u32)> =
+            self.store_commits.iter().filter(|t| t.2 && (t.0, t.1) != INIT).map(|&(c, r, _)| (c, r)).collect();
         if let Some((c, r)) = store_writes.difference(&counted_writes).next() {
             return Err(format!("the store committed request {r} of client {c}, which its client never counted"));
         }
         if let Some((c, r)) = counted_writes.difference(&store_writes).next() {
             return Err(format!("client {c} counted request {r} as committed, which the store never committed"));
         }
-        if let Some(((c, r), _)) =
-            self.counted.iter().find(|(k, (_, _, by_switch))| !by_switch && !self.store_commits.contains_key(*k))
-        {
+        if let Some(&(c, r, _, _)) = self.counted.iter().find(|t| !t.3 && !store.contains_key(&(t.0, t.1))) {
             return Err(format!("client {c} counted request {r} as committed by the store, which never committed it"));
         }
         if i64::from(final_value) != i64::try_from(counted_writes.len()).unwrap_or(i64::MAX) {
@@ -363,49 +364,106 @@ impl RackObserver {
 /// The initial, uncounted write: client 0's first request.
 const INIT: (u32, u32) = (0, 1);
 
-impl Observer<RackHost, Switch<Gotthard>> for RackObserver {
-    fn on_event(&mut self, _host: u16, event: RackEvent, moment: Moment) -> Result<(), String> {
+/// Collects the figures from the hosts' events.
+#[derive(Debug)]
+pub struct RackObserver {
+    /// Commit latencies in ns.
+    latency: Histogram<u64>,
+    /// Running counters (the figures not derived at the end).
+    figures: RackFigures,
+    /// When the last client finished.
+    finished_ns: Nanos,
+    /// What the oracles check.
+    ledger: Ledger,
+}
+
+impl RackObserver {
+    /// An observer with nothing seen yet.
+    pub fn new() -> Self {
+        RackObserver {
+            latency: Histogram::new_with_bounds(1, 3_600 * 1_000_000_000, 3).expect("valid bounds"),
+            figures: RackFigures {
+                completion_s: 0.0,
+                commits: 0,
+                write_commits: 0,
+                aborts_store: 0,
+                aborts_switch: 0,
+                aborts_switch_optimistic: 0,
+                retries: 0,
+                retransmissions: 0,
+                stale_replies: 0,
+                store_replays: 0,
+                latency_ms_mean: 0.0,
+                latency_ms_p99: 0.0,
+                rejected: 0,
+                final_value: 0,
+                events: 0,
+                trace_hash: String::new(),
+            },
+            finished_ns: 0,
+            ledger: Ledger::default(),
+        }
+    }
+
+    /// What the oracles check.
+    pub fn ledger(&self) -> &Ledger {
+        &self.ledger
+    }
+
+    /// The oracles ([`Ledger::check`]).
+    pub fn check(&self, clients: u32, final_value: i32) -> Result<(), String> {
+        self.ledger.check(clients, final_value)
+    }
+
+    /// Counts `event`, which a handler that ended at `at` reported.
+    pub fn count(&mut self, event: RackEvent, at: Nanos) -> Result<(), String> {
+        self.ledger.record(&event);
         let f = &mut self.figures;
         match event {
-            RackEvent::Client(ClientEvent::Committed { client, request, write, by_switch, latency_ns, retries }) => {
+            RackEvent::Client(ClientEvent::Committed { write, latency_ns, retries, .. }) => {
                 f.commits += 1;
                 f.write_commits += u64::from(write);
                 f.retries += u64::from(retries);
                 self.latency.saturating_record(latency_ns.max(1));
-                let entry = self.counted.entry((client, request)).or_insert((0, write, by_switch));
-                entry.0 += 1;
             }
             RackEvent::Client(ClientEvent::Aborted(AbortSource::Store)) => f.aborts_store += 1,
             RackEvent::Client(ClientEvent::Aborted(AbortSource::Switch)) => f.aborts_switch += 1,
             RackEvent::Client(ClientEvent::Aborted(AbortSource::SwitchOptimistic)) => f.aborts_switch_optimistic += 1,
             RackEvent::Client(ClientEvent::Retransmitted) => f.retransmissions += 1,
             RackEvent::Client(ClientEvent::Stale) => f.stale_replies += 1,
-            RackEvent::Client(ClientEvent::Finished(c)) => {
-                self.finished_ns = self.finished_ns.max(moment.at);
-                self.finished.insert(c);
-            }
+            RackEvent::Client(ClientEvent::Finished(_)) => self.finished_ns = self.finished_ns.max(at),
             RackEvent::Client(ClientEvent::Ignored(_)) | RackEvent::Store(StoreEvent::Rejected(_)) => f.rejected += 1,
             RackEvent::Store(StoreEvent::Replayed) => f.store_replays += 1,
-            RackEvent::Store(StoreEvent::Committed { client, request, id, writes, read_versions, write_versions }) => {
-                *self.store_commits.entry((client, request)).or_insert(0) += 1;
-                if !writes.is_empty() {
-                    self.store_writes.insert((client, request));
-                }
-                let key = |k: u32| TupleKey::new(0, u64::from(k));
-                self.history.record(CommittedTxn {
-                    id,
-                    reads: read_versions.into_iter().map(|(k, v)| (key(k), v)).collect(),
-                    writes: write_versions.into_iter().map(|(k, v)| (key(k), v)).collect(),
-                });
-            }
-            RackEvent::Store(StoreEvent::Aborted) => {}
-            RackEvent::Controller(ControllerEvent::Installed) => self.installed = true,
+            RackEvent::Store(StoreEvent::Committed { .. } | StoreEvent::Aborted) => {}
+            RackEvent::Controller(ControllerEvent::Installed) => {}
             RackEvent::Controller(ControllerEvent::Refused(status)) => {
                 return Err(format!("the switch refused the control plane's configuration: {status:?}"));
             }
             RackEvent::Controller(ControllerEvent::Rejected(_)) => f.rejected += 1,
         }
         Ok(())
+    }
+
+    /// The figures so far (completion, latency and the final value filled in).
+    pub fn figures(&self, final_value: i32) -> RackFigures {
+        let mut f = self.figures.clone();
+        f.completion_s = self.finished_ns as f64 / 1e9;
+        f.latency_ms_mean = self.latency.mean() / 1e6;
+        f.latency_ms_p99 = self.latency.value_at_quantile(0.99) as f64 / 1e6;
+        f.final_value = final_value;
+        f
+    }
+}
+
+impl Default for RackObserver {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Observer<RackHost, Switch<Gotthard>> for RackObserver {
+    fn on_event(&mut self, _host: u16, event: RackEvent, moment: Moment) -> Result<(), String> {
+        self.count(event, moment.at)
     }
 }
 
@@ -479,15 +537,11 @@ pub fn run_checked(mode: Mode, cfg: &RackConfig) -> Result<RackFigures, String> 
 
 /// The figures of a world whose run is done.
 pub fn figures(world: &RackWorld) -> RackFigures {
-    let obs = world.observer();
-    let mut f = obs.figures.clone();
-    f.completion_s = obs.finished_ns as f64 / 1e9;
-    f.latency_ms_mean = obs.latency.mean() / 1e6;
-    f.latency_ms_p99 = obs.latency.value_at_quantile(0.99) as f64 / 1e6;
-    f.final_value = match &world.hosts()[usize::from(STORE_HOST)] {
+    let final_value = match &world.hosts()[usize::from(STORE_HOST)] {
         RackHost::Store(s) => s.value(HOT_KEY),
         RackHost::Client(_) | RackHost::Controller(_) => 0,
     };
+    let mut f = world.observer().figures(final_value);
     f.events = world.events_processed();
     f.trace_hash = format!("{:016x}", world.trace_hash());
     f
