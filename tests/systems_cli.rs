@@ -91,7 +91,7 @@ fn sweep_runs_another_systems_own_experiment_and_refuses_unknown_ones_with_the_l
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(out_dir.join("gotthard-total-delay.csv").exists() && out_dir.join("gotthard-total-delay.svg").exists());
     let _ = std::fs::remove_dir_all(&out_dir);
-    let out = pisadb(&["sweep", "--system", "gotthard", "fig3"]);
+    let out = pisadb(&["sweep", "--system", "gotthard", "ycsb-workers"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("its experiments: fig2, delay-split, total-delay"), "{}", stderr(&out));
 }

@@ -23,8 +23,8 @@ use std::sync::Mutex;
 /// Flags of `pisadb sweep`.
 #[derive(ClapArgs, Debug)]
 pub(crate) struct Args {
-    /// The experiment to run: one of P4DB's (`ycsb-workers`, …) or, with `--system`, one of
-    /// that system's (an unknown name is refused with the list).
+    /// The experiment to run: one of P4DB's or, with `--system`, one of that system's.
+    #[arg(value_parser = clap::builder::PossibleValuesParser::new(experiment_names()))]
     experiment: String,
     /// The system whose experiments run (`pisadb systems` lists them).
     #[arg(long, default_value = "p4db")]
@@ -166,6 +166,23 @@ pub(crate) fn run_sweep(args: &Args) -> Result<(), String> {
     print_summary(&plan, &results);
     println!("\nwrote {} and {}", csv.display(), svg.display());
     Ok(())
+}
+
+/// Every experiment name `sweep` accepts, for `--help`: P4DB's, then each other system's (by
+/// system).
+fn experiment_names() -> Vec<clap::builder::PossibleValue> {
+    let p4db = Experiment::value_variants().iter().filter_map(ValueEnum::to_possible_value);
+    let others = registry()
+        .systems()
+        .iter()
+        .flat_map(|s| {
+            let system = s.name();
+            s.experiments()
+                .iter()
+                .map(move |e| clap::builder::PossibleValue::new(e.name).help(format!("{system}: {}", e.summary)))
+        })
+        .collect::<Vec<_>>();
+    p4db.chain(others).collect()
 }
 
 /// The harness's experiment options from the shared flags (`--cc` is P4DB's alone).
