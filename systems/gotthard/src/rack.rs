@@ -1,14 +1,18 @@
 //! The paper's setup on the simulator: one client host — one switch — one store.
 //!
-//! Host 0 carries the N clients, host 1 is the store, switch 0 runs [`Gotthard`] in the
-//! variant's mode. The client–switch link has a one-way delay of `near_us` and the
-//! switch–store link `far_us` (10 ms and 40 ms: the paper's 50 ms split 20/80), both WAN links
-//! of `pisadb_net` (10 Gbit/s); microseconds so that data-center delays can be asked too. The run goes until every client has its commits and the network is empty
-//! (no timers, so the scheduler drains); the completion time is when the last client finished.
+//! Host 0 carries the N clients, host 1 is the store, host 2 is the switch's controller, which
+//! installs the variant's mode and the hot key's cell over the control channel; switch 0 runs
+//! [`Gotthard`]. The client–switch link has a one-way delay of `near_us` and the switch–store
+//! link `far_us` (10 ms and 40 ms: the paper's 50 ms split 20/80), both WAN links of
+//! `pisadb_net` (10 Gbit/s); microseconds so that data-center delays can be asked too. The
+//! controller sits on a 10 GbE link beside the switch. The run goes until every client has its
+//! commits and the network is empty (the clients' retransmission timers and the controller's
+//! resend timer stop re-arming once nothing waits on them, so the scheduler drains); the
+//! completion time is when the last client finished.
 //!
 //! [`RackObserver`] turns the hosts' events into the figures: commits, aborts by source,
 //! retries, retransmissions, latency (mean and p99 from an HDR histogram) and rejected
-//! datagrams. It also keeps what the oracles of [`RackObserver::check`] need: the store's
+//! datagrams. It also keeps, in a [`Ledger`], what the oracles of [`Ledger::check`] need: the store's
 //! committed history (versions read and overwritten, for `pisadb_check`) and which
 //! transactions the store committed and the clients counted, so that a run — with or without
 //! faults — can be checked for serializability, for every client finishing its commits, and
