@@ -15,9 +15,9 @@
 //! a few milliseconds. `--quick` keeps the shape of every figure with fewer points and shorter
 //! windows.
 
+use super::bench::SwitchChoices;
 use clap::ValueEnum;
 use pisadb_p4db::node::{Cc, Mode};
-use super::bench::SwitchChoices;
 use pisadb_p4db::paper::PrototypePoint;
 use pisadb_p4db::programs::p4db::{FineLocks, P4dbConfig};
 use pisadb_p4db::{LayoutChoice, RunConfig, WorkloadSpec};

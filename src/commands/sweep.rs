@@ -284,6 +284,15 @@ pub(crate) fn run_sweep(args: &Args) -> Result<(), String> {
     let results = runner.run(&plan)?;
     let (csv, svg) = write_outputs(&plan, &results, &args.common.out)?;
     print_summary(&plan, &results);
+    let losses: Vec<_> = results.iter().flat_map(|m| &m.runs).filter_map(|r| r.ideal).collect();
+    if !losses.is_empty() {
+        let dropped: u64 = losses.iter().map(|l| l.dropped_ops).sum();
+        let truncated: u64 = losses.iter().map(|l| l.truncated_txns).sum();
+        println!(
+            "\nthe ideal layout did not execute {dropped} operations of {truncated} switch transactions over {} runs",
+            losses.len()
+        );
+    }
     println!("\nwrote {} and {}", csv.display(), svg.display());
     Ok(())
 }

@@ -14,7 +14,11 @@
 //! - `random` is the prototype's "worst layout" (Fig. 16, Fig. 15c's first steps): tuple
 //!   `idx` in array `idx % N`, `N` being the data arrays the prototype gives the workload
 //!   ([`WorkloadSpec::prototype_data_arrays`]: 20 for YCSB, 10 for SmallBank and TPC-C), with
-//!   real multi-pass transactions under the pipeline lock ([`pisadb_layout::modulo`]).
+//!   real multi-pass transactions under the pipeline lock ([`pisadb_layout::modulo`]). The
+//!   prototype range-partitions its rows, so a node's hot keys are consecutive ids and spread
+//!   evenly; under round-robin partitioning (PisaDB's default) node `n`'s rows are `n` modulo
+//!   the node count and fall into only `N / gcd(N, nodes)` arrays (5 of 20 on 8 nodes), a
+//!   worse layout than the prototype's. Use range partitioning to compare with the paper.
 //! - `ideal` is the prototype's `SWITCH_NO_CONFLICT`, under which every headline figure ran and
 //!   which the paper calls the optimal (declustered) layout: the same `idx % N` placement, but
 //!   every hot transaction is sent as one pass with no locks and the switch executes only its

@@ -41,10 +41,9 @@ fn engine_of(switch: &RackSwitch) -> &P4dbEngine {
 
 #[test]
 fn random_is_the_prototypes_idx_mod_n_with_n_its_array_count_per_workload() {
-    for (workload, n) in [
-        (WorkloadSpec::Ycsb(YcsbConfig::default()), 20),
-        (WorkloadSpec::SmallBank(SmallBankConfig::default()), 10),
-    ] {
+    for (workload, n) in
+        [(WorkloadSpec::Ycsb(YcsbConfig::default()), 20), (WorkloadSpec::SmallBank(SmallBankConfig::default()), 10)]
+    {
         let cfg = RunConfig { nodes: 4, layout: LayoutChoice::Random, workload, ..RunConfig::ycsb_default() };
         let target = cfg.p4db_config().layout_target(&cfg.profile);
         let rack = plan(&cfg).unwrap();
@@ -131,7 +130,8 @@ fn parity_locks_take_the_half_of_the_first_keys_parity_as_the_prototype_does() {
         let (pkt, _) = engine.packet_for(&txn, &layout, 1).unwrap();
         assert!(pkt.is_multipass);
         // The prototype: `ops[0].id % 2 == 0 ? lock_t{1, 0} : lock_t{0, 1}`.
-        let expected = if first % 2 == 0 { LockPair { left: true, right: false } } else { LockPair { left: false, right: true } };
+        let expected =
+            if first % 2 == 0 { LockPair { left: true, right: false } } else { LockPair { left: false, right: true } };
         assert_eq!(pkt.locks, expected, "first key {first}");
     }
     // A single-pass packet waits while either half is held.
@@ -204,4 +204,19 @@ fn a_rack_with_the_prototypes_switch_runs_on_two_recirculation_ports() {
         RackSwitch::LockManager(_) => unreachable!(),
     }
     assert!(out.result.recirculations > 0 && out.result.switch_committed > 0);
+}
+
+#[test]
+fn a_single_pass_packet_can_wait_for_either_half_as_the_prototypes_does() {
+    let profile = SwitchProfile::tofino1();
+    let stages = P4dbConfig::for_profile(&profile);
+    let keys: Vec<TupleKey> = (0..50).map(k).collect();
+    let layout = modulo(&keys, &stages.layout_target(&profile), 20);
+    // Row 3 sits in array 3, a stage of the first half: P4DB's check needs the left half only.
+    let txn = Txn::new(vec![Op::read(k(3))]);
+    let (pkt, _) = P4dbEngine::new(stages.clone()).packet_for(&txn, &layout, 1).unwrap();
+    assert_eq!(pkt.locks, LockPair { left: true, right: false });
+    let either = P4dbConfig { single_pass_waits_for_either_half: true, ..stages };
+    let (pkt, _) = P4dbEngine::new(either).packet_for(&txn, &layout, 1).unwrap();
+    assert_eq!(pkt.locks, LockPair::BOTH, "the prototype's is_locked: any half held means wait");
 }

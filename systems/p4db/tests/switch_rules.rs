@@ -35,6 +35,7 @@ fn small_switch() -> Switch<P4dbEngine> {
         fast_recirculation: true,
         recirculation: RecirculationModel::Priority,
         first_pass_only: false,
+        single_pass_waits_for_either_half: false,
     };
     let mut switch = Switch::new(SwitchProfile::tofino1(), P4dbEngine::new(cfg)).unwrap();
     switch.attach(0);

@@ -32,6 +32,7 @@ fn config(fine_grained_locks: bool, fast_recirculation: bool) -> P4dbConfig {
         fast_recirculation,
         recirculation: RecirculationModel::Priority,
         first_pass_only: false,
+        single_pass_waits_for_either_half: false,
     }
 }
 

@@ -18,6 +18,7 @@ fn switch_with(profile: SwitchProfile) -> (Switch<P4dbEngine>, pisadb_layout::La
         fast_recirculation: true,
         recirculation: RecirculationModel::Priority,
         first_pass_only: false,
+        single_pass_waits_for_either_half: false,
     };
     let engine = P4dbEngine::new(cfg.clone());
     let keys: Vec<TupleKey> = (0..8).map(|r| TupleKey::new(0, r)).collect();

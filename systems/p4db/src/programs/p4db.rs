@@ -129,6 +129,11 @@ pub struct P4dbConfig {
     /// (counted in [`P4dbEngine::first_pass_dropped_ops`]). An upper bound, not a protocol.
     #[serde(default)]
     pub first_pass_only: bool,
+    /// A single-pass packet waits while either lock half is held, whatever stages it touches
+    /// (the prototype's `is_locked` check); otherwise only for the halves it needs. Always so
+    /// under [`FineLocks::Parity`] and [`FineLocks::WholePipeline`].
+    #[serde(default)]
+    pub single_pass_waits_for_either_half: bool,
 }
 
 /// Which halves of the pipeline lock a multi-pass transaction takes.
@@ -194,6 +199,7 @@ impl P4dbConfig {
             fast_recirculation: true,
             recirculation: RecirculationModel::Priority,
             first_pass_only: false,
+            single_pass_waits_for_either_half: false,
         }
     }
 
@@ -496,15 +502,10 @@ impl P4dbEngine {
         let locks = match txn.ops.first() {
             _ if self.config.first_pass_only => LockPair::default(),
             Some(first) if is_multipass && self.config.fine_locks == FineLocks::Parity => parity_lock(first.key),
+            _ if !is_multipass && self.config.single_pass_waits_for_either_half => LockPair::BOTH,
             _ => self.locks_for(stages),
         };
-        let packet = TxnPacket {
-            txn_id,
-            is_multipass,
-            locks,
-            instrs,
-            ..TxnPacket::default()
-        };
+        let packet = TxnPacket { txn_id, is_multipass, locks, instrs, ..TxnPacket::default() };
         Ok((packet, order))
     }
 
@@ -599,7 +600,7 @@ impl P4dbEngine {
 /// on `key`: `left` for an even row, `right` for an odd one (the prototype's `YCSB_OPTI_TEST`:
 /// `ops[0].id % 2 == 0 ? {1, 0} : {0, 1}`).
 pub fn parity_lock(key: TupleKey) -> LockPair {
-    let left = key.row % 2 == 0;
+    let left = key.row.is_multiple_of(2);
     LockPair { left, right: !left }
 }
 
