@@ -33,6 +33,8 @@ pub mod wal;
 mod worker;
 
 #[cfg(test)]
+mod prototype_tests;
+#[cfg(test)]
 mod tests;
 
 pub use config::{Cc, CpuCosts, Engine, Mode, NodeConfig};
