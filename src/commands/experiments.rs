@@ -17,6 +17,7 @@
 
 use clap::ValueEnum;
 use pisadb_p4db::node::{Cc, Mode};
+use pisadb_p4db::paper::PrototypePoint;
 use pisadb_p4db::programs::p4db::P4dbConfig;
 use pisadb_p4db::{LayoutChoice, RunConfig, WorkloadSpec};
 use pisadb_report::Unit;
@@ -42,7 +43,7 @@ pub(crate) enum Experiment {
     TpccWorkers,
     /// TPC-C: speedup by remote item / remote customer probability (Fig. 14, lower row).
     TpccRemote,
-    /// Hot YCSB-A on P4DB: random layout without optimizations, then fast recirculation,
+    /// Hot YCSB-A on P4DB, 4 nodes as in the paper: random layout without optimizations, then fast recirculation,
     /// fine-grained locks, and the declustered layout added one at a time (Fig. 15c).
     SwitchOptimizations,
     /// Throughput and mean latency under the declustered and a random layout, YCSB-A,
@@ -177,8 +178,10 @@ pub(crate) struct Plan {
 pub(crate) struct Options {
     /// Fewer points, shorter windows.
     pub quick: bool,
-    /// Seed of every point.
+    /// Seed of every point's first run.
     pub seed: u64,
+    /// Runs per point, under seeds `seed`, `seed + 1`, ….
+    pub seeds: u32,
     /// Concurrency control on the nodes.
     pub cc: Cc,
 }
@@ -292,10 +295,15 @@ fn grid<P: Copy, X: Copy + Into<f64>>(
     }
 }
 
-const WORKERS_FULL: [u16; 7] = [1, 2, 4, 8, 12, 16, 20];
+/// The paper's grids (the prototype's `experiments/p4db_exp.py`): workers per node, and the
+/// remote share from 10% to 90%.
+const WORKERS_FULL: [u16; 8] = [1, 2, 4, 8, 10, 12, 16, 20];
 const WORKERS_QUICK: [u16; 3] = [1, 8, 20];
-const REMOTE_FULL: [u32; 6] = [0, 20, 40, 60, 80, 100];
-const REMOTE_QUICK: [u32; 3] = [0, 50, 100];
+const REMOTE_FULL: [u32; 9] = [10, 20, 30, 40, 50, 60, 70, 80, 90];
+const REMOTE_QUICK: [u32; 3] = [10, 50, 90];
+/// The share of hot transactions (`exp_skew`): 0% to 100% in steps of 10.
+const HOT_FULL: [u32; 11] = [0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100];
+const HOT_QUICK: [u32; 3] = [0, 50, 100];
 
 /// The plan of `experiment`.
 pub(crate) fn plan(experiment: Experiment, o: &Options) -> Plan {
@@ -339,7 +347,7 @@ pub(crate) fn plan(experiment: Experiment, o: &Options) -> Plan {
         }
         Experiment::YcsbHot => {
             let mixes = o.pick(&[YcsbMix::A, YcsbMix::C], &[YcsbMix::A]);
-            let hot: Vec<u32> = o.pick(&[0, 25, 50, 75, 90, 100], &[0, 50, 100]);
+            let hot: Vec<u32> = o.pick(&HOT_FULL, &HOT_QUICK);
             grid(&mut points, &mixes, mix_name, &hot, &ALL_MODES, |mix, h, mode| o.base(ycsb(mix, 20, h), mode, 20));
             (
                 "YCSB: throughput by share of hot transactions, 20% distributed (cf. P4DB Fig. 15a/b)",
@@ -410,7 +418,9 @@ pub(crate) fn plan(experiment: Experiment, o: &Options) -> Plan {
                     fine_grained_locks: fine,
                     ..P4dbConfig::for_profile(&profile)
                 };
-                let cfg = RunConfig { layout, p4db: Some(p4db), ..o.base(ycsb(YcsbMix::A, 20, 100), Mode::P4db, 20) };
+                // The paper ran this ablation on 4 nodes with only hot transactions.
+                let base = o.base(ycsb(YcsbMix::A, 20, 100), Mode::P4db, 20);
+                let cfg = RunConfig { nodes: 4, layout, p4db: Some(p4db), ..base };
                 points.push(PointSpec {
                     panel: "hot YCSB-A".into(),
                     series: "P4DB".into(),
@@ -419,13 +429,14 @@ pub(crate) fn plan(experiment: Experiment, o: &Options) -> Plan {
                     cfg,
                 });
             }
-            ("P4DB's switch optimizations on hot YCSB-A, 1 = none, 2 = + fast recirculation, 3 = + fine-grained locks, 4 = + declustered layout (cf. Fig. 15c)", ("optimizations applied", Unit::Integer), vec![Chart::Throughput, Chart::Speedup], Baseline::FirstOfPanel)
+            ("P4DB's switch optimizations on hot YCSB-A, 4 nodes x 20 workers, 1 = none, 2 = + fast recirculation, 3 = + fine-grained locks, 4 = + declustered layout (cf. Fig. 15c)", ("optimizations applied", Unit::Integer), vec![Chart::Throughput, Chart::Speedup], Baseline::FirstOfPanel)
         }
         Experiment::Layout => {
+            // SmallBank with 5 hot accounts per node, as the prototype ran Fig. 16 (`exp_h`).
             let workloads =
-                [("YCSB-A", ycsb(YcsbMix::A, 20, 75)), ("SmallBank", smallbank(15, 20)), ("TPC-C", tpcc(8, 20))];
+                [("YCSB-A", ycsb(YcsbMix::A, 20, 75)), ("SmallBank", smallbank(5, 20)), ("TPC-C", tpcc(8, 20))];
             for (name, w) in workloads {
-                for workers in o.pick(&[8, 12, 16, 20], &[8, 20]) {
+                for workers in o.pick(&WORKERS_FULL, &[8, 20]) {
                     for (series, layout) in
                         [("declustered layout", LayoutChoice::Declustered), ("random layout", LayoutChoice::Random)]
                     {
@@ -495,4 +506,146 @@ pub(crate) fn plan(experiment: Experiment, o: &Options) -> Plan {
         }
     };
     Plan { experiment, title: title.into(), x_label: x_label.into(), x_unit, charts, baseline, points }
+}
+
+/// The prototype's published experiments (`figures/data/<name>.csv`, see
+/// [`pisadb_p4db::paper`]) that measured the points of `experiment`; the first that holds a
+/// configuration answers for it.
+fn prototype_experiments(experiment: Experiment, layout: LayoutChoice, workload: &str) -> &'static [&'static str] {
+    match (experiment, layout, workload) {
+        (Experiment::YcsbWorkers | Experiment::YcsbBreakdown, ..) => &["exp_c"],
+        (Experiment::YcsbRemote, ..) => &["exp_b"],
+        (Experiment::YcsbHot, ..) => &["exp_ycsb_skew"],
+        (Experiment::SmallbankWorkers, ..) => &["exp_g"],
+        (Experiment::SmallbankRemote, ..) => &["exp_f"],
+        (Experiment::TpccWorkers, ..) => &["exp_k"],
+        (Experiment::TpccRemote, ..) => &["exp_j"],
+        (Experiment::SwitchOptimizations, ..) => &["exp_ycsb_optis_slow", "exp_ycsb_optis_fast"],
+        (Experiment::Layout, LayoutChoice::Random, "ycsb") => &["exp_d"],
+        (Experiment::Layout, LayoutChoice::Random, "smallbank") => &["exp_h"],
+        (Experiment::Layout, LayoutChoice::Random, _) => &["exp_l"],
+        (Experiment::Layout, _, "ycsb") => &["exp_c"],
+        (Experiment::Layout, _, "smallbank") => &["exp_g"],
+        (Experiment::Layout, ..) => &["exp_k"],
+        (Experiment::HotOverflow | Experiment::TpccLatencyBreakdown, ..) => &[],
+    }
+}
+
+/// A probability as the prototype's integer percent knob.
+fn percent(p: f64) -> u32 {
+    (p * 100.0).round() as u32
+}
+
+/// What the prototype measured for point `p` of `experiment`, if it ran that configuration.
+///
+/// The point's knobs are matched as the paper ran them: the same rack, system and concurrency
+/// control, the workload's knobs (a remote probability is compared as a percent, per key in the
+/// prototype), and for P4DB the layout the paper used — its ideal layout
+/// (`SWITCH_NO_CONFLICT`) for everything but the random-layout runs — with the fast
+/// recirculation and lock-halves steps of the Fig. 15c ablation.
+pub(crate) fn prototype_point(experiment: Experiment, p: &PointSpec) -> Option<&'static PrototypePoint> {
+    let cfg = &p.cfg;
+    let shape = |q: &PrototypePoint| match &cfg.workload {
+        WorkloadSpec::Ycsb(y) => {
+            q.workload == "ycsb"
+                && q.ycsb_write_prob == percent(y.mix.write_fraction())
+                && q.ycsb_remote_prob == percent(y.remote_prob)
+                && q.ycsb_hot_prob == percent(y.hot_prob)
+                && q.ycsb_hot_size == y.hot_per_node
+        }
+        WorkloadSpec::SmallBank(s) => {
+            q.workload == "smallbank"
+                && q.smallbank_remote_prob == percent(s.remote_prob)
+                && q.smallbank_hot_size == s.hot_per_node
+        }
+        // The knob of every TPC-C plan is the remote customer probability (the line
+        // probability is derived from it where the plan asks for a distributed share).
+        WorkloadSpec::Tpcc(t) => {
+            q.workload == "tpcc"
+                && q.tpcc_num_warehouses == t.warehouses
+                && q.new_order_remote_prob == percent(t.remote_customer_prob)
+        }
+    };
+    let p4db = cfg.p4db_config();
+    let switch = |q: &PrototypePoint| {
+        if cfg.mode != Mode::P4db {
+            return true;
+        }
+        let ideal = cfg.layout != LayoutChoice::Random;
+        let steps = experiment != Experiment::SwitchOptimizations
+            || (q.fast_recirculation == Some(p4db.fast_recirculation)
+                && q.ycsb_opti_test == (p4db.fine_grained_locks && !ideal));
+        q.switch_no_conflict == ideal && steps
+    };
+    let matches = |q: &PrototypePoint| {
+        q.num_nodes == cfg.nodes && q.num_txn_workers == cfg.workers && q.is(cfg.mode, cfg.cc) && shape(q) && switch(q)
+    };
+    prototype_experiments(experiment, cfg.layout, cfg.workload.name())
+        .iter()
+        .find_map(|name| pisadb_p4db::paper::prototype_point(name, matches))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options() -> Options {
+        Options { quick: false, seed: 1, seeds: 1, cc: Cc::NoWait }
+    }
+
+    #[test]
+    fn every_point_the_prototype_ran_finds_its_measurement() {
+        // Every point of these experiments is on the prototype's grid (LM-Switch only where the
+        // prototype ran it: the YCSB worker and remote sweeps; its published hot sweep is
+        // YCSB-A's only).
+        for experiment in [
+            Experiment::YcsbWorkers,
+            Experiment::YcsbRemote,
+            Experiment::YcsbHot,
+            Experiment::SmallbankWorkers,
+            Experiment::SmallbankRemote,
+            Experiment::TpccWorkers,
+            Experiment::TpccRemote,
+            Experiment::SwitchOptimizations,
+            Experiment::Layout,
+        ] {
+            let plan = plan(experiment, &options());
+            let lm_ran = matches!(experiment, Experiment::YcsbWorkers | Experiment::YcsbRemote);
+            let published = |p: &&PointSpec| {
+                (lm_ran || p.cfg.mode != Mode::LmSwitch) && (experiment != Experiment::YcsbHot || p.panel == "YCSB-A")
+            };
+            for p in plan.points.iter().filter(published) {
+                assert!(
+                    prototype_point(experiment, p).is_some(),
+                    "{}: no prototype run for {} {} x={}",
+                    experiment.name(),
+                    p.panel,
+                    p.series,
+                    p.x
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_ablation_steps_find_the_prototypes_four_builds() {
+        let plan = plan(Experiment::SwitchOptimizations, &options());
+        let found: Vec<(&str, bool, bool, Option<bool>)> = plan
+            .points
+            .iter()
+            .map(|p| {
+                let q = prototype_point(Experiment::SwitchOptimizations, p).unwrap();
+                (q.experiment.as_str(), q.switch_no_conflict, q.ycsb_opti_test, q.fast_recirculation)
+            })
+            .collect();
+        assert_eq!(
+            found,
+            [
+                ("exp_ycsb_optis_slow", false, false, Some(false)),
+                ("exp_ycsb_optis_fast", false, false, Some(true)),
+                ("exp_ycsb_optis_fast", false, true, Some(true)),
+                ("exp_ycsb_optis_fast", true, false, Some(true)),
+            ]
+        );
+    }
 }

@@ -8,8 +8,9 @@
 //! the report says so and shows ours.
 
 use super::experiments::{plan, Experiment, Plan};
-use super::sweep::{speedup, write_outputs, CommonArgs, Measured, Runner};
+use super::sweep::{speedup, speedup_stat, write_outputs, CommonArgs, Measured, Runner};
 use clap::{Args as ClapArgs, ValueEnum};
+use pisadb_p4db::{LatencyBreakdown, RunResult};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -39,22 +40,22 @@ pub(crate) struct Args {
 const WALL_S_PER_POINT: f64 = 0.66;
 const WALL_S_PER_CORE_MS: f64 = 0.00166;
 
-/// The distinct points of `plans` (a sweep runs a configuration shared by several experiments
-/// once) and the simulated core-milliseconds they add up to.
-fn workload_size(plans: &[Plan]) -> (usize, f64) {
+/// The simulations of `plans` under `seeds` seeds each (a sweep runs a configuration shared by
+/// several experiments once) and the simulated core-milliseconds they add up to.
+fn workload_size(plans: &[Plan], seeds: u32) -> (usize, f64) {
     let mut seen = std::collections::BTreeSet::new();
-    let core_ms = plans
+    let core_ms: f64 = plans
         .iter()
         .flat_map(|p| &p.points)
         .filter(|p| seen.insert(p.key()))
         .map(|p| (p.cfg.warmup_ns + p.cfg.measure_ns) as f64 / 1e6 * f64::from(p.cfg.nodes) * f64::from(p.cfg.workers))
         .sum();
-    (seen.len(), core_ms)
+    (seen.len() * seeds as usize, core_ms * f64::from(seeds))
 }
 
-/// The expected wall-clock minutes of running `plans` on `threads` threads.
-fn expected_minutes(plans: &[Plan], threads: usize) -> f64 {
-    let (points, core_ms) = workload_size(plans);
+/// The expected wall-clock minutes of running `plans` under `seeds` seeds on `threads` threads.
+fn expected_minutes(plans: &[Plan], seeds: u32, threads: usize) -> f64 {
+    let (points, core_ms) = workload_size(plans, seeds);
     (points as f64 * WALL_S_PER_POINT + core_ms * WALL_S_PER_CORE_MS) / threads.max(1) as f64 / 60.0
 }
 
@@ -64,18 +65,19 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
     let options = args.common.options();
     let plans: Vec<Plan> = Experiment::all().iter().map(|&e| plan(e, &options)).collect();
     let threads = args.common.threads();
-    let (points, _) = workload_size(&plans);
-    let expected_min = expected_minutes(&plans, threads);
+    let (simulations, _) = workload_size(&plans, options.seeds);
+    let expected_min = expected_minutes(&plans, options.seeds, threads);
     eprintln!(
-        "reproducing P4DB{}: {} experiments, {} distinct simulated points on {threads} threads; expected about {:.0} minutes on a 2-core machine like the project's",
+        "reproducing P4DB{}: {} experiments, {} simulations ({} seeds per point) on {threads} threads; expected about {:.0} minutes on a 2-core machine like the project's",
         if options.quick { " (quick)" } else { "" },
         plans.len(),
-        points,
+        simulations,
+        options.seeds,
         expected_min.max(1.0)
     );
     #[allow(clippy::disallowed_methods)] // wall time of the whole run, reported to the user
     let started = std::time::Instant::now();
-    let mut runner = Runner::new(threads);
+    let mut runner = Runner::new(threads, options.seeds);
     let mut done: Vec<(Plan, Vec<Measured>)> = Vec::new();
     for p in plans {
         let results = runner.run(&p)?;
@@ -113,9 +115,16 @@ fn find<'a>(plan: &Plan, results: &'a [Measured], panel: &str, series: &str, x: 
     Some((i, &results[i]))
 }
 
+/// The speedup of a point, with its deviation over the seeds when there are several.
 fn ratio(plan: &Plan, results: &[Measured], panel: &str, series: &str, x: f64) -> String {
-    find(plan, results, panel, series, x)
-        .map_or("not run".into(), |(i, _)| format!("{:.2}x", speedup(plan, results, i)))
+    find(plan, results, panel, series, x).map_or("not run".into(), |(i, m)| {
+        let st = speedup_stat(plan, results, i);
+        if m.runs.len() > 1 {
+            format!("{:.2}x ± {:.2}", st.mean, st.sd)
+        } else {
+            format!("{:.2}x", st.mean)
+        }
+    })
 }
 
 /// The largest x of a panel (e.g. the most workers swept).
@@ -128,7 +137,7 @@ fn first_x(plan: &Plan, panel: &str) -> f64 {
 }
 
 fn mtps(m: Option<(usize, &Measured)>) -> String {
-    m.map_or("not run".into(), |(_, m)| format!("{:.2} M txn/s", m.result.committed_per_s / 1e6))
+    m.map_or("not run".into(), |(_, m)| format!("{:.2} M txn/s", m.mean(|r| r.committed_per_s) / 1e6))
 }
 
 /// The headline figures of one experiment.
@@ -174,7 +183,8 @@ fn claims(plan: &Plan, r: &[Measured]) -> Vec<Claim> {
         }
         Experiment::YcsbBreakdown => {
             let x = last_x(plan, "YCSB-A");
-            let hot = |series: &str| find(plan, r, "YCSB-A", series, x).map(|(_, m)| m.result.hot_committed_per_s());
+            let hot =
+                |series: &str| find(plan, r, "YCSB-A", series, x).map(|(_, m)| m.mean(RunResult::hot_committed_per_s));
             let ours = match (hot("P4DB"), hot("No-Switch")) {
                 (Some(p), Some(n)) if n > 0.0 => {
                     format!("{:.2}x ({:.2} M vs {:.2} M hot txn/s)", p / n, p / 1e6, n / 1e6)
@@ -300,8 +310,15 @@ fn claims(plan: &Plan, r: &[Measured]) -> Vec<Claim> {
             )]
         }
         Experiment::TpccLatencyBreakdown => {
-            let part =
-                |series: &str| find(plan, r, "8 warehouses", series, 20.0).map(|(_, m)| m.result.latency_breakdown);
+            let part = |series: &str| {
+                find(plan, r, "8 warehouses", series, 20.0).map(|(_, m)| LatencyBreakdown {
+                    retry_us: m.mean(|r| r.latency_breakdown.retry_us),
+                    lock_read_us: m.mean(|r| r.latency_breakdown.lock_read_us),
+                    commit_us: m.mean(|r| r.latency_breakdown.commit_us),
+                    switch_us: m.mean(|r| r.latency_breakdown.switch_us),
+                    other_us: m.mean(|r| r.latency_breakdown.other_us),
+                })
+            };
             let ours = match (part("No-Switch"), part("P4DB")) {
                 (Some(n), Some(p)) => format!(
                     "lock + read {:.1} -> {:.1} us, retries {:.1} -> {:.1} us, 2PC vote {:.1} -> {:.1} us, switch {:.1} us",
@@ -353,14 +370,14 @@ fn diagnostics(done: &[(Plan, Vec<Measured>)]) -> String {
     for mix in ["YCSB-A", "YCSB-C"] {
         let x = last_x(plan, mix);
         if let Some((_, m)) = find(plan, r, mix, "P4DB", x) {
-            let switch_txns = m.result.switch_committed.max(1) as f64;
+            let switch_txns = m.mean(|r| r.switch_committed as f64).max(1.0);
             let _ = writeln!(
                 s,
                 "- {mix}, P4DB, {x} workers: {:.2} M hot txn/s on the switch, {:.1} pipeline passes and {:.1} \
                  recirculations per committed switch transaction (waiting for the pipeline lock included).",
-                m.result.hot_committed_per_s() / 1e6,
-                m.result.switch_passes as f64 / switch_txns,
-                m.result.recirculations as f64 / switch_txns,
+                m.mean(RunResult::hot_committed_per_s) / 1e6,
+                m.mean(|r| r.switch_passes as f64) / switch_txns,
+                m.mean(|r| r.recirculations as f64) / switch_txns,
             );
         }
         if let Some((_, m)) = find(plan, r, mix, "No-Switch", x) {
@@ -368,7 +385,7 @@ fn diagnostics(done: &[(Plan, Vec<Measured>)]) -> String {
                 s,
                 "- {mix}, No-Switch, {x} workers: {} with {:.1}% aborted attempts.",
                 mtps(Some((0, m))),
-                m.result.abort_rate * 100.0
+                m.mean(|r| r.abort_rate) * 100.0
             );
         }
     }
@@ -404,16 +421,16 @@ mod tests {
     use pisadb_p4db::node::Cc;
 
     fn plans(quick: bool) -> Vec<Plan> {
-        let options = Options { quick, seed: 1, cc: Cc::NoWait };
+        let options = Options { quick, seed: 1, seeds: if quick { 2 } else { 3 }, cc: Cc::NoWait };
         Experiment::all().iter().map(|&e| plan(e, &options)).collect()
     }
 
     #[test]
     fn the_quick_reproduction_is_expected_to_take_under_ten_minutes_on_two_threads() {
         let (quick, full) = (plans(true), plans(false));
-        println!("quick: {:?}, full: {:?}", workload_size(&quick), workload_size(&full));
-        let minutes = expected_minutes(&quick, 2);
+        println!("quick: {:?}, full: {:?}", workload_size(&quick, 2), workload_size(&full, 3));
+        let minutes = expected_minutes(&quick, 2, 2);
         assert!(minutes < 10.0, "{minutes:.1} minutes");
-        assert!(expected_minutes(&full, 2) > minutes);
+        assert!(expected_minutes(&full, 3, 2) > minutes);
     }
 }

@@ -6,13 +6,18 @@
 //! changes nothing but the wall time. [`Runner`] also remembers the points it ran: `pisadb
 //! reproduce` shares one runner across experiments, so a configuration two figures need (the
 //! YCSB worker sweep feeds Fig. 11 and Fig. 12) is simulated once.
+//!
+//! Each point runs under several seeds (`--seeds`, `seed`, `seed + 1`, …). A figure is the
+//! mean over them and its error bar their standard deviation; a speedup is the mean of the
+//! per-seed ratios to the baseline run under the same seed (paired, so the noise both share
+//! cancels).
 
 use super::bench::CcArg;
-use super::experiments::{plan, Baseline, Chart, Experiment, Options, Plan, PointSpec};
+use super::experiments::{plan, prototype_point, Baseline, Chart, Experiment, Options, Plan, PointSpec};
 use clap::Args as ClapArgs;
-use pisadb_p4db::{run, RunResult};
+use pisadb_p4db::{run, RunConfig, RunResult};
 use pisadb_report::{write_csv, write_svg, Panel, Progress, Series, Unit};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -42,9 +47,13 @@ pub(crate) struct CommonArgs {
     /// Simulations run side by side (default: the machine's cores).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub threads: Option<u16>,
-    /// Seed of every point.
+    /// Seed of every point's first run.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Runs per point, under seeds seed, seed+1, ...: figures are their mean, error bars their
+    /// standard deviation [default: 3, or 2 with --quick]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub seeds: Option<u32>,
     /// Concurrency control on the nodes.
     #[arg(long, value_enum, default_value = "no-wait")]
     pub cc: CcArg,
@@ -53,7 +62,8 @@ pub(crate) struct CommonArgs {
 impl CommonArgs {
     /// The plan options these flags mean.
     pub(crate) fn options(&self) -> Options {
-        Options { quick: self.quick, seed: self.seed, cc: self.cc.into() }
+        let seeds = self.seeds.unwrap_or(if self.quick { 2 } else { 3 });
+        Options { quick: self.quick, seed: self.seed, seeds, cc: self.cc.into() }
     }
 
     /// Threads to use.
@@ -62,88 +72,161 @@ impl CommonArgs {
     }
 }
 
-/// A point's figures and what running it cost.
+/// The mean and the sample standard deviation of a figure over a point's seeds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Stat {
+    /// The mean.
+    pub mean: f64,
+    /// The sample standard deviation (0 from a single run).
+    pub sd: f64,
+}
+
+impl Stat {
+    /// The statistics of `values` (NaN mean if there are none).
+    pub(crate) fn of(values: impl IntoIterator<Item = f64>) -> Stat {
+        let values: Vec<f64> = values.into_iter().collect();
+        let n = values.len() as f64;
+        let mean = values.iter().sum::<f64>() / n;
+        let sd = if values.len() < 2 {
+            0.0
+        } else {
+            (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+        };
+        Stat { mean, sd }
+    }
+}
+
+/// A point's figures under each of its seeds, and what running them cost.
 #[derive(Clone, Debug)]
 pub(crate) struct Measured {
-    /// The figures.
-    pub result: RunResult,
-    /// Wall-clock seconds the simulation took.
+    /// The figures, one per seed in seed order (never empty).
+    pub runs: Vec<RunResult>,
+    /// Wall-clock seconds the simulations took, together.
     pub wall_s: f64,
 }
 
 impl Measured {
+    /// `figure` over the seeds.
+    pub(crate) fn stat(&self, figure: impl Fn(&RunResult) -> f64) -> Stat {
+        Stat::of(self.runs.iter().map(figure))
+    }
+
+    /// The mean of `figure` over the seeds.
+    pub(crate) fn mean(&self, figure: impl Fn(&RunResult) -> f64) -> f64 {
+        self.stat(figure).mean
+    }
+
     /// Simulated committed transactions per wall-clock second (the simulator's speed).
     pub(crate) fn sim_txn_per_wall_s(&self) -> f64 {
-        (self.result.hot_committed + self.result.cold_committed) as f64 / self.wall_s.max(1e-9)
+        let committed: u64 = self.runs.iter().map(|r| r.hot_committed + r.cold_committed).sum();
+        committed as f64 / self.wall_s.max(1e-9)
     }
 }
 
-/// Runs points on a pool of threads, remembering every configuration it ran.
+/// Runs points on a pool of threads, each under `seeds` seeds, remembering every
+/// configuration it ran.
 pub(crate) struct Runner {
     threads: usize,
-    done: BTreeMap<String, Measured>,
+    seeds: u32,
+    /// Figures and wall seconds by configuration (its `Debug` text, seed included).
+    done: BTreeMap<String, (RunResult, f64)>,
+}
+
+/// What one simulation gives: its figures and the wall seconds it took, or why it failed.
+type Outcome = Result<(RunResult, f64), String>;
+
+/// One simulation: a point under one seed.
+struct Job<'a> {
+    point: &'a PointSpec,
+    cfg: RunConfig,
+    key: String,
 }
 
 impl Runner {
-    /// A runner with `threads` threads.
-    pub(crate) fn new(threads: usize) -> Self {
-        Runner { threads: threads.max(1), done: BTreeMap::new() }
+    /// A runner with `threads` threads running every point under `seeds` seeds.
+    pub(crate) fn new(threads: usize, seeds: u32) -> Self {
+        Runner { threads: threads.max(1), seeds: seeds.max(1), done: BTreeMap::new() }
     }
 
-    /// Runs the points of `plan` not run before; results in the order of the plan's points.
+    /// Point `p` under its `k`-th seed.
+    fn job(p: &PointSpec, k: u32) -> Job<'_> {
+        let cfg = RunConfig { seed: p.cfg.seed.wrapping_add(u64::from(k)), ..p.cfg.clone() };
+        let key = format!("{cfg:?}");
+        Job { point: p, cfg, key }
+    }
+
+    /// Runs the simulations of `plan` not run before; results in the order of the plan's points.
     pub(crate) fn run(&mut self, plan: &Plan) -> Result<Vec<Measured>, String> {
-        let mut todo: Vec<&PointSpec> = Vec::new();
-        for p in &plan.points {
-            if !self.done.contains_key(&p.key()) && !todo.iter().any(|t| t.key() == p.key()) {
-                todo.push(p);
+        let mut todo: Vec<Job<'_>> = Vec::new();
+        let mut queued = BTreeSet::new();
+        let all = plan.points.iter().flat_map(|p| (0..self.seeds).map(move |k| Self::job(p, k)));
+        let total = plan.points.len() * self.seeds as usize;
+        for job in all {
+            if !self.done.contains_key(&job.key) && queued.insert(job.key.clone()) {
+                todo.push(job);
             }
         }
         let name = plan.experiment.name();
         eprintln!(
-            "{name}: {} simulated points ({} already run) on {} threads",
+            "{name}: {} simulations ({} points x {} seeds; {} already run) on {} threads",
             todo.len(),
-            plan.points.len() - todo.len(),
+            plan.points.len(),
+            self.seeds,
+            total - todo.len(),
             self.threads
         );
         let progress = Progress::new(todo.len() as u64, name);
         let next = AtomicUsize::new(0);
-        let slots: Mutex<Vec<Option<Result<Measured, String>>>> = Mutex::new(vec![None; todo.len()]);
+        let slots: Mutex<Vec<Option<Outcome>>> = Mutex::new(vec![None; todo.len()]);
         std::thread::scope(|s| {
             for _ in 0..self.threads.min(todo.len().max(1)) {
                 s.spawn(|| loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(p) = todo.get(i) else { break };
-                    let result = run_one(p);
-                    progress.inc(&format!("{} {} x={}", p.panel, p.series, p.x));
+                    let Some(job) = todo.get(i) else { break };
+                    let result = run_one(&job.cfg);
+                    let p = job.point;
+                    progress.inc(&format!("{} {} x={} seed {}", p.panel, p.series, p.x, job.cfg.seed));
                     slots.lock().expect("no panics while holding")[i] = Some(result);
                 });
             }
         });
         progress.finish("done");
         let slots = slots.into_inner().expect("threads joined");
-        for (p, r) in todo.iter().zip(slots) {
-            let r =
-                r.expect("every point ran").map_err(|e| format!("{name}, {} {} x={}: {e}", p.panel, p.series, p.x))?;
-            self.done.insert(p.key(), r);
+        for (job, r) in todo.iter().zip(slots) {
+            let p = job.point;
+            let r = r
+                .expect("every simulation ran")
+                .map_err(|e| format!("{name}, {} {} x={} seed {}: {e}", p.panel, p.series, p.x, job.cfg.seed))?;
+            self.done.insert(job.key.clone(), r);
         }
-        Ok(plan.points.iter().map(|p| self.done[&p.key()].clone()).collect())
+        Ok(plan
+            .points
+            .iter()
+            .map(|p| {
+                let runs: Vec<&(RunResult, f64)> = (0..self.seeds).map(|k| &self.done[&Self::job(p, k).key]).collect();
+                Measured {
+                    runs: runs.iter().map(|(r, _)| r.clone()).collect(),
+                    wall_s: runs.iter().map(|(_, w)| w).sum(),
+                }
+            })
+            .collect())
     }
 }
 
-/// Runs one point, measuring the wall clock (the simulator's own speed; nothing simulated
-/// reads it).
-fn run_one(p: &PointSpec) -> Result<Measured, String> {
+/// Runs one simulation, measuring the wall clock (the simulator's own speed; nothing
+/// simulated reads it).
+fn run_one(cfg: &RunConfig) -> Outcome {
     #[allow(clippy::disallowed_methods)] // the simulator's speed is a wall-clock figure
     let started = std::time::Instant::now();
-    let out = run(&p.cfg).map_err(|e| e.to_string())?;
-    Ok(Measured { result: out.result, wall_s: started.elapsed().as_secs_f64() })
+    let out = run(cfg).map_err(|e| e.to_string())?;
+    Ok((out.result, started.elapsed().as_secs_f64()))
 }
 
 /// Runs `pisadb sweep`.
 pub(crate) fn run_sweep(args: &Args) -> Result<(), String> {
     super::bench::require_p4db(&args.system, "experiments")?;
     let plan = plan(args.experiment, &args.common.options());
-    let mut runner = Runner::new(args.common.threads());
+    let mut runner = Runner::new(args.common.threads(), args.common.options().seeds);
     let results = runner.run(&plan)?;
     let (csv, svg) = write_outputs(&plan, &results, &args.common.out)?;
     print_summary(&plan, &results);
@@ -151,19 +234,44 @@ pub(crate) fn run_sweep(args: &Args) -> Result<(), String> {
     Ok(())
 }
 
-/// The speedup of point `i` over its baseline (NaN without one).
-pub(crate) fn speedup(plan: &Plan, results: &[Measured], i: usize) -> f64 {
+/// The speedup of point `i` over its baseline: the mean and deviation of the per-seed ratios
+/// (NaN without a baseline).
+pub(crate) fn speedup_stat(plan: &Plan, results: &[Measured], i: usize) -> Stat {
+    let Some(b) = baseline_of(plan, i) else { return Stat { mean: f64::NAN, sd: f64::NAN } };
+    let pairs = results[i].runs.iter().zip(&results[b].runs);
+    Stat::of(pairs.map(|(run, base)| run.committed_per_s / base.committed_per_s))
+}
+
+/// The index of point `i`'s baseline, if the plan has one for it.
+fn baseline_of(plan: &Plan, i: usize) -> Option<usize> {
     let p = &plan.points[i];
-    let base = match &plan.baseline {
+    match &plan.baseline {
         Baseline::Series(name) => {
             plan.points.iter().position(|b| b.series == *name && b.panel == p.panel && b.x == p.x)
         }
         Baseline::FirstOfPanel => plan.points.iter().position(|b| b.panel == p.panel),
-    };
-    base.map_or(f64::NAN, |b| results[i].result.committed_per_s / results[b].result.committed_per_s)
+    }
 }
 
-const HEADER: [&str; 25] = [
+/// What the P4DB prototype measured for point `i`: mean and deviation over its runs.
+pub(crate) fn prototype_committed(plan: &Plan, i: usize) -> Option<Stat> {
+    prototype_point(plan.experiment, &plan.points[i])
+        .map(|q| Stat { mean: q.commits_per_s_mean, sd: q.commits_per_s_sd })
+}
+
+/// The prototype's speedup at point `i`: its mean throughput there over its mean at the
+/// baseline's configuration.
+pub(crate) fn prototype_speedup(plan: &Plan, i: usize) -> Option<f64> {
+    let b = baseline_of(plan, i)?;
+    Some(prototype_committed(plan, i)?.mean / prototype_committed(plan, b)?.mean)
+}
+
+/// The mean speedup of point `i` over its baseline (NaN without one).
+pub(crate) fn speedup(plan: &Plan, results: &[Measured], i: usize) -> f64 {
+    speedup_stat(plan, results, i).mean
+}
+
+const HEADER: [&str; 33] = [
     "experiment",
     "panel",
     "series",
@@ -172,14 +280,18 @@ const HEADER: [&str; 25] = [
     "workload",
     "mode",
     "workers",
+    "seeds",
     "committed_per_s",
+    "committed_per_s_sd",
     "speedup",
+    "speedup_sd",
     "hot_committed_per_s",
     "cold_committed_per_s",
     "abort_rate",
     "latency_p50_us",
     "latency_p99_us",
     "latency_mean_us",
+    "latency_mean_us_sd",
     "retry_us",
     "lock_read_us",
     "commit_us",
@@ -189,6 +301,10 @@ const HEADER: [&str; 25] = [
     "recirculations",
     "switch_drops",
     "sim_txn_per_wall_s",
+    "prototype_committed_per_s",
+    "prototype_committed_per_s_sd",
+    "prototype_committed_per_s_best",
+    "prototype_speedup",
 ];
 
 /// Writes `<out>/<experiment>.csv` and `.svg`; returns their paths.
@@ -200,8 +316,12 @@ pub(crate) fn write_outputs(plan: &Plan, results: &[Measured], out: &Path) -> Re
         .zip(results)
         .enumerate()
         .map(|(i, (p, m))| {
-            let r = &m.result;
-            let b = &r.latency_breakdown;
+            let f = |figure: fn(&RunResult) -> f64, digits: usize| format!("{:.digits$}", m.mean(figure));
+            let speedup = speedup_stat(plan, results, i);
+            let committed = m.stat(|r| r.committed_per_s);
+            let latency = m.stat(|r| r.latency_mean_us);
+            let count = |figure: fn(&RunResult) -> u64| format!("{:.0}", m.mean(|r| figure(r) as f64));
+            let prototype = prototype_point(plan.experiment, p);
             vec![
                 name.to_string(),
                 p.panel.clone(),
@@ -211,23 +331,31 @@ pub(crate) fn write_outputs(plan: &Plan, results: &[Measured], out: &Path) -> Re
                 p.cfg.workload.name().to_string(),
                 p.cfg.mode.name().to_string(),
                 p.cfg.workers.to_string(),
-                format!("{:.0}", r.committed_per_s),
-                format!("{:.3}", speedup(plan, results, i)),
-                format!("{:.0}", r.hot_committed_per_s()),
-                format!("{:.0}", r.cold_committed_per_s()),
-                format!("{:.4}", r.abort_rate),
-                format!("{:.2}", r.latency_p50_us),
-                format!("{:.2}", r.latency_p99_us),
-                format!("{:.2}", r.latency_mean_us),
-                format!("{:.2}", b.retry_us),
-                format!("{:.2}", b.lock_read_us),
-                format!("{:.2}", b.commit_us),
-                format!("{:.2}", b.switch_us),
-                format!("{:.2}", b.other_us),
-                r.switch_passes.to_string(),
-                r.recirculations.to_string(),
-                r.switch_drops.to_string(),
+                m.runs.len().to_string(),
+                format!("{:.0}", committed.mean),
+                format!("{:.0}", committed.sd),
+                format!("{:.3}", speedup.mean),
+                format!("{:.3}", speedup.sd),
+                f(RunResult::hot_committed_per_s, 0),
+                f(RunResult::cold_committed_per_s, 0),
+                f(|r| r.abort_rate, 4),
+                f(|r| r.latency_p50_us, 2),
+                f(|r| r.latency_p99_us, 2),
+                format!("{:.2}", latency.mean),
+                format!("{:.2}", latency.sd),
+                f(|r| r.latency_breakdown.retry_us, 2),
+                f(|r| r.latency_breakdown.lock_read_us, 2),
+                f(|r| r.latency_breakdown.commit_us, 2),
+                f(|r| r.latency_breakdown.switch_us, 2),
+                f(|r| r.latency_breakdown.other_us, 2),
+                count(|r| r.switch_passes),
+                count(|r| r.recirculations),
+                count(|r| r.switch_drops),
                 format!("{:.0}", m.sim_txn_per_wall_s()),
+                prototype.map_or(String::new(), |q| format!("{:.0}", q.commits_per_s_mean)),
+                prototype.map_or(String::new(), |q| format!("{:.0}", q.commits_per_s_sd)),
+                prototype.map_or(String::new(), |q| format!("{:.0}", q.commits_per_s_max)),
+                prototype_speedup(plan, i).map_or(String::new(), |s| format!("{s:.3}")),
             ]
         })
         .collect();
@@ -260,34 +388,59 @@ fn panels(plan: &Plan, results: &[Measured], chart: Chart) -> Vec<Panel> {
         .into_iter()
         .map(|panel| {
             let members: Vec<usize> = (0..plan.points.len()).filter(|&i| plan.points[i].panel == *panel).collect();
-            let line = |name: String, series: &String, y: &dyn Fn(usize) -> f64| Series {
-                name,
-                points: members
-                    .iter()
-                    .filter(|&&i| plan.points[i].series == *series)
-                    .map(|&i| (plan.points[i].x, y(i)))
-                    .collect(),
-            };
-            let names = distinct(members.iter().map(|&i| &plan.points[i].series));
-            let series: Vec<Series> = match chart {
-                Chart::Speedup => names
-                    .iter()
-                    .filter(|s| !plan.baseline.is_series(s))
-                    .map(|s| line((*s).clone(), s, &|i| speedup(plan, results, i)))
-                    .collect(),
-                Chart::Throughput => {
-                    names.iter().map(|s| line((*s).clone(), s, &|i| results[i].result.committed_per_s)).collect()
+            // A line of `series` with the mean and deviation `y` gives each of its points.
+            let line = |name: String, series: &String, y: &dyn Fn(usize) -> Stat| {
+                let of_series: Vec<usize> =
+                    members.iter().copied().filter(|&i| plan.points[i].series == *series).collect();
+                let stats: Vec<Stat> = of_series.iter().map(|&i| y(i)).collect();
+                Series {
+                    name,
+                    points: of_series.iter().zip(&stats).map(|(&i, st)| (plan.points[i].x, st.mean)).collect(),
+                    errors: stats.iter().map(|st| st.sd).collect(),
+                    reference_of: None,
                 }
+            };
+            let scaled = |st: Stat, k: f64| Stat { mean: st.mean * k, sd: st.sd * k };
+            // The prototype's measurements of `series`, where it ran the same points.
+            let measured = |series: &String, y: &dyn Fn(usize) -> Option<Stat>| {
+                let of_series = members.iter().copied().filter(|&i| plan.points[i].series == *series);
+                let stats: Vec<(f64, Stat)> = of_series.filter_map(|i| Some((plan.points[i].x, y(i)?))).collect();
+                Series {
+                    name: format!("{series} (prototype)"),
+                    points: stats.iter().map(|(x, st)| (*x, st.mean)).collect(),
+                    errors: stats.iter().map(|(_, st)| st.sd).collect(),
+                    reference_of: Some(series.clone()),
+                }
+            };
+
+            let names = distinct(members.iter().map(|&i| &plan.points[i].series));
+            let with_prototype = |ours: Vec<Series>, y: &dyn Fn(usize) -> Option<Stat>| {
+                let theirs = names.iter().map(|s| measured(s, y)).filter(|s| !s.points.is_empty());
+                ours.into_iter().chain(theirs).collect::<Vec<_>>()
+            };
+            let series: Vec<Series> = match chart {
+                Chart::Speedup => {
+                    let shown: Vec<&&String> = names.iter().filter(|s| !plan.baseline.is_series(s)).collect();
+                    let ours = shown.iter().map(|s| line((**s).clone(), s, &|i| speedup_stat(plan, results, i)));
+                    let theirs = shown
+                        .iter()
+                        .map(|s| measured(s, &|i| prototype_speedup(plan, i).map(|mean| Stat { mean, sd: 0.0 })));
+                    ours.chain(theirs.filter(|s| !s.points.is_empty())).collect()
+                }
+                Chart::Throughput => with_prototype(
+                    names.iter().map(|s| line((*s).clone(), s, &|i| results[i].stat(|r| r.committed_per_s))).collect(),
+                    &|i| prototype_committed(plan, i),
+                ),
                 Chart::MeanLatency => names
                     .iter()
-                    .map(|s| line((*s).clone(), s, &|i| results[i].result.latency_mean_us * S_PER_US))
+                    .map(|s| line((*s).clone(), s, &|i| scaled(results[i].stat(|r| r.latency_mean_us), S_PER_US)))
                     .collect(),
                 Chart::HotCold => names
                     .iter()
                     .flat_map(|s| {
                         [
-                            line(format!("{s} hot"), s, &|i| results[i].result.hot_committed_per_s()),
-                            line(format!("{s} cold"), s, &|i| results[i].result.cold_committed_per_s()),
+                            line(format!("{s} hot"), s, &|i| results[i].stat(RunResult::hot_committed_per_s)),
+                            line(format!("{s} cold"), s, &|i| results[i].stat(RunResult::cold_committed_per_s)),
                         ]
                     })
                     .collect(),
@@ -303,16 +456,21 @@ fn panels(plan: &Plan, results: &[Measured], chart: Chart) -> Vec<Panel> {
                     // One line per phase across the systems (x = 1, 2, … in series order).
                     parts
                         .iter()
-                        .map(|(part, f)| Series {
-                            name: (*part).to_string(),
-                            points: names
+                        .map(|(part, f)| {
+                            let stats: Vec<(f64, Stat)> = names
                                 .iter()
                                 .enumerate()
                                 .filter_map(|(k, s)| {
                                     let i = members.iter().copied().find(|&i| plan.points[i].series == **s)?;
-                                    Some(((k + 1) as f64, f(&results[i].result) * S_PER_US))
+                                    Some(((k + 1) as f64, scaled(results[i].stat(f), S_PER_US)))
                                 })
-                                .collect(),
+                                .collect();
+                            Series {
+                                name: (*part).to_string(),
+                                points: stats.iter().map(|(x, st)| (*x, st.mean)).collect(),
+                                errors: stats.iter().map(|(_, st)| st.sd).collect(),
+                                reference_of: None,
+                            }
                         })
                         .collect()
                 }
@@ -332,22 +490,25 @@ fn panels(plan: &Plan, results: &[Measured], chart: Chart) -> Vec<Panel> {
 
 /// Prints one line per point.
 pub(crate) fn print_summary(plan: &Plan, results: &[Measured]) {
+    let seeds = results.first().map_or(0, |m| m.runs.len());
+    println!("means over {seeds} seeds, ± one standard deviation");
     println!(
-        "{:<24} {:<30} {:>10} {:>12} {:>8} {:>7} {:>9} {:>9}",
+        "{:<24} {:<30} {:>22} {:>20} {:>14} {:>7} {:>9} {:>9}",
         "panel", "series", "x", "commits/s", "speedup", "aborts", "mean us", "p99 us"
     );
     for (i, (p, m)) in plan.points.iter().zip(results).enumerate() {
         let x = if p.x_name.is_empty() { format!("{}", p.x) } else { p.x_name.clone() };
+        let (committed, speedup) = (m.stat(|r| r.committed_per_s), speedup_stat(plan, results, i));
         println!(
-            "{:<24} {:<30} {:>10} {:>12.0} {:>7.2}x {:>6.1}% {:>9.1} {:>9.1}",
+            "{:<24} {:<30} {:>22} {:>20} {:>14} {:>6.1}% {:>9.1} {:>9.1}",
             p.panel,
             p.series,
             x,
-            m.result.committed_per_s,
-            speedup(plan, results, i),
-            m.result.abort_rate * 100.0,
-            m.result.latency_mean_us,
-            m.result.latency_p99_us,
+            format!("{:.0} ± {:.0}", committed.mean, committed.sd),
+            format!("{:.2}x ± {:.2}", speedup.mean, speedup.sd),
+            m.mean(|r| r.abort_rate) * 100.0,
+            m.mean(|r| r.latency_mean_us),
+            m.mean(|r| r.latency_p99_us),
         );
     }
 }

@@ -27,7 +27,7 @@
 //!
 //! Every failure is a [`ReportError`] that names the file it concerns.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::IsTerminal;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -40,13 +40,38 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters::style::FontStyle;
 
-/// One line of a chart: a name (shown in the legend) and its `(x, y)` points, drawn in order.
-#[derive(Debug, Clone, PartialEq)]
+/// One line of a chart: a name (shown in the legend) and its `(x, y)` points, drawn in order,
+/// with an error bar of `y ± errors[i]` at point `i` where `errors` gives one (a point whose
+/// half-width is 0 or missing has none).
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Series {
     /// The legend label; series with the same name share a color across panels.
     pub name: String,
     /// The points, joined by a line in the order given.
     pub points: Vec<(f64, f64)>,
+    /// Half-widths of the error bars, by point (e.g. a standard deviation over seeds); empty
+    /// for none.
+    pub errors: Vec<f64>,
+    /// Set when this line is a reference measurement of the series of that name (say, the
+    /// original implementation's figures for the same points): it is drawn dashed, in that
+    /// series' color.
+    pub reference_of: Option<String>,
+}
+
+impl Series {
+    /// A line without error bars.
+    pub fn new(name: impl Into<String>, points: Vec<(f64, f64)>) -> Self {
+        Series { name: name.into(), points, errors: Vec::new(), reference_of: None }
+    }
+
+    /// The error bars of the finite points: `(x, y - e, y, y + e)` for each with `e > 0`.
+    fn error_bars(&self) -> impl Iterator<Item = (f64, f64, f64, f64)> + '_ {
+        self.points
+            .iter()
+            .zip(&self.errors)
+            .filter(|((x, y), e)| x.is_finite() && y.is_finite() && e.is_finite() && **e > 0.0)
+            .map(|(&(x, y), &e)| (x, y - e, y, y + e))
+    }
 }
 
 /// One chart of a figure: a title, axis labels and units, and the lines it shows.
@@ -269,14 +294,31 @@ fn draw(path: &Path, title: &str, columns: usize, panels: &[Panel]) -> DrawResul
     let rows = panels.len().div_ceil(columns).max(1);
     let width = PANEL_SIZE.0 * columns as u32;
 
-    // Colors by name in order of first appearance; the legend lists them in that order.
+    // Colors by name in order of first appearance; the legend lists them in that order. A
+    // reference line takes the color of the series it measures (a color of its own if that
+    // series is not drawn), and is drawn dashed.
+    let all_series = || panels.iter().flat_map(|p| &p.series);
     let mut legend: Vec<(&str, RGBColor)> = Vec::new();
-    for series in panels.iter().flat_map(|p| &p.series) {
+    let mut own_colors = 0;
+    for series in all_series().filter(|s| s.reference_of.is_none()) {
         if !legend.iter().any(|(name, _)| *name == series.name) {
-            legend.push((series.name.as_str(), PALETTE[legend.len() % PALETTE.len()]));
+            legend.push((series.name.as_str(), PALETTE[own_colors % PALETTE.len()]));
+            own_colors += 1;
+        }
+    }
+    for series in all_series() {
+        let Some(of) = &series.reference_of else { continue };
+        if !legend.iter().any(|(name, _)| *name == series.name) {
+            let color = legend.iter().find(|(name, _)| name == of).map(|(_, c)| *c);
+            let color = color.unwrap_or_else(|| {
+                own_colors += 1;
+                PALETTE[(own_colors - 1) % PALETTE.len()]
+            });
+            legend.push((series.name.as_str(), color));
         }
     }
     let colors: BTreeMap<&str, RGBColor> = legend.iter().copied().collect();
+    let dashed: BTreeSet<&str> = all_series().filter(|s| s.reference_of.is_some()).map(|s| s.name.as_str()).collect();
 
     let title_lines = wrap(title, TITLE_FONT_PX, width - 2 * PAD_PX)?;
     let title_line_px = TITLE_FONT_PX * 13 / 10;
@@ -299,7 +341,14 @@ fn draw(path: &Path, title: &str, columns: usize, panels: &[Panel]) -> DrawResul
         let mut x = ((width - row_width) / 2) as i32;
         for &(name, text_width) in entries {
             let color = colors[name];
-            root.draw(&PathElement::new([(x, y), (x + SWATCH_PX as i32, y)], color.stroke_width(2)))?;
+            if dashed.contains(name) {
+                let third = SWATCH_PX as i32 / 3;
+                for start in [x, x + 2 * third] {
+                    root.draw(&PathElement::new([(start, y), (start + third, y)], color.stroke_width(2)))?;
+                }
+            } else {
+                root.draw(&PathElement::new([(x, y), (x + SWATCH_PX as i32, y)], color.stroke_width(2)))?;
+            }
             root.draw(&Circle::new((x + SWATCH_PX as i32 / 2, y), 3, color.stroke_width(2)))?;
             root.draw_text(name, &entry_style, (x + (SWATCH_PX + PAD_PX / 2) as i32, y))?;
             x += legend_entry_width(text_width) as i32;
@@ -370,7 +419,9 @@ fn finite_lines(panel: &Panel) -> Vec<(&Series, Vec<(f64, f64)>)> {
 /// The y range of `panel` and its ticks, for a panel `height_px` tall.
 fn y_axis(panel: &Panel, height_px: u32) -> Result<(Range<f64>, AxisTicks), Box<dyn std::error::Error>> {
     let lines = finite_lines(panel);
-    let range = axis_range(panel.y_unit, lines.iter().flat_map(|(_, points)| points).map(|p| p.1), Some(0.0));
+    let bar_ends = panel.series.iter().flat_map(|s| s.error_bars()).flat_map(|(_, lo, _, hi)| [lo, hi]);
+    let ys = lines.iter().flat_map(|(_, points)| points).map(|p| p.1).chain(bar_ends);
+    let range = axis_range(panel.y_unit, ys, Some(0.0));
     let caption_px = text_size(&panel.title, CAPTION_FONT_PX)?.1 + PAD_PX;
     let desc_px = text_size("Mg", DESC_FONT_PX)?.1;
     let plot_height = height_px.saturating_sub(caption_px + 3 * PAD_PX + 2 * TICK_MARK_PX + 2 * TICK_FONT_PX + desc_px);
@@ -428,7 +479,17 @@ where
 
     for (series, points) in lines {
         let color = colors.get(series.name.as_str()).copied().unwrap_or(BLACK);
-        chart.draw_series(LineSeries::new(points, color.stroke_width(2)).point_size(3))?;
+        if series.reference_of.is_some() {
+            let markers: Vec<Circle<(f64, f64), u32>> =
+                points.iter().map(|&p| Circle::new(p, 3, color.stroke_width(2))).collect();
+            chart.draw_series(DashedLineSeries::new(points, 6, 4, color.stroke_width(2)))?;
+            chart.draw_series(markers)?;
+        } else {
+            chart.draw_series(LineSeries::new(points, color.stroke_width(2)).point_size(3))?;
+        }
+        let bars =
+            series.error_bars().map(|(x, lo, y, hi)| ErrorBar::new_vertical(x, lo, y, hi, color.stroke_width(1), 8));
+        chart.draw_series(bars)?;
     }
     Ok(())
 }
@@ -679,7 +740,7 @@ mod tests {
     }
 
     fn series(name: &str, scale: f64) -> Series {
-        Series { name: name.to_string(), points: (0..5).map(|i| (f64::from(i), scale * f64::from(i * i))).collect() }
+        Series::new(name, (0..5).map(|i| (f64::from(i), scale * f64::from(i * i))).collect())
     }
 
     fn panel(title: &str, series: Vec<Series>) -> Panel {
@@ -804,13 +865,54 @@ mod tests {
     }
 
     #[test]
+    fn error_bars_are_drawn_and_widen_the_y_axis() {
+        let dir = scratch("errors");
+        let (plain, barred) = (dir.join("plain.svg"), dir.join("barred.svg"));
+        let line = Series::new("P4DB", vec![(1.0, 10.0), (2.0, 20.0)]);
+        write_svg(&plain, "t", 1, &[panel("p", vec![line.clone()])]).unwrap();
+        // The second point's bar reaches 50, far above every point.
+        let with_bars = Series { errors: vec![0.0, 30.0], ..line };
+        assert_eq!(with_bars.error_bars().collect::<Vec<_>>(), [(2.0, -10.0, 20.0, 50.0)]);
+        write_svg(&barred, "t", 1, &[panel("p", vec![with_bars])]).unwrap();
+        let (plain, barred) = (std::fs::read_to_string(plain).unwrap(), std::fs::read_to_string(barred).unwrap());
+        // A bar is three thin strokes (stem and two caps) in the series' color; the line is thick.
+        let thin = |svg: &str| svg.matches(r##"<line opacity="1" stroke="#1F77B4" stroke-width="1""##).count();
+        assert_eq!((thin(&plain), thin(&barred)), (0, 3), "one error bar, at the second point only");
+        // The y axis reads up to 20 without the bar, and beyond 40 with it.
+        let has_tick = |svg: &str, label: &str| svg.lines().any(|l| l.trim() == label);
+        assert!(!has_tick(&plain, "40"), "the plain axis ends near its top point");
+        assert!(has_tick(&barred, "40"), "the y axis does not cover the bar");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_reference_line_is_dashed_in_the_color_of_the_series_it_measures() {
+        let dir = scratch("reference");
+        let path = dir.join("ref.svg");
+        let ours = Series::new("P4DB", vec![(1.0, 10.0), (2.0, 20.0)]);
+        let theirs = Series { reference_of: Some("P4DB".into()), ..Series::new("P4DB (prototype)", vec![(1.0, 12.0)]) };
+        let other = Series::new("No-Switch", vec![(1.0, 5.0), (2.0, 6.0)]);
+        write_svg(&path, "t", 1, &[panel("p", vec![ours, theirs, other])]).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        // The first palette color is P4DB's and the reference's; the second is No-Switch's.
+        let hex = |c: RGBColor| format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2);
+        let strokes = |color: &str| svg.matches(&format!(r#"stroke="{color}""#)).count();
+        assert!(strokes(&hex(PALETTE[1])) > 0, "No-Switch keeps a color of its own");
+        assert_eq!(strokes(&hex(PALETTE[2])), 0, "the reference took no color of its own");
+        // A dashed line is drawn as separate segments: more strokes in P4DB's color than the two
+        // plain lines' worth (a polyline and markers each).
+        assert!(strokes(&hex(PALETTE[0])) > strokes(&hex(PALETTE[1])) + 2, "no dashes");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
     fn svg_with_empty_or_odd_data_does_not_panic() {
         let dir = scratch("empty");
-        let odd = Series { name: "odd".to_string(), points: vec![(1.0, -2.0), (f64::NAN, 1.0), (1.0, -2.0)] };
+        let odd = Series::new("odd", vec![(1.0, -2.0), (f64::NAN, 1.0), (1.0, -2.0)]);
         let cases: Vec<Vec<Panel>> = vec![
             vec![],
             vec![panel("no series", vec![])],
-            vec![panel("empty series", vec![Series { name: "none".to_string(), points: vec![] }])],
+            vec![panel("empty series", vec![Series::new("none", vec![])])],
             vec![panel("one point", vec![series("a", 1.0)]), panel("odd", vec![odd])],
         ];
         for (i, panels) in cases.iter().enumerate() {

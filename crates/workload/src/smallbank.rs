@@ -24,8 +24,9 @@
 //! Amalgamate and SendPayment use two distinct accounts. Only they can be distributed: the
 //! first account is on the home node and the second on another node. The one-account types are
 //! always local, since "keys on the home node and at least one other node" needs two keys. (The
-//! P4DB prototype instead sometimes picks a single remote account, which is a remote access
-//! rather than a multi-node transaction.)
+//! P4DB prototype instead decides remote per account, so it sometimes picks a single remote
+//! account, which is a remote access rather than a multi-node transaction;
+//! [`SmallBankConfig::prototype`] does that, with [`RemoteRule::PerKey`].)
 //!
 //! Money only enters or leaves the bank through deposits, savings transactions and checks.
 //! [`external_flow`] recovers that amount from one executed transaction's outputs, so a test of
@@ -33,8 +34,7 @@
 //! [`SmallBank::initial_balance`], the sum of all balances must equal the initial sum plus the
 //! flows of the committed transactions (aborted ones contribute nothing).
 
-use crate::partition::KeySpace;
-use crate::partition::Scheme;
+use crate::partition::{KeySpace, RemoteRule, Scheme};
 use crate::{ConfigError, GeneratedTxn, NodeId, Partitioning, TxnClass, Workload};
 use pisadb_core::rng::{self, splitmix64, SeededRng};
 use pisadb_core::{AccOut, Op, OpKind, SerialStore, TupleKey, Txn};
@@ -63,8 +63,12 @@ pub struct SmallBankConfig {
     pub hot_per_node: u64,
     /// The probability that a transaction is hot (the paper: 90%).
     pub hot_prob: f64,
-    /// The probability that a two-account transaction is distributed.
+    /// The probability that a two-account transaction is distributed, or that an account is
+    /// remote, by `remote_rule`.
     pub remote_prob: f64,
+    /// What `remote_prob` decides: PisaDB's per transaction, or the prototype's per account.
+    #[serde(default)]
+    pub remote_rule: RemoteRule,
     /// The smallest initial balance of a savings or checking tuple.
     pub initial_balance_min: i64,
     /// The largest initial balance of a savings or checking tuple.
@@ -84,7 +88,17 @@ impl Default for SmallBankConfig {
             initial_balance_min: 10_000,
             initial_balance_max: 50_000,
             partitioning: Scheme::RoundRobin,
+            remote_rule: RemoteRule::PerTransaction,
         }
+    }
+}
+
+impl SmallBankConfig {
+    /// SmallBank as the P4DB prototype ran it for 8 nodes (`experiments/p4db_exp.py`,
+    /// `exp_e`): a million accounts range-partitioned, 15 hot accounts per node, 90% of
+    /// transactions hot, each account remote with probability 20%.
+    pub fn prototype() -> Self {
+        Self { partitioning: Scheme::Range, remote_rule: RemoteRule::PerKey, ..Self::default() }
     }
 }
 
@@ -201,6 +215,7 @@ impl SmallBank {
             hot_per_node: config.hot_per_node,
             hot_prob: config.hot_prob,
             remote_prob: config.remote_prob,
+            remote_rule: config.remote_rule,
         };
         // A local two-account transaction needs two distinct accounts on its home node.
         space.validate("accounts", 2)?;
@@ -238,9 +253,14 @@ impl Shape {
     fn generate(&self, rng: &mut SeededRng, home: NodeId, class: TxnClass) -> GeneratedTxn {
         let kind = MIX[self.mix.sample(rng)].0;
         let slots = kind.accounts();
-        let distributed = slots > 1 && self.space.draw_distributed(rng);
-        let nodes = self.space.pick_nodes(rng, home, slots, distributed);
-        let accounts = self.space.pick_distinct_rows(rng, &nodes, class);
+        let (accounts, distributed) = match self.space.remote_rule {
+            RemoteRule::PerTransaction => {
+                let distributed = slots > 1 && self.space.draw_distributed(rng);
+                let nodes = self.space.pick_nodes(rng, home, slots, distributed);
+                (self.space.pick_distinct_rows(rng, &nodes, class), distributed)
+            }
+            RemoteRule::PerKey => self.space.pick_rows_per_key(rng, home, slots, class),
+        };
         let txn = Txn::new(kind.ops(rng, &accounts));
         GeneratedTxn { txn, class, inserts: Vec::new(), distributed, home, kind: kind.name() }
     }
@@ -437,6 +457,25 @@ mod tests {
     }
 
     #[test]
+    fn the_prototype_decides_remote_per_account() {
+        let workload = small_bank(SmallBankConfig::prototype());
+        let p = workload.partitioning();
+        let txns = stream(&mut small_bank(SmallBankConfig::prototype()), 40_000);
+        // The share of transactions with an account off the home node: 1 - 0.8^accounts.
+        for (accounts, expected) in [(1, 0.2), (2, 0.36)] {
+            let of_kind: Vec<&GeneratedTxn> =
+                txns.iter().filter(|g| usize::from(is_two_account(g)) + 1 == accounts).collect();
+            let off_home = of_kind.iter().filter(|g| g.distributed).count() as f64 / of_kind.len() as f64;
+            assert!((off_home - expected).abs() < 0.02, "{accounts} accounts: {off_home} off home");
+        }
+        for g in &txns {
+            let remote = g.txn.ops.iter().any(|op| p.node_of(op.key) != g.home);
+            assert_eq!(g.distributed, remote, "{g:?}");
+            assert_well_formed(&workload, g);
+        }
+    }
+
+    #[test]
     fn external_flow_counts_deposits_savings_and_checks_but_not_transfers() {
         let mut store = SerialStore::default();
         let set = |store: &mut SerialStore, a: u64, savings: i64, checking: i64| {
@@ -509,10 +548,12 @@ mod tests {
             cold_per_node in 2u64..20,
             hot_prob in 0.0..=1.0,
             remote_prob in 0.0..=1.0,
+            per_key in proptest::bool::ANY,
         ) {
             let accounts = u64::from(nodes) * (hot_per_node + cold_per_node);
+            let remote_rule = if per_key { RemoteRule::PerKey } else { RemoteRule::PerTransaction };
             let config = SmallBankConfig {
-                nodes, accounts, hot_per_node, hot_prob, remote_prob, ..Default::default()
+                nodes, accounts, hot_per_node, hot_prob, remote_prob, remote_rule, ..Default::default()
             };
             let mut workload = SmallBank::new(config, seed).unwrap();
             for g in stream(&mut workload, 200) {

@@ -127,6 +127,36 @@ pub struct TpccConfig {
     pub remote_customer_prob: f64,
     /// The share of NewOrder in the mix; the rest is Payment (the paper: 50%).
     pub new_order_share: f64,
+    /// The most lines a NewOrder has; it has at least 5 (the standard: 15).
+    #[serde(default = "standard_max_lines")]
+    pub max_lines: u64,
+}
+
+/// The standard's most lines per order (for configurations written before `max_lines`).
+fn standard_max_lines() -> u64 {
+    MAX_LINES
+}
+
+/// The fewest lines a NewOrder has.
+pub const MIN_LINES: u64 = 5;
+
+impl TpccConfig {
+    /// TPC-C as the P4DB prototype ran it with `warehouses` warehouses on 8 nodes
+    /// (`src/benchmarks/tpcc/` of DataManagementLab/p4db): 51% NewOrder, 5 to 10 lines,
+    /// every order line and every payment remote with probability 20%, and the stock of the
+    /// 409,600 / W most ordered items of each warehouse hot (what its ten 40,960-entry stock
+    /// arrays hold: 51,200 items per warehouse at 8 warehouses).
+    pub fn prototype(warehouses: u16) -> Self {
+        Self {
+            warehouses,
+            hot_items: 409_600 / u64::from(warehouses.max(1)),
+            remote_item_prob: 0.2,
+            remote_customer_prob: 0.2,
+            new_order_share: 0.51,
+            max_lines: 10,
+            ..Self::default()
+        }
+    }
 }
 
 impl Default for TpccConfig {
@@ -140,6 +170,7 @@ impl Default for TpccConfig {
             remote_item_prob: 0.01,
             remote_customer_prob: 0.15,
             new_order_share: 0.5,
+            max_lines: MAX_LINES,
         }
     }
 }
@@ -233,6 +264,9 @@ impl Tpcc {
         if warehouses == 0 || warehouses % nodes != 0 {
             let expected = format!("a positive multiple of the {nodes} nodes (every node holds whole warehouses)");
             return Err(ConfigError::new("warehouses", warehouses, expected));
+        }
+        if !(MIN_LINES..=MAX_LINES).contains(&config.max_lines) {
+            return Err(ConfigError::new("max_lines", config.max_lines, format!("{MIN_LINES}..={MAX_LINES}")));
         }
         if config.items < MAX_LINES {
             return Err(ConfigError::new("items", config.items, format!("at least {MAX_LINES} (an order's lines)")));
@@ -357,7 +391,7 @@ impl Model {
 
     fn new_order(&self, rng: &mut SeededRng, home: NodeId, w: u64, d: u64) -> (Vec<Op>, Vec<Insert>) {
         let c = nurand(rng, 1023, self.config.customers_per_district, self.c_customer);
-        let lines = rng.random_range(5..=MAX_LINES);
+        let lines = rng.random_range(MIN_LINES..=self.config.max_lines);
         let mut items: Vec<u64> = Vec::with_capacity(lines as usize);
         while (items.len() as u64) < lines {
             let item = nurand(rng, 8191, self.config.items, self.c_item);
@@ -736,8 +770,41 @@ mod tests {
     }
 
     #[test]
+    fn the_prototype_orders_5_to_10_lines_each_remote_at_20_percent() {
+        let config = TpccConfig::prototype(8);
+        assert_eq!(config.hot_items, 51_200);
+        let mut t = Tpcc::new(config, 4).unwrap();
+        let txns = stream(&mut t, 8_000);
+        let (mut lines, mut remote_lines, mut payments, mut remote_payments) = (0, 0, 0, 0);
+        for g in &txns {
+            assert_eq!(g.class, TxnClass::Warm, "{g:?}");
+            let home_w = g.txn.ops[0].key.row % 8;
+            if g.kind == "NewOrder" {
+                // W_TAX, D_TAX, D_NEXT_O_ID, C_DISCOUNT, then I_PRICE, S_QUANTITY, S_YTD per line.
+                let n = (g.txn.ops.len() - 4) / 3;
+                assert!((5..=10).contains(&n), "{n} lines");
+                lines += n;
+                let stock = g.txn.ops.iter().filter(|op| op.key.table == S_QUANTITY);
+                remote_lines += stock.filter(|op| op.key.row % 8 != home_w).count();
+            } else {
+                payments += 1;
+                let customer = g.txn.ops.iter().find(|op| op.key.table == C_BALANCE).unwrap();
+                remote_payments += usize::from(customer.key.row % 8 != home_w);
+            }
+        }
+        let new_orders = 1.0 - payments as f64 / txns.len() as f64;
+        assert!((new_orders - 0.51).abs() < 0.02, "NewOrder share {new_orders}");
+        let per_line = remote_lines as f64 / lines as f64;
+        let per_payment = remote_payments as f64 / payments as f64;
+        assert!((per_line - 0.2).abs() < 0.01, "remote share of lines {per_line}");
+        assert!((per_payment - 0.2).abs() < 0.02, "remote share of payments {per_payment}");
+    }
+
+    #[test]
     fn bad_configs_name_the_field() {
         let bad = |config: TpccConfig| Tpcc::new(config, 0).unwrap_err().field;
+        assert_eq!(bad(TpccConfig { max_lines: 4, ..TpccConfig::default() }), "max_lines");
+        assert_eq!(bad(TpccConfig { max_lines: 16, ..TpccConfig::default() }), "max_lines");
         let d = TpccConfig::default;
         assert_eq!(bad(TpccConfig { warehouses: 12, ..d() }), "warehouses");
         assert_eq!(bad(TpccConfig { warehouses: 0, ..d() }), "warehouses");

@@ -7,9 +7,12 @@
 //! conflict either way, while a million rows load quickly (inserting them into a std `HashMap`
 //! took about 0.3 s in a release build on the 2-core development machine), which keeps runs and
 //! tests short.
+//!
+//! [`YcsbConfig::prototype`] is YCSB as the P4DB prototype generates it instead
+//! (`src/benchmarks/ycsb/` of DataManagementLab/p4db): 10 million rows in ranges, hot or cold
+//! per transaction, and each key remote with the remote probability ([`RemoteRule::PerKey`]).
 
-use crate::partition::KeySpace;
-use crate::partition::Scheme;
+use crate::partition::{KeySpace, RemoteRule, Scheme};
 use crate::{ConfigError, GeneratedTxn, NodeId, Partitioning, TxnClass, Workload};
 use pisadb_core::rng::{self, SeededRng};
 use pisadb_core::{Op, SerialStore, TupleKey, Txn};
@@ -69,8 +72,12 @@ pub struct YcsbConfig {
     pub hot_per_node: u64,
     /// The probability that a transaction is hot (the paper: 75%).
     pub hot_prob: f64,
-    /// The probability that a transaction is distributed (the paper's default: 20%).
+    /// The probability that a transaction is distributed (the paper's default: 20%), or that a
+    /// key is remote, by `remote_rule`.
     pub remote_prob: f64,
+    /// What `remote_prob` decides: PisaDB's per transaction, or the prototype's per key.
+    #[serde(default)]
+    pub remote_rule: RemoteRule,
     /// The read/write mix.
     pub mix: YcsbMix,
     /// The number of operations per transaction, each on a distinct key (the paper: 8).
@@ -90,7 +97,17 @@ impl Default for YcsbConfig {
             mix: YcsbMix::A,
             ops_per_txn: 8,
             partitioning: Scheme::RoundRobin,
+            remote_rule: RemoteRule::PerTransaction,
         }
+    }
+}
+
+impl YcsbConfig {
+    /// YCSB as the P4DB prototype ran it for 8 nodes (`experiments/p4db_exp.py`, `exp_a`):
+    /// 10 million rows range-partitioned, 50 hot rows per node, 75% of transactions hot, each
+    /// of the 8 keys remote with probability 20%, each operation a write by `mix`.
+    pub fn prototype(mix: YcsbMix) -> Self {
+        Self { rows: 10_000_000, partitioning: Scheme::Range, remote_rule: RemoteRule::PerKey, mix, ..Self::default() }
     }
 }
 
@@ -120,7 +137,8 @@ impl Ycsb {
         if config.ops_per_txn == 0 {
             return Err(ConfigError::new("ops_per_txn", 0, "at least 1"));
         }
-        if config.ops_per_txn == 1 && config.nodes > 1 && config.remote_prob > 0.0 {
+        let per_txn = config.remote_rule == RemoteRule::PerTransaction;
+        if per_txn && config.ops_per_txn == 1 && config.nodes > 1 && config.remote_prob > 0.0 {
             let expected = "at least 2 when nodes > 1 and remote_prob > 0 (distributing takes 2 keys)";
             return Err(ConfigError::new("ops_per_txn", 1, expected));
         }
@@ -130,6 +148,7 @@ impl Ycsb {
             hot_per_node: config.hot_per_node,
             hot_prob: config.hot_prob,
             remote_prob: config.remote_prob,
+            remote_rule: config.remote_rule,
         };
         // usize is at most 64 bits on every target Rust supports, so this never truncates.
         space.validate("rows", config.ops_per_txn as u64)?;
@@ -141,12 +160,17 @@ impl Ycsb {
 impl Shape {
     /// A transaction of the given class from `home`, drawn from `rng`.
     fn generate(&self, rng: &mut SeededRng, home: NodeId, class: TxnClass) -> GeneratedTxn {
-        let distributed = self.space.draw_distributed(rng);
-        let mut nodes = self.space.pick_nodes(rng, home, self.ops_per_txn, distributed);
-        // Spread the home and the guaranteed remote key over the transaction, so that no
-        // position (and thus no lock acquisition order) is systematically local or remote.
-        nodes.shuffle(rng);
-        let rows = self.space.pick_distinct_rows(rng, &nodes, class);
+        let (rows, distributed) = match self.space.remote_rule {
+            RemoteRule::PerTransaction => {
+                let distributed = self.space.draw_distributed(rng);
+                let mut nodes = self.space.pick_nodes(rng, home, self.ops_per_txn, distributed);
+                // Spread the home and the guaranteed remote key over the transaction, so that no
+                // position (and thus no lock acquisition order) is systematically local or remote.
+                nodes.shuffle(rng);
+                (self.space.pick_distinct_rows(rng, &nodes, class), distributed)
+            }
+            RemoteRule::PerKey => self.space.pick_rows_per_key(rng, home, self.ops_per_txn, class),
+        };
         let ops = rows
             .into_iter()
             .map(|row| {
@@ -254,6 +278,36 @@ mod tests {
     }
 
     #[test]
+    fn the_prototype_decides_hot_per_transaction_and_remote_per_key() {
+        let config = YcsbConfig::prototype(YcsbMix::A);
+        let workload = ycsb(config.clone());
+        let p = workload.partitioning();
+        let txns = stream(&mut ycsb(config), 20_000);
+        // Hot is all or nothing: a hot transaction's 8 keys are all hot, a cold one's none.
+        for g in &txns {
+            let hot_keys = g.txn.ops.iter().filter(|op| workload.is_hot(op.key)).count();
+            let expected = if g.class == TxnClass::Hot { 8 } else { 0 };
+            assert_eq!(hot_keys, expected, "{g:?}");
+            let remote = g.txn.ops.iter().any(|op| p.node_of(op.key) != g.home);
+            assert_eq!(g.distributed, remote, "distributed means a key off the home node: {g:?}");
+        }
+        let hot = share(&txns, |g| g.class == TxnClass::Hot);
+        assert!((hot - 0.75).abs() < 0.02, "hot share {hot}");
+        // Per key at 20%: 1 - 0.8^8 = 83.2% of transactions distributed, 1.6 remote keys each.
+        // Hot transactions redraw duplicate keys among 50 rows, which shifts both a little.
+        let distributed = share(&txns, |g| g.distributed);
+        assert!((distributed - 0.832).abs() < 0.02, "distributed share {distributed}");
+        let remote_keys = txns.iter().flat_map(|g| g.txn.ops.iter().map(move |op| (g.home, op.key)));
+        let remote_keys = remote_keys.filter(|(home, key)| p.node_of(*key) != *home).count() as f64;
+        let per_txn = remote_keys / txns.len() as f64;
+        assert!((per_txn - 1.6).abs() < 0.05, "remote keys per transaction {per_txn}");
+        // Range partitioning: node n owns rows n*1.25M.., and its first 50 are hot.
+        assert_eq!(p.scheme, Scheme::Range);
+        assert!(workload.is_hot(TupleKey::new(USERTABLE, 1_250_000 + 49)));
+        assert!(!workload.is_hot(TupleKey::new(USERTABLE, 1_250_000 + 50)));
+    }
+
+    #[test]
     fn a_single_node_never_distributes() {
         let txns = stream(&mut ycsb(YcsbConfig { nodes: 1, remote_prob: 1.0, ..Default::default() }), 1_000);
         assert!(txns.iter().all(|g| !g.distributed));
@@ -298,11 +352,13 @@ mod tests {
             remote_prob in 0.0..=1.0,
             ops_per_txn in 2usize..=8,
             range in proptest::bool::ANY,
+            per_key in proptest::bool::ANY,
         ) {
             let rows = u64::from(nodes) * (hot_per_node + cold_per_node);
             let partitioning = if range { Scheme::Range } else { Scheme::RoundRobin };
+            let remote_rule = if per_key { RemoteRule::PerKey } else { RemoteRule::PerTransaction };
             let config = YcsbConfig {
-                nodes, rows, hot_per_node, hot_prob, remote_prob, mix: YcsbMix::A, ops_per_txn, partitioning,
+                nodes, rows, hot_per_node, hot_prob, remote_prob, mix: YcsbMix::A, ops_per_txn, partitioning, remote_rule,
             };
             let mut workload = Ycsb::new(config, seed).unwrap();
             for g in stream(&mut workload, 200) {

@@ -22,11 +22,13 @@
 //! - [`real`]: real mode on the shared runtime (`pisadb-runtime`): the node and switch
 //!   processes, `pisadb cluster` with its checks, and `pisadb switch-bench`;
 //! - [`testbed`]: the P4DB prototype's testbed as a preset (its node engine, latencies, costs);
+//! - [`paper`]: what the prototype measured, from its published data, for reports to compare;
 //! - [`system`]: P4DB in the harness's registry ([`SYSTEM`]): its variants and settings.
 
 pub mod fuzz;
 pub mod metrics;
 pub mod node;
+pub mod paper;
 pub mod programs;
 pub mod real;
 pub mod run;
