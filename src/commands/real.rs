@@ -6,7 +6,7 @@
 //! and hand over to that system's process (P4DB's, or the runtime's own echo system that its
 //! tests run).
 
-use crate::commands::bench::{CcArg, LayoutArg, ModeArg, PartitioningArg, RackArgs, WorkloadArg};
+use crate::commands::bench::{CcArg, LayoutArg, ModeArg, PartitioningArg, Preset, RackArgs, WorkloadArg};
 use clap::Args as ClapArgs;
 use pisadb_p4db::real::cluster::{node_dir, run_cluster, ClusterOptions, ClusterResult, Fault};
 use pisadb_p4db::real::loadgen::{run_switch_bench, BenchOptions, BenchResult, Side};
@@ -95,6 +95,10 @@ impl LoadArgs {
     /// The rack of `nodes` × `workers` under this load.
     fn rack(&self, nodes: u16, workers: u16, cc: CcArg, hot_prob: Option<u8>) -> RackArgs {
         RackArgs {
+            // Real mode runs PisaDB's engine (the prototype's has no log and no timeouts).
+            preset: Preset::Pisadb,
+            engine: None,
+            txns_per_worker: None,
             cc,
             nodes,
             workers,
@@ -102,9 +106,9 @@ impl LoadArgs {
             remote: self.remote,
             hot_prob,
             hot_per_node: None,
-            rows: self.rows,
+            rows: Some(self.rows),
             warehouses: self.warehouses,
-            partitioning: PartitioningArg::RoundRobin,
+            partitioning: Some(PartitioningArg::RoundRobin),
             layout: LayoutArg::Declustered,
             seed: self.seed,
             measure_ms: 1,

@@ -12,7 +12,7 @@
 //! per-seed ratios to the baseline run under the same seed (paired, so the noise both share
 //! cancels).
 
-use super::bench::CcArg;
+use super::bench::{CcArg, Preset};
 use super::experiments::{plan, prototype_point, Baseline, Chart, Experiment, Options, Plan, PointSpec};
 use clap::Args as ClapArgs;
 use pisadb_p4db::{run, RunConfig, RunResult};
@@ -31,8 +31,21 @@ pub(crate) struct Args {
     /// The system whose experiments run (`pisadb systems` lists them).
     #[arg(long, default_value = "p4db")]
     system: String,
+    /// Defaults for every point: PisaDB's model, or the P4DB prototype's testbed (each point's
+    /// workload as the prototype defined it, with the experiment's knobs kept; its node
+    /// engine, latencies and costs). Testbed results go to `<out>/p4db-testbed/`.
+    #[arg(long, value_enum, default_value = "pisadb")]
+    preset: Preset,
     #[command(flatten)]
     common: CommonArgs,
+}
+
+/// Makes every point of `plan` a run on the P4DB prototype's testbed.
+fn apply_testbed(plan: &mut Plan) {
+    for point in &mut plan.points {
+        point.cfg.workload = pisadb_p4db::testbed::prototype_workload(&point.cfg.workload);
+        pisadb_p4db::testbed::apply(&mut point.cfg);
+    }
 }
 
 /// Flags shared by `sweep` and `reproduce`.
@@ -225,10 +238,18 @@ fn run_one(cfg: &RunConfig) -> Outcome {
 /// Runs `pisadb sweep`.
 pub(crate) fn run_sweep(args: &Args) -> Result<(), String> {
     super::bench::require_p4db(&args.system, "experiments")?;
-    let plan = plan(args.experiment, &args.common.options());
+    let mut plan = plan(args.experiment, &args.common.options());
+    let mut out = args.common.out.clone();
+    if args.preset == Preset::P4dbTestbed {
+        apply_testbed(&mut plan);
+        if let Some(first) = plan.points.first() {
+            println!("{}", pisadb_p4db::testbed::describe(&first.cfg));
+        }
+        out = out.join(args.preset.name());
+    }
     let mut runner = Runner::new(args.common.threads(), args.common.options().seeds);
     let results = runner.run(&plan)?;
-    let (csv, svg) = write_outputs(&plan, &results, &args.common.out)?;
+    let (csv, svg) = write_outputs(&plan, &results, &out)?;
     print_summary(&plan, &results);
     println!("\nwrote {} and {}", csv.display(), svg.display());
     Ok(())

@@ -25,10 +25,11 @@
 //! prototype's workload definitions.
 
 use crate::node::{CpuCosts, Engine};
-use crate::run::RunConfig;
+use crate::run::{RunConfig, WorkloadSpec};
 use pisadb_core::Nanos;
 use pisadb_sim::net::LinkParams;
 use pisadb_switch::SwitchProfile;
+use pisadb_workload::{SmallBankConfig, TpccConfig, YcsbConfig};
 
 /// One node→switch→node traversal on the prototype's testbed (half the fitted 24.5 µs round
 /// trip), from the sender's handler taking the request up to the receiver's handler done with it.
@@ -60,6 +61,61 @@ pub fn apply(cfg: &mut RunConfig) {
     cfg.link = link(&cfg.profile, &cfg.costs);
 }
 
+/// `spec` as the prototype defined its workload, keeping the knobs an experiment varies: YCSB
+/// keeps its mix, hot set, hot and remote probabilities and operations per transaction, and
+/// takes the prototype's 10M range-partitioned rows with a remote draw per key; SmallBank keeps
+/// its hot set and probabilities and takes range partitioning with a remote draw per account;
+/// TPC-C keeps its warehouses and remote probabilities and takes the prototype's hot stock,
+/// NewOrder share and 5–10 lines.
+pub fn prototype_workload(spec: &WorkloadSpec) -> WorkloadSpec {
+    match spec {
+        WorkloadSpec::Ycsb(c) => {
+            let p = YcsbConfig::prototype(c.mix);
+            WorkloadSpec::Ycsb(YcsbConfig {
+                rows: p.rows,
+                partitioning: p.partitioning,
+                remote_rule: p.remote_rule,
+                ..c.clone()
+            })
+        }
+        WorkloadSpec::SmallBank(c) => {
+            let p = SmallBankConfig::prototype();
+            WorkloadSpec::SmallBank(SmallBankConfig {
+                partitioning: p.partitioning,
+                remote_rule: p.remote_rule,
+                ..c.clone()
+            })
+        }
+        WorkloadSpec::Tpcc(c) => {
+            let p = TpccConfig::prototype(c.warehouses);
+            WorkloadSpec::Tpcc(TpccConfig {
+                hot_items: p.hot_items,
+                new_order_share: p.new_order_share,
+                max_lines: p.max_lines,
+                ..c.clone()
+            })
+        }
+    }
+}
+
+/// One line saying what the testbed preset selects in `cfg` (printed at the start of a run).
+pub fn describe(cfg: &RunConfig) -> String {
+    let c = &cfg.costs;
+    format!(
+        "preset p4db-testbed: the prototype's workload definition; {} engine ({} pre-generated transactions per \
+         worker, skipped on abort, one handler core per node); testbed links ({} ns NIC per end: {:.2} us per \
+         node->switch->node traversal); testbed CPU (lock {} ns, tuple {} ns, contended latch {} ns, no \
+         generation cost)",
+        cfg.engine.name(),
+        cfg.txns_per_worker,
+        cfg.link.nic_ns,
+        TRAVERSAL_NS as f64 / 1000.0,
+        c.lock_ns,
+        c.tuple_ns,
+        c.latch_ns
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,5 +139,21 @@ mod tests {
         assert_eq!(cfg.txns_per_worker, TXNS_PER_WORKER);
         assert_eq!(cfg.costs, CpuCosts::testbed());
         assert_eq!(cfg.link, link(&cfg.profile, &cfg.costs));
+    }
+
+    #[test]
+    fn the_prototype_workload_keeps_the_experiments_knobs() {
+        let ycsb =
+            YcsbConfig { hot_prob: 0.3, remote_prob: 0.6, mix: pisadb_workload::YcsbMix::B, ..YcsbConfig::default() };
+        let WorkloadSpec::Ycsb(p) = prototype_workload(&WorkloadSpec::Ycsb(ycsb.clone())) else { unreachable!() };
+        assert_eq!((p.hot_prob, p.remote_prob, p.mix), (ycsb.hot_prob, ycsb.remote_prob, ycsb.mix));
+        let proto = YcsbConfig::prototype(ycsb.mix);
+        assert_eq!((p.rows, p.partitioning, p.remote_rule), (proto.rows, proto.partitioning, proto.remote_rule));
+        let WorkloadSpec::Tpcc(t) =
+            prototype_workload(&WorkloadSpec::Tpcc(TpccConfig { warehouses: 16, ..TpccConfig::default() }))
+        else {
+            unreachable!()
+        };
+        assert_eq!((t.warehouses, t.hot_items), (16, 409_600 / 16));
     }
 }
