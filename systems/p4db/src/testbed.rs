@@ -14,13 +14,14 @@
 //! - **the prototype's code and experiment scripts**: its engine
 //!   ([`Engine::Prototype`]) and its transactions per worker ([`TXNS_PER_WORKER`],
 //!   `experiments/p4db_exp.py`: `num_txns=[500_000]`);
-//! - **our own measurements**: the latch (`benches/latch.rs`), and the per-datagram CPU and
-//!   switch pass PisaDB already charges (`CALIBRATION.md`), which the traversal's figure
-//!   must include rather than add to.
+//! - **our own measurements**: the contended latch (`benches/latch.rs`), and the wire and
+//!   switch pass PisaDB already charges (`CALIBRATION.md`), which the traversal's figure must
+//!   include rather than add to.
 //!
-//! [`link`] spends the traversal: what the simulator already charges on the way (the sender's
-//! and the receiver's per-datagram CPU, two wire hops, one switch pass and egress) is
-//! subtracted from 12.25 µs and the rest is the NIC latency of each end. [`apply`] turns a run
+//! [`link`] spends the traversal: what the simulator already charges on the way (the per-datagram
+//! CPU of both ends — zero in [`CpuCosts::testbed`], since the fit includes DPDK processing and
+//! the handler hand-off — two wire hops, one switch pass and egress) is subtracted from
+//! 12.25 µs, and the rest is the NIC latency of each end. [`apply`] turns a run
 //! configuration into the testbed's; the CLI's `--preset p4db-testbed` does that and picks the
 //! prototype's workload definitions.
 
