@@ -108,3 +108,12 @@ fn the_default_engine_reports_no_prototype_counts() {
     let json = serde_json::to_value(&out.result).unwrap();
     assert!(json.get("prototype").is_none(), "PisaDB's figures print as before");
 }
+
+#[test]
+fn the_same_seed_gives_the_same_run_under_the_prototype_engine() {
+    for mode in [Mode::P4db, Mode::NoSwitch] {
+        let a = run(&small(mode, Cc::NoWait, 9)).unwrap().result;
+        let b = run(&small(mode, Cc::NoWait, 9)).unwrap().result;
+        assert_eq!(a, b, "{mode:?}: same seed, same run");
+    }
+}
