@@ -64,7 +64,7 @@ pub(crate) struct CommonArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Runs per point, under seeds seed, seed+1, ...: figures are their mean, error bars their
-    /// standard deviation [default: 3, or 2 with --quick]
+    /// standard deviation [default: 3, or 1 with --quick]
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=20))]
     pub seeds: Option<u32>,
     /// Concurrency control on the nodes.
@@ -75,7 +75,7 @@ pub(crate) struct CommonArgs {
 impl CommonArgs {
     /// The plan options these flags mean.
     pub(crate) fn options(&self) -> Options {
-        let seeds = self.seeds.unwrap_or(if self.quick { 2 } else { 3 });
+        let seeds = self.seeds.unwrap_or(if self.quick { 1 } else { 3 });
         Options { quick: self.quick, seed: self.seed, seeds, cc: self.cc.into() }
     }
 
