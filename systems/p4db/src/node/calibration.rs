@@ -20,10 +20,11 @@ pub const CPU_COSTS: CpuCosts = CpuCosts {
     // Not our code: the per-datagram CPU of a kernel-bypass (DPDK) stack, rx or tx, assumed
     // 200 ns (a few hundred cycles per packet including UDP/IP header work). Not measured here.
     stack_ns: 200,
-    // `latch/threads/2`: 208.59 ns median, one std::sync::Mutex acquisition while another
-    // thread contends for the same lock word (benches/latch.rs). Charged only by the
-    // prototype's engine, when two cores meet at one row's latch (node/latch.rs).
-    latch_ns: 209,
+    // `latch/threads/2`: one std::sync::Mutex acquisition while another thread contends for the
+    // same lock word (benches/latch.rs): the median of seven runs' medians (46 to 209 ns on this
+    // shared 2-vCPU VM; CALIBRATION.md lists them). Charged only by the prototype's engine,
+    // when two cores meet at one row's latch (node/latch.rs).
+    latch_ns: 64,
 };
 
 /// The P4DB prototype's testbed (`--preset p4db-testbed`, [`crate::testbed`]). Nothing here
@@ -47,5 +48,5 @@ pub const TESTBED_COSTS: CpuCosts = CpuCosts {
     message_ns: 0,
     stack_ns: 0,
     // Measured here, as in CPU_COSTS: two cores meeting at one row's latch.
-    latch_ns: 209,
+    latch_ns: 64,
 };
