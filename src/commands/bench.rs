@@ -4,9 +4,9 @@
 use crate::systems::registry;
 use clap::{Args as ClapArgs, ValueEnum};
 use pisadb_harness::{apply_set, PointReport, System};
-use pisadb_p4db::node::{Cc, Mode};
+use pisadb_p4db::node::{Cc, Engine, Mode};
 use pisadb_p4db::programs::p4db::{FineLocks, P4dbConfig, RecirculationModel};
-use pisadb_p4db::{LayoutChoice, RunConfig, RunResult, WorkloadSpec};
+use pisadb_p4db::{testbed, LayoutChoice, RunConfig, RunResult, WorkloadSpec};
 use pisadb_workload::{Scheme, SmallBankConfig, TpccConfig, YcsbConfig, YcsbMix};
 use serde::Serialize;
 
@@ -40,6 +40,15 @@ pub enum CcArg {
     NoWait,
     /// Older transactions wait, younger ones abort.
     WaitDie,
+}
+
+impl From<PartitioningArg> for Scheme {
+    fn from(p: PartitioningArg) -> Scheme {
+        match p {
+            PartitioningArg::RoundRobin => Scheme::RoundRobin,
+            PartitioningArg::Range => Scheme::Range,
+        }
+    }
 }
 
 impl From<CcArg> for Cc {
@@ -180,6 +189,54 @@ impl SwitchChoices {
     }
 }
 
+/// A set of defaults for everything a run is made of, as spelled on the command line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Preset {
+    /// PisaDB's own model: its engine, its measured CPU costs, a 1 us NIC, PisaDB's workloads.
+    #[default]
+    Pisadb,
+    /// The P4DB prototype's testbed (issue 16): the prototype's workload definitions (YCSB:
+    /// 10M rows in ranges, each key remote with --remote; SmallBank per account; TPC-C with
+    /// 51% NewOrder, 5-10 lines, 20% remote), its node engine (pre-generated transactions,
+    /// one remote key per round trip, an unlock message per remote key, aborted transactions
+    /// skipped, one handler core, row latches), 12.25 us per node->switch->node traversal and
+    /// 0.86 us of CPU per local 8-operation transaction. Flags given explicitly override it.
+    P4dbTestbed,
+}
+
+impl Preset {
+    /// The CLI spelling.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Preset::Pisadb => "pisadb",
+            Preset::P4dbTestbed => "p4db-testbed",
+        }
+    }
+}
+
+/// The node engine, as spelled on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum EngineArg {
+    /// PisaDB's engine: batched lock requests per node, 2PC, retries.
+    Pisadb,
+    /// The P4DB prototype's engine (see --preset p4db-testbed).
+    Prototype,
+}
+
+impl From<EngineArg> for Engine {
+    fn from(e: EngineArg) -> Engine {
+        match e {
+            EngineArg::Pisadb => Engine::Pisadb,
+            EngineArg::Prototype => Engine::Prototype,
+        }
+    }
+}
+
+/// Rows over all nodes the `pisadb` preset runs (YCSB keys, SmallBank accounts).
+const PISADB_ROWS: u64 = 1_000_000;
+
 /// Partitioning scheme, as spelled on the command line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -193,6 +250,19 @@ pub(crate) enum PartitioningArg {
 /// The rack and workload flags shared by `bench` and `compare`.
 #[derive(ClapArgs, Debug, Clone, Serialize)]
 pub(crate) struct RackArgs {
+    /// Defaults for everything below: PisaDB's model, or the P4DB prototype's testbed (its
+    /// workloads, node engine, latencies and costs; see CALIBRATION.md). Flags given
+    /// explicitly override the preset's values.
+    #[arg(long, value_enum, default_value = "pisadb")]
+    pub preset: Preset,
+    /// How the nodes run transactions [default: the preset's: pisadb, or prototype under
+    /// --preset p4db-testbed].
+    #[arg(long, value_enum)]
+    pub engine: Option<EngineArg>,
+    /// The prototype's engine: transactions pre-generated per worker; a worker that ran them
+    /// all stops [default: the prototype's 500000].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub txns_per_worker: Option<u64>,
     /// Concurrency control for transactions on the nodes.
     #[arg(long, value_enum, default_value = "no-wait")]
     pub cc: CcArg,
@@ -215,15 +285,17 @@ pub(crate) struct RackArgs {
     /// Hot tuples per node (YCSB default 50 keys, SmallBank 15 accounts; not TPC-C).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub hot_per_node: Option<u64>,
-    /// Rows over all nodes: YCSB keys or SmallBank accounts.
-    #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1..))]
-    pub rows: u64,
+    /// Rows over all nodes: YCSB keys or SmallBank accounts [default: 1000000; the prototype's
+    /// 10000000 YCSB keys under --preset p4db-testbed].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub rows: Option<u64>,
     /// TPC-C warehouses (a multiple of --nodes).
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub warehouses: u16,
-    /// How rows are spread over the nodes (YCSB, SmallBank; TPC-C is always by warehouse).
-    #[arg(long, value_enum, default_value = "round-robin")]
-    pub partitioning: PartitioningArg,
+    /// How rows are spread over the nodes (YCSB, SmallBank; TPC-C is always by warehouse)
+    /// [default: round-robin; range under --preset p4db-testbed].
+    #[arg(long, value_enum)]
+    pub partitioning: Option<PartitioningArg>,
     /// How the hot set is laid out on the switch (P4DB mode): declustered (P4DB's algorithm),
     /// random (the prototype's idx % N), ideal (the prototype's SWITCH_NO_CONFLICT upper bound:
     /// one pass, no locks, operations past the first pass not executed), shuffled.
@@ -235,9 +307,10 @@ pub(crate) struct RackArgs {
     #[arg(long, value_enum, default_value = "stages")]
     pub fine_locks: FineLocksArg,
     /// How the switch recirculates (P4DB mode): priority (every port, long waiters first) or
-    /// fifo (the prototype's one slow and one fast port, first come, first served).
-    #[arg(long, value_enum, default_value = "priority")]
-    pub recirculation: RecirculationArg,
+    /// fifo (the prototype's one slow and one fast port, first come, first served)
+    /// [default: priority; fifo under --preset p4db-testbed].
+    #[arg(long, value_enum)]
+    pub recirculation: Option<RecirculationArg>,
     /// Seed of everything; the same seed gives the same run.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -253,20 +326,22 @@ impl RackArgs {
     /// The run configuration for `mode`.
     pub(crate) fn config(&self, mode: Mode) -> RunConfig {
         let pct = |p: u8| f64::from(p) / 100.0;
-        let partitioning = match self.partitioning {
-            PartitioningArg::RoundRobin => Scheme::RoundRobin,
-            PartitioningArg::Range => Scheme::Range,
+        let testbed = self.preset == Preset::P4dbTestbed;
+        // PisaDB's preset keeps the CLI's historical defaults; the testbed's are the prototype's.
+        let rows = |prototype_rows: u64| self.rows.unwrap_or(if testbed { prototype_rows } else { PISADB_ROWS });
+        let partitioning = |prototype: Scheme| {
+            self.partitioning.map_or(if testbed { prototype } else { Scheme::RoundRobin }, Scheme::from)
         };
         let ycsb = |mix| {
-            let d = YcsbConfig::default();
+            let d = if testbed { YcsbConfig::prototype(mix) } else { YcsbConfig::default() };
             WorkloadSpec::Ycsb(YcsbConfig {
                 nodes: self.nodes,
-                rows: self.rows,
+                rows: rows(d.rows),
                 hot_per_node: self.hot_per_node.unwrap_or(d.hot_per_node),
                 hot_prob: self.hot_prob.map_or(d.hot_prob, pct),
                 remote_prob: self.remote.map_or(d.remote_prob, pct),
                 mix,
-                partitioning,
+                partitioning: partitioning(d.partitioning),
                 ..d
             })
         };
@@ -275,19 +350,19 @@ impl RackArgs {
             WorkloadArg::YcsbB => ycsb(YcsbMix::B),
             WorkloadArg::YcsbC => ycsb(YcsbMix::C),
             WorkloadArg::Smallbank => {
-                let d = SmallBankConfig::default();
+                let d = if testbed { SmallBankConfig::prototype() } else { SmallBankConfig::default() };
                 WorkloadSpec::SmallBank(SmallBankConfig {
                     nodes: self.nodes,
-                    accounts: self.rows,
+                    accounts: rows(d.accounts),
                     hot_per_node: self.hot_per_node.unwrap_or(d.hot_per_node),
                     hot_prob: self.hot_prob.map_or(d.hot_prob, pct),
                     remote_prob: self.remote.map_or(d.remote_prob, pct),
-                    partitioning,
+                    partitioning: partitioning(d.partitioning),
                     ..d
                 })
             }
             WorkloadArg::Tpcc => {
-                let d = TpccConfig::default();
+                let d = if testbed { TpccConfig::prototype(self.warehouses) } else { TpccConfig::default() };
                 WorkloadSpec::Tpcc(TpccConfig {
                     nodes: self.nodes,
                     warehouses: self.warehouses,
@@ -308,17 +383,35 @@ impl RackArgs {
             measure_ns: self.measure_ms * 1_000_000,
             ..RunConfig::ycsb_default()
         };
+        if testbed {
+            testbed::apply(&mut cfg);
+        }
         self.switch_choices().apply(&mut cfg);
+        if let Some(engine) = self.engine {
+            cfg.engine = engine.into();
+        }
+        if let Some(n) = self.txns_per_worker {
+            cfg.txns_per_worker = n;
+        }
         cfg
     }
 
-    /// The layout, lock and recirculation flags.
+    /// The layout, lock and recirculation flags; the testbed preset recirculates as the
+    /// prototype's switch does (two FIFO ports) unless told otherwise.
     pub(crate) fn switch_choices(&self) -> SwitchChoices {
+        let testbed = self.preset == Preset::P4dbTestbed;
+        let recirculation =
+            self.recirculation.unwrap_or(if testbed { RecirculationArg::Fifo } else { RecirculationArg::Priority });
         SwitchChoices {
             layout: Some(self.layout.into()),
             fine_locks: Some(self.fine_locks.into()),
-            recirculation: Some(self.recirculation.into()),
+            recirculation: Some(recirculation.into()),
         }
+    }
+
+    /// What the preset selected, one line (none for PisaDB's own preset).
+    pub(crate) fn describe_preset(&self) -> Option<String> {
+        (self.preset == Preset::P4dbTestbed).then(|| testbed::describe(&self.config(Mode::P4db)))
     }
 
     /// One line describing the rack and workload.
@@ -355,8 +448,15 @@ impl RackArgs {
             (locks, recirculation) => format!(", {locks:?} locks, {recirculation:?} recirculation"),
         };
         format!(
-            "{workload} on {} nodes x {} workers, {:?}, {:?} layout{switch}, seed {}; {} ms simulated after {} ms warm-up",
-            self.nodes, self.workers, self.cc, self.layout, self.seed, self.measure_ms, self.warmup_ms
+            "{workload} on {} nodes x {} workers, {:?}, {:?} layout{switch}, {} engine, seed {}; {} ms simulated after {} ms warm-up",
+            self.nodes,
+            self.workers,
+            self.cc,
+            self.layout,
+            cfg.engine.name(),
+            self.seed,
+            self.measure_ms,
+            self.warmup_ms
         )
     }
 }
@@ -552,6 +652,9 @@ pub(crate) fn run_compare(args: &CompareArgs) -> Result<(), String> {
 /// (`pisadb systems --settings NAME`), edited by the `--set`s.
 fn print_header(system: &dyn System, r: &RackArgs, sets: &[String]) {
     if system.name() == "p4db" {
+        if let Some(preset) = r.describe_preset() {
+            println!("{preset}");
+        }
         println!("{}", r.describe());
         print_warnings(system, r, false);
     } else if sets.is_empty() {
@@ -580,8 +683,29 @@ fn print_warnings(system: &dyn System, r: &RackArgs, to_stderr: bool) {
 fn print_table(points: &[Point]) {
     let p4db: Option<Vec<RunResult>> = points.iter().map(Point::p4db).collect();
     match p4db {
-        Some(results) => print_p4db_table(points, &results),
+        Some(results) => {
+            print_p4db_table(points, &results);
+            print_prototype_counts(points, &results);
+        }
         None => print_rows(points),
+    }
+}
+
+/// Under the prototype's engine: what became of the transactions begun in the window.
+fn print_prototype_counts(points: &[Point], results: &[RunResult]) {
+    for (p, r) in points.iter().zip(results) {
+        let Some(c) = r.prototype else { continue };
+        println!(
+            "{:<10} prototype engine: {} transactions begun in the window, {} committed, {} skipped after an abort \
+             (never retried); {} workers ran out of their {} pre-generated transactions (the run ends at the \
+             window's end)",
+            p.mode,
+            c.started,
+            r.hot_committed + r.cold_committed,
+            c.skipped,
+            c.workers_done,
+            c.txns_per_worker
+        );
     }
 }
 
@@ -631,5 +755,71 @@ fn print_p4db_table(points: &[Point], results: &[RunResult]) {
                 p.mode, loss.dropped_ops, loss.truncated_txns, r.switch_committed
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use pisadb_p4db::node::CpuCosts;
+    use pisadb_sim::net::LinkParams;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        rack: RackArgs,
+    }
+
+    fn rack(args: &[&str]) -> RunConfig {
+        let cli = Cli::try_parse_from(std::iter::once("bench").chain(args.iter().copied())).expect("flags parse");
+        cli.rack.config(Mode::P4db)
+    }
+
+    #[test]
+    fn the_default_preset_is_pisadbs_model_as_before() {
+        let cfg = rack(&[]);
+        assert_eq!(cfg.engine, Engine::Pisadb);
+        assert_eq!(cfg.costs, CpuCosts::calibrated());
+        assert_eq!(cfg.link, LinkParams::ten_gbe());
+        let WorkloadSpec::Ycsb(y) = &cfg.workload else { panic!("YCSB") };
+        assert_eq!(y, &YcsbConfig { rows: PISADB_ROWS, partitioning: Scheme::RoundRobin, ..YcsbConfig::default() });
+    }
+
+    #[test]
+    fn the_testbed_preset_selects_the_prototypes_workload_engine_latencies_and_costs() {
+        let cfg = rack(&["--preset", "p4db-testbed"]);
+        assert_eq!(cfg.engine, Engine::Prototype);
+        assert_eq!(cfg.txns_per_worker, testbed::TXNS_PER_WORKER);
+        assert_eq!(cfg.costs, CpuCosts::testbed());
+        assert_eq!(cfg.link, testbed::link(&cfg.profile, &cfg.costs));
+        assert_eq!(cfg.workload, WorkloadSpec::Ycsb(YcsbConfig::prototype(YcsbMix::A)));
+        let cfg = rack(&["--preset", "p4db-testbed", "--workload", "smallbank"]);
+        assert_eq!(cfg.workload, WorkloadSpec::SmallBank(SmallBankConfig::prototype()));
+        let cfg = rack(&["--preset", "p4db-testbed", "--workload", "tpcc", "--warehouses", "16"]);
+        assert_eq!(cfg.workload, WorkloadSpec::Tpcc(TpccConfig::prototype(16)));
+    }
+
+    #[test]
+    fn explicit_flags_override_the_testbed_preset() {
+        let cfg = rack(&[
+            "--preset",
+            "p4db-testbed",
+            "--rows",
+            "5000",
+            "--partitioning",
+            "round-robin",
+            "--remote",
+            "50",
+            "--engine",
+            "pisadb",
+            "--txns-per-worker",
+            "7",
+        ]);
+        let WorkloadSpec::Ycsb(y) = &cfg.workload else { panic!("YCSB") };
+        assert_eq!((y.rows, y.partitioning, y.remote_prob), (5_000, Scheme::RoundRobin, 0.5));
+        assert_eq!(y.remote_rule, YcsbConfig::prototype(YcsbMix::A).remote_rule, "the rest stays the prototype's");
+        assert_eq!((cfg.engine, cfg.txns_per_worker), (Engine::Pisadb, 7));
+        assert_eq!(cfg.costs, CpuCosts::testbed(), "the testbed's costs stay");
     }
 }

@@ -15,11 +15,12 @@
 //! a few milliseconds. `--quick` keeps the shape of every figure with fewer points and shorter
 //! windows.
 
-use super::bench::SwitchChoices;
+use super::bench::{Preset, SwitchChoices};
 use clap::ValueEnum;
 use pisadb_p4db::node::{Cc, Mode};
 use pisadb_p4db::paper::PrototypePoint;
-use pisadb_p4db::programs::p4db::{FineLocks, P4dbConfig};
+use pisadb_p4db::programs::p4db::{FineLocks, P4dbConfig, RecirculationModel};
+use pisadb_p4db::testbed;
 use pisadb_p4db::{LayoutChoice, RunConfig, WorkloadSpec};
 use pisadb_report::Unit;
 use pisadb_switch::SwitchProfile;
@@ -188,6 +189,14 @@ pub(crate) struct Options {
     /// Layout, lock halves and recirculation for every point whose experiment does not set
     /// them itself (the layout and ablation experiments compare their own).
     pub switch: SwitchChoices,
+    /// PisaDB's model, or the P4DB prototype's testbed: every point's workload as the prototype
+    /// defined it (the experiment's knobs kept), its engine, latencies, costs and two FIFO
+    /// recirculation ports.
+    pub preset: Preset,
+    /// Every figure with the switch the paper's run used: P4DB's best points under the
+    /// prototype's ideal layout (`SWITCH_NO_CONFLICT`), Fig. 15c's fine-grained step with its
+    /// parity lock rule; `reproduce`'s "as the paper ran it" column.
+    pub as_run: bool,
 }
 
 const ALL_MODES: [Mode; 3] = [Mode::NoSwitch, Mode::LmSwitch, Mode::P4db];
@@ -207,8 +216,33 @@ impl Options {
             measure_ns: if self.quick { 2_000_000 } else { 5_000_000 },
             ..RunConfig::ycsb_default()
         };
+        if self.as_run && mode == Mode::P4db {
+            cfg.layout = LayoutChoice::Ideal;
+        }
+        if self.preset == Preset::P4dbTestbed {
+            cfg.workload = testbed::prototype_workload(&cfg.workload);
+            testbed::apply(&mut cfg);
+            let fifo = SwitchChoices { recirculation: Some(RecirculationModel::TwoPortFifo), ..Default::default() };
+            fifo.apply(&mut cfg);
+        }
         self.switch.apply(&mut cfg);
         cfg
+    }
+
+    /// The layout of the points that show P4DB at its best: the declustered one, or the ideal
+    /// one when asked for (the paper's headline runs), with its name in figures.
+    fn best_layout(&self) -> (LayoutChoice, &'static str) {
+        match self.switch.layout {
+            Some(LayoutChoice::Ideal) => (LayoutChoice::Ideal, "ideal layout"),
+            None if self.as_run => (LayoutChoice::Ideal, "ideal layout"),
+            _ => (LayoutChoice::Declustered, "declustered layout"),
+        }
+    }
+
+    /// The lock rule of Fig. 15c's fine-grained step.
+    fn fine_locks(&self) -> FineLocks {
+        let as_run = if self.as_run { FineLocks::Parity } else { FineLocks::Stages };
+        self.switch.fine_locks.unwrap_or(as_run)
     }
 
     fn pick<T: Clone>(&self, full: &[T], quick: &[T]) -> Vec<T> {
@@ -241,7 +275,13 @@ fn smallbank(hot_per_node: u64, remote_pct: u32) -> WorkloadSpec {
 /// when every warehouse is on its own node (the paper's Fig. 14 upper row: "a fixed ratio of 20%
 /// distributed transactions"): Payment's customer is remote with that probability, and each of
 /// an order's lines with the probability that makes an average 10-line order remote with it.
-fn tpcc(warehouses: u16, distributed_pct: u32) -> WorkloadSpec {
+///
+/// On the prototype's testbed the knob is the prototype's own: each order line and each
+/// payment is remote with that probability.
+fn tpcc(o: &Options, warehouses: u16, distributed_pct: u32) -> WorkloadSpec {
+    if o.preset == Preset::P4dbTestbed {
+        return tpcc_remote(warehouses, distributed_pct);
+    }
     let p = f64::from(distributed_pct) / 100.0;
     let remote_item_prob = 1.0 - (1.0 - p).powf(0.1);
     WorkloadSpec::Tpcc(TpccConfig { warehouses, remote_item_prob, remote_customer_prob: p, ..TpccConfig::default() })
@@ -388,7 +428,7 @@ pub(crate) fn plan(experiment: Experiment, o: &Options) -> Plan {
             let warehouses = o.pick(&[8, 16, 32], &[8, 32]);
             let workers = o.pick(&WORKERS_FULL, &WORKERS_QUICK);
             grid(&mut points, &warehouses, warehouse_panel, &workers, &TWO_MODES, |wh, w, mode| {
-                o.base(tpcc(wh, 20), mode, w)
+                o.base(tpcc(o, wh, 20), mode, w)
             });
             (
                 "TPC-C NewOrder/Payment: speedup over No-Switch by workers per node (cf. P4DB Fig. 14, upper row)",
@@ -411,24 +451,24 @@ pub(crate) fn plan(experiment: Experiment, o: &Options) -> Plan {
             )
         }
         Experiment::SwitchOptimizations => {
+            let (best, best_name) = o.best_layout();
+            let last = format!("+ {best_name}");
             let steps = [
                 ("no optimization", LayoutChoice::Random, false, false),
                 ("+ fast recirculation", LayoutChoice::Random, true, false),
                 ("+ fine-grained locks", LayoutChoice::Random, true, true),
-                ("+ declustered layout", LayoutChoice::Declustered, true, true),
+                (last.as_str(), best, true, true),
             ];
-            let profile = SwitchProfile::tofino1();
             for (i, (name, layout, fast, fine)) in steps.into_iter().enumerate() {
+                // The paper ran this ablation on 4 nodes with only hot transactions.
+                let base = o.base(ycsb(YcsbMix::A, 20, 100), Mode::P4db, 20);
                 // `--fine-locks parity` makes the fine-grained step the prototype's measurement.
-                let fine_locks = o.switch.fine_locks.unwrap_or(FineLocks::Stages);
+                let fine_locks = o.fine_locks();
                 let p4db = P4dbConfig {
                     fast_recirculation: fast,
                     fine_locks: if fine { fine_locks } else { FineLocks::WholePipeline },
-                    recirculation: o.switch.recirculation.unwrap_or_default(),
-                    ..P4dbConfig::for_profile(&profile)
+                    ..base.p4db_config()
                 };
-                // The paper ran this ablation on 4 nodes with only hot transactions.
-                let base = o.base(ycsb(YcsbMix::A, 20, 100), Mode::P4db, 20);
                 let cfg = RunConfig { nodes: 4, layout, p4db: Some(p4db), ..base };
                 points.push(PointSpec {
                     panel: "hot YCSB-A".into(),
@@ -443,12 +483,11 @@ pub(crate) fn plan(experiment: Experiment, o: &Options) -> Plan {
         Experiment::Layout => {
             // SmallBank with 5 hot accounts per node, as the prototype ran Fig. 16 (`exp_h`).
             let workloads =
-                [("YCSB-A", ycsb(YcsbMix::A, 20, 75)), ("SmallBank", smallbank(5, 20)), ("TPC-C", tpcc(8, 20))];
+                [("YCSB-A", ycsb(YcsbMix::A, 20, 75)), ("SmallBank", smallbank(5, 20)), ("TPC-C", tpcc(o, 8, 20))];
             for (name, w) in workloads {
                 for workers in o.pick(&WORKERS_FULL, &[8, 20]) {
-                    for (series, layout) in
-                        [("declustered layout", LayoutChoice::Declustered), ("random layout", LayoutChoice::Random)]
-                    {
+                    let (best, best_name) = o.best_layout();
+                    for (series, layout) in [(best_name, best), ("random layout", LayoutChoice::Random)] {
                         let cfg = RunConfig { layout, ..o.base(w.clone(), Mode::P4db, workers) };
                         push(name.to_string(), series, f64::from(workers), cfg);
                     }
@@ -506,7 +545,7 @@ pub(crate) fn plan(experiment: Experiment, o: &Options) -> Plan {
         }
         Experiment::TpccLatencyBreakdown => {
             for mode in TWO_MODES {
-                push("8 warehouses".into(), system(mode), 20.0, o.base(tpcc(8, 20), mode, 20));
+                push("8 warehouses".into(), system(mode), 20.0, o.base(tpcc(o, 8, 20), mode, 20));
             }
             (
                 "TPC-C, 8 warehouses, 8 nodes x 20 workers: where the latency goes (cf. P4DB Fig. 18a)",
@@ -602,7 +641,15 @@ mod tests {
     use super::*;
 
     fn options() -> Options {
-        Options { quick: false, seed: 1, seeds: 1, cc: Cc::NoWait, switch: Default::default() }
+        Options {
+            quick: false,
+            seed: 1,
+            seeds: 1,
+            cc: Cc::NoWait,
+            switch: Default::default(),
+            preset: Preset::Pisadb,
+            as_run: false,
+        }
     }
 
     #[test]

@@ -8,9 +8,7 @@
 //! (`pisadb_gotthard::real`) with `--variant`, `--set`, `--seconds`, `--loss`, `--jitter-us`,
 //! `--data-dir` and `--json`.
 
-use crate::commands::bench::{
-    CcArg, FineLocksArg, LayoutArg, ModeArg, PartitioningArg, RackArgs, RecirculationArg, WorkloadArg,
-};
+use crate::commands::bench::{CcArg, FineLocksArg, LayoutArg, ModeArg, PartitioningArg, Preset, RackArgs, WorkloadArg};
 use clap::Args as ClapArgs;
 use pisadb_p4db::real::cluster::{node_dir, run_cluster, ClusterOptions, ClusterResult, Fault};
 use pisadb_p4db::real::loadgen::{run_switch_bench, BenchOptions, BenchResult, Side};
@@ -99,6 +97,10 @@ impl LoadArgs {
     /// The rack of `nodes` × `workers` under this load.
     fn rack(&self, nodes: u16, workers: u16, cc: CcArg, hot_prob: Option<u8>) -> RackArgs {
         RackArgs {
+            // Real mode runs PisaDB's engine (the prototype's has no log and no timeouts).
+            preset: Preset::Pisadb,
+            engine: None,
+            txns_per_worker: None,
             cc,
             nodes,
             workers,
@@ -106,12 +108,12 @@ impl LoadArgs {
             remote: self.remote,
             hot_prob,
             hot_per_node: None,
-            rows: self.rows,
+            rows: Some(self.rows),
             warehouses: self.warehouses,
-            partitioning: PartitioningArg::RoundRobin,
+            partitioning: Some(PartitioningArg::RoundRobin),
             layout: LayoutArg::Declustered,
             fine_locks: FineLocksArg::Stages,
-            recirculation: RecirculationArg::Priority,
+            recirculation: None,
             seed: self.seed,
             measure_ms: 1,
             warmup_ms: 0,

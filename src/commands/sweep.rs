@@ -13,7 +13,7 @@
 //! per-seed ratios to the baseline run under the same seed (paired, so the noise both share
 //! cancels).
 
-use super::bench::{CcArg, FineLocksArg, LayoutArg, RecirculationArg, SwitchChoices};
+use super::bench::{CcArg, FineLocksArg, LayoutArg, Preset, RecirculationArg, SwitchChoices};
 use super::experiments::{plan, prototype_point, Baseline, Chart, Experiment, Options, Plan, PointSpec};
 use crate::systems::registry;
 use clap::{Args as ClapArgs, ValueEnum};
@@ -34,6 +34,11 @@ pub(crate) struct Args {
     /// The system whose experiments run (`pisadb systems` lists them).
     #[arg(long, default_value = "p4db")]
     system: String,
+    /// Defaults for every point: PisaDB's model, or the P4DB prototype's testbed (each point's
+    /// workload as the prototype defined it, with the experiment's knobs kept; its node
+    /// engine, latencies and costs). Testbed results go to `<out>/p4db-testbed/`.
+    #[arg(long, value_enum, default_value = "pisadb")]
+    preset: Preset,
     #[command(flatten)]
     common: CommonArgs,
     #[command(flatten)]
@@ -99,7 +104,8 @@ impl CommonArgs {
     /// The plan options these flags mean.
     pub(crate) fn options(&self) -> Options {
         let seeds = self.seeds.unwrap_or(if self.quick { 1 } else { 3 });
-        Options { quick: self.quick, seed: self.seed, seeds, cc: self.cc.into(), switch: Default::default() }
+        let (switch, preset) = (Default::default(), Preset::Pisadb);
+        Options { quick: self.quick, seed: self.seed, seeds, cc: self.cc.into(), switch, preset, as_run: false }
     }
 
     /// Threads to use.
@@ -275,14 +281,21 @@ pub(crate) fn run_sweep(args: &Args) -> Result<(), String> {
             .collect();
         format!("no P4DB experiment `{}`; accepted: {}", args.experiment, names.join(", "))
     })?;
-    let options = Options { switch: args.switch.choices(), ..args.common.options() };
+    let options = Options { switch: args.switch.choices(), preset: args.preset, ..args.common.options() };
     for warning in options.switch.warnings() {
         println!("{warning}");
     }
     let plan = plan(experiment, &options);
+    let mut out = args.common.out.clone();
+    if args.preset == Preset::P4dbTestbed {
+        if let Some(first) = plan.points.first() {
+            println!("{}", pisadb_p4db::testbed::describe(&first.cfg));
+        }
+        out = out.join(args.preset.name());
+    }
     let mut runner = Runner::new(args.common.threads(), options.seeds);
     let results = runner.run(&plan)?;
-    let (csv, svg) = write_outputs(&plan, &results, &args.common.out)?;
+    let (csv, svg) = write_outputs(&plan, &results, &out)?;
     print_summary(&plan, &results);
     let losses: Vec<_> = results.iter().flat_map(|m| &m.runs).filter_map(|r| r.ideal).collect();
     if !losses.is_empty() {

@@ -14,6 +14,8 @@
 //! | `Commit` | coordinator → owner | apply the prepared writes (if any) and release `txn`'s locks |
 //! | `Abort` | coordinator → owner | drop `txn`'s writes and locks, and any waiting request |
 //! | `Inquire` | owner → coordinator | what became of `txn`, which I prepared? (answered by `Commit` or `Abort`) |
+//! | `Release` | coordinator → owner | write one tuple back (if written) and unlock it: the P4DB prototype's commit or rollback, one per remote key |
+//! | `Released` | owner → coordinator | acknowledges one `Release` |
 
 use crate::DecodeError;
 use pisadb_core::TupleKey;
@@ -96,6 +98,21 @@ pub enum NodeMsg {
         /// The transaction attempt.
         txn: u64,
     },
+    /// The P4DB prototype's end of a transaction on one remote tuple (its commit and its
+    /// rollback alike): write the tuple back, if the transaction wrote it, and unlock it.
+    Release {
+        /// The transaction attempt.
+        txn: u64,
+        /// The tuple.
+        key: TupleKey,
+        /// Its new value, if the transaction wrote it (a rollback writes nothing back).
+        write: Option<i64>,
+    },
+    /// Acknowledges one `Release`.
+    Released {
+        /// The transaction attempt.
+        txn: u64,
+    },
 }
 
 const LOCK_READ: u8 = 1;
@@ -105,6 +122,8 @@ const VOTE: u8 = 4;
 const COMMIT: u8 = 5;
 const ABORT: u8 = 6;
 const INQUIRE: u8 = 7;
+const RELEASE: u8 = 8;
+const RELEASED: u8 = 9;
 
 impl NodeMsg {
     /// The transaction attempt the message is about.
@@ -116,14 +135,16 @@ impl NodeMsg {
             | NodeMsg::Vote { txn, .. }
             | NodeMsg::Commit { txn }
             | NodeMsg::Abort { txn }
-            | NodeMsg::Inquire { txn } => *txn,
+            | NodeMsg::Inquire { txn }
+            | NodeMsg::Release { txn, .. }
+            | NodeMsg::Released { txn } => *txn,
         }
     }
 
     /// Whether the message answers a request of the receiver's (it goes to the worker that
     /// waits for it) rather than asking the receiver to do something.
     pub fn is_reply(&self) -> bool {
-        matches!(self, NodeMsg::LockReadReply { .. } | NodeMsg::Vote { .. })
+        matches!(self, NodeMsg::LockReadReply { .. } | NodeMsg::Vote { .. } | NodeMsg::Released { .. })
     }
 
     /// Appends the message to `out`; panics on a sender bug (more than [`MAX_ITEMS`] items).
@@ -160,6 +181,15 @@ impl NodeMsg {
             NodeMsg::Commit { txn } => header(out, COMMIT, *txn, 0),
             NodeMsg::Abort { txn } => header(out, ABORT, *txn, 0),
             NodeMsg::Inquire { txn } => header(out, INQUIRE, *txn, 0),
+            NodeMsg::Release { txn, key, write } => {
+                // The count says whether a value follows the key.
+                header(out, RELEASE, *txn, usize::from(write.is_some()));
+                put_key(out, *key);
+                if let Some(value) = write {
+                    out.extend_from_slice(&value.to_le_bytes());
+                }
+            }
+            NodeMsg::Released { txn } => header(out, RELEASED, *txn, 0),
         }
     }
 
@@ -172,6 +202,8 @@ impl NodeMsg {
                 NodeMsg::Prepare { writes, .. } => writes.len() * (KEY + 8),
                 NodeMsg::Vote { .. } => 1,
                 NodeMsg::Commit { .. } | NodeMsg::Abort { .. } | NodeMsg::Inquire { .. } => 0,
+                NodeMsg::Release { write, .. } => KEY + if write.is_some() { 8 } else { 0 },
+                NodeMsg::Released { .. } => 0,
             }
     }
 
@@ -222,6 +254,15 @@ impl NodeMsg {
             COMMIT => NodeMsg::Commit { txn },
             ABORT => NodeMsg::Abort { txn },
             INQUIRE => NodeMsg::Inquire { txn },
+            RELEASE => {
+                if count > 1 {
+                    return Err(DecodeError::BadField { field: "release_values", value: count as u64 });
+                }
+                let key = r.key()?;
+                let write = if count == 1 { Some(r.u64()? as i64) } else { None };
+                NodeMsg::Release { txn, key, write }
+            }
+            RELEASED => NodeMsg::Released { txn },
             v => return Err(DecodeError::BadField { field: "node_msg_type", value: u64::from(v) }),
         };
         if r.at != bytes.len() {
@@ -312,6 +353,12 @@ mod tests {
             any::<u64>().prop_map(|txn| NodeMsg::Commit { txn }),
             any::<u64>().prop_map(|txn| NodeMsg::Abort { txn }),
             any::<u64>().prop_map(|txn| NodeMsg::Inquire { txn }),
+            (any::<u64>(), key(), proptest::option::of(any::<i64>())).prop_map(|(txn, key, write)| NodeMsg::Release {
+                txn,
+                key,
+                write
+            }),
+            any::<u64>().prop_map(|txn| NodeMsg::Released { txn }),
         ]
     }
 

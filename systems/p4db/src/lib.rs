@@ -21,6 +21,7 @@
 //! - [`fuzz`]: fault-injection cases and the oracles that check them;
 //! - [`real`]: real mode on the shared runtime (`pisadb-runtime`): the node and switch
 //!   processes, `pisadb cluster` with its checks, and `pisadb switch-bench`;
+//! - [`testbed`]: the P4DB prototype's testbed as a preset (its node engine, latencies, costs);
 //! - [`paper`]: what the prototype measured, from its published data, for reports to compare;
 //! - [`system`]: P4DB in the harness's registry ([`SYSTEM`]): its variants and settings.
 
@@ -33,12 +34,13 @@ pub mod real;
 pub mod run;
 pub mod switch;
 pub mod system;
+pub mod testbed;
 pub mod wire;
 
 pub use metrics::{Metrics, Window};
 pub use run::{
     build, build_faulty, plan, run, run_rack, switch_value, Cluster, IdealLoss, LatencyBreakdown, LayoutChoice,
-    PlanRestarts, Rack, RackPlan, RunConfig, RunOutput, RunResult, WorkloadSpec,
+    PlanRestarts, PrototypeCounts, Rack, RackPlan, RunConfig, RunOutput, RunResult, WorkloadSpec,
 };
 pub use switch::RackSwitch;
 pub use system::SYSTEM;

@@ -25,6 +25,10 @@ pub struct Window {
     pub switch_committed: u64,
     /// Aborted attempts in the window.
     pub aborts: u64,
+    /// Transactions begun in the window.
+    pub started: u64,
+    /// Transactions skipped after an abort in the window (the prototype's engine).
+    pub skipped: u64,
     /// Latency from first attempt to commit, in ns.
     pub latency: Histogram<u64>,
     /// Sum of the committed transactions' latencies, ns.
@@ -51,6 +55,8 @@ impl Default for Window {
             hot_committed: 0,
             switch_committed: 0,
             aborts: 0,
+            started: 0,
+            skipped: 0,
             // 1 ns to 100 s at 3 significant figures; longer latencies are clamped.
             latency: Histogram::new_with_bounds(1, 100_000_000_000, 3).expect("valid bounds"),
             latency_sum_ns: 0,
@@ -69,8 +75,8 @@ impl Default for Window {
 pub struct Metrics {
     /// What the window saw (complete once the run returned).
     window: Window,
-    /// Aborts summed over the nodes when the window began.
-    aborts_at_start: u64,
+    /// (aborts, begun, skipped) summed over the nodes when the window began.
+    aborts_at_start: (u64, u64, u64),
     /// Switch (passes, recirculations, drops) when the window began.
     switch_at_start: (u64, u64, u64),
     /// The engine's first-pass-only (dropped instructions, truncated transactions) when the
@@ -164,9 +170,11 @@ impl Metrics {
     }
 }
 
-fn total_aborts(nodes: &[Node]) -> u64 {
+/// (aborts, begun, skipped) summed over the nodes.
+fn total_aborts(nodes: &[Node]) -> (u64, u64, u64) {
     // A restarted node counts from zero again; the sum may shrink (window figures saturate).
-    nodes.iter().map(|n| n.stats().aborts).sum()
+    let sum = |f: fn(&crate::node::NodeStats) -> u64| nodes.iter().map(|n| f(n.stats())).sum();
+    (sum(|s| s.aborts), sum(|s| s.begun), sum(|s| s.skipped))
 }
 
 /// The P4DB engine's (instructions dropped, transactions truncated) under
@@ -214,7 +222,10 @@ impl Observer<Node, RackSwitch> for Metrics {
         }
         let (passes, recircs, drops) = switch_counters(switches);
         // A restarted switch counts from zero again.
-        self.window.aborts = total_aborts(nodes).saturating_sub(self.aborts_at_start);
+        let (aborts, begun, skipped) = total_aborts(nodes);
+        self.window.aborts = aborts.saturating_sub(self.aborts_at_start.0);
+        self.window.started = begun.saturating_sub(self.aborts_at_start.1);
+        self.window.skipped = skipped.saturating_sub(self.aborts_at_start.2);
         self.window.switch_passes = passes.saturating_sub(self.switch_at_start.0);
         self.window.recirculations = recircs.saturating_sub(self.switch_at_start.1);
         self.window.switch_drops = drops.saturating_sub(self.switch_at_start.2);

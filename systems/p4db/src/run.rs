@@ -29,7 +29,7 @@
 
 use crate::metrics::Metrics;
 use crate::node::rebuild::rebuild_switch;
-use crate::node::{Cc, CpuCosts, LogRecord, Mode, Node, NodeConfig, SwitchView};
+use crate::node::{Cc, CpuCosts, Engine, LogRecord, Mode, Node, NodeConfig, SwitchView};
 use crate::switch::RackSwitch;
 use pisadb_core::{rng::splitmix64, Nanos, SerialStore, TupleKey, Txn};
 use pisadb_layout::Layout;
@@ -132,6 +132,12 @@ pub struct RunConfig {
     pub workers: u16,
     /// System under test.
     pub mode: Mode,
+    /// How the nodes' workers run transactions (PisaDB's engine, or the P4DB prototype's).
+    #[serde(default)]
+    pub engine: Engine,
+    /// The prototype's engine: transactions pre-generated per worker (0: no limit).
+    #[serde(default)]
+    pub txns_per_worker: u64,
     /// Concurrency control on the nodes.
     pub cc: Cc,
     /// The workload.
@@ -173,6 +179,8 @@ impl RunConfig {
             nodes: 8,
             workers: 20,
             mode: Mode::P4db,
+            engine: Engine::Pisadb,
+            txns_per_worker: 0,
             cc: Cc::NoWait,
             workload: WorkloadSpec::Ycsb(YcsbConfig::default()),
             profile: SwitchProfile::tofino1(),
@@ -233,6 +241,10 @@ pub struct RunResult {
     pub aborts: u64,
     /// Events the simulator processed (the whole run).
     pub events: u64,
+    /// The prototype's engine: what became of the transactions it began (absent for
+    /// PisaDB's engine, whose aborted transactions are retried until they commit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prototype: Option<PrototypeCounts>,
     /// Hash of the event trace: equal seeds give equal hashes.
     pub trace_hash: String,
     /// What the `ideal` layout did not execute, in the window (absent under other layouts).
@@ -270,6 +282,21 @@ impl RunResult {
             count as f64 / committed as f64
         }
     }
+}
+
+/// What became of the transactions the prototype's engine began. A run ends when its measure
+/// window ends (simulated time, as for PisaDB's engine); a worker that ran all its
+/// pre-generated transactions before that stops early and is counted in `workers_done`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PrototypeCounts {
+    /// Transactions begun in the window.
+    pub started: u64,
+    /// Transactions aborted and skipped (never retried) in the window.
+    pub skipped: u64,
+    /// Transactions pre-generated per worker.
+    pub txns_per_worker: u64,
+    /// Workers (over all nodes) that had run all their transactions by the window's end.
+    pub workers_done: u64,
 }
 
 /// The mean latency of committed transactions split by phase (paper Fig. 18a), µs. The parts
@@ -477,6 +504,8 @@ impl RackPlan {
             nodes: cfg.nodes,
             workers: cfg.workers,
             mode: cfg.mode,
+            engine: cfg.engine,
+            txns_per_worker: cfg.txns_per_worker,
             cc: cfg.cc,
             costs: cfg.costs.clone(),
             backoff_max_ns: cfg.backoff_max_ns,
@@ -634,6 +663,12 @@ pub fn run_rack(cfg: &RunConfig, rack: Rack) -> Result<RunOutput, SimError> {
         ideal: (cfg.mode == Mode::P4db && cfg.p4db_config().first_pass_only).then_some(IdealLoss {
             dropped_ops: w.first_pass_dropped_ops,
             truncated_txns: w.first_pass_truncated_txns,
+        }),
+        prototype: (cfg.engine == Engine::Prototype).then(|| PrototypeCounts {
+            started: w.started,
+            skipped: w.skipped,
+            txns_per_worker: cfg.txns_per_worker,
+            workers_done: cluster.hosts().iter().map(|n| n.stats().workers_done).sum(),
         }),
     };
     Ok(RunOutput { result, cluster, layout, mode: cfg.mode, workload })

@@ -1,4 +1,13 @@
-//! How a node runs: the system under test (mode), its concurrency control and its CPU costs.
+//! How a node runs: the system under test (mode), its engine, its concurrency control and
+//! its CPU costs.
+//!
+//! The [`Engine`] says how the node's workers run transactions on the nodes. PisaDB's own
+//! engine (the default) locks each owner's tuples with one request, commits with 2PC and
+//! retries an aborted transaction; [`Engine::Prototype`] behaves as the public P4DB prototype's
+//! node did (DataManagementLab/p4db, `src/db/transaction.hpp`, `undolog.hpp`,
+//! `table/concurrency_control/no_wait.hpp`), so that its testbed's figures can be reproduced:
+//! one remote key per round trip, one unlock message per remote key at the end, no retries,
+//! one receive thread per node, a latch on every row lock.
 
 use pisadb_engine::cc::Work;
 use pisadb_engine::id::TxnId;
@@ -23,6 +32,48 @@ impl Mode {
             Mode::P4db => "p4db",
             Mode::NoSwitch => "no-switch",
             Mode::LmSwitch => "lm-switch",
+        }
+    }
+}
+
+/// How a node's workers run their transactions (see the module documentation).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Engine {
+    /// PisaDB's engine: one lock-and-read request per owner node, 2PC with a voting round for
+    /// remote writers, an aborted transaction retried after a seeded backoff, requests served
+    /// by whichever worker core is free, a transaction drawn (and its CPU charged) when a
+    /// worker begins it.
+    #[default]
+    Pisadb,
+    /// The P4DB prototype's engine:
+    /// - transactions are pre-generated, a fixed number per worker
+    ///   ([`NodeConfig::txns_per_worker`]): no generation cost is charged, and a worker that
+    ///   used up its share stops;
+    /// - tuples are locked one at a time in program order, a remote one by a synchronous round
+    ///   trip (a one-entry `LockRead`);
+    /// - the end of a transaction (commit or rollback) sends one `Release` per remote tuple
+    ///   (with its new value if written) and waits for every `Released`: no voting round;
+    /// - an aborted transaction is counted and skipped: the worker moves to its next one, with
+    ///   no backoff and no retry;
+    /// - one extra core per node (the prototype's message-handler thread) receives every
+    ///   datagram and serves every request from other nodes; answers to a worker are handed to
+    ///   the worker's core;
+    /// - every lock-table operation (lock or unlock, shared or exclusive) also takes the row's
+    ///   latch ([`CpuCosts::latch_ns`]).
+    ///
+    /// Hot transactions in P4DB mode still go to the switch in one packet; a warm one locks
+    /// its cold tuples as above, then sends its hot part to the switch, and after the answer
+    /// releases its remote tuples (the prototype's TPC-C Payment and NewOrder).
+    Prototype,
+}
+
+impl Engine {
+    /// The CLI spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Pisadb => "pisadb",
+            Engine::Prototype => "prototype",
         }
     }
 }
@@ -69,12 +120,24 @@ pub struct CpuCosts {
     pub message_ns: u64,
     /// The network stack's per-datagram CPU work (send or receive): DPDK-style polling I/O.
     pub stack_ns: u64,
+    /// Taking a row's latch while another core takes it too (the prototype's `std::mutex`
+    /// around a row's lock state, measured contended): charged by [`Engine::Prototype`] on top
+    /// of `lock_ns` for a lock-table operation, shared or exclusive, when another core took the
+    /// same row's latch less than this long before or after (`node/latch.rs`).
+    #[serde(default)]
+    pub latch_ns: u64,
 }
 
 impl CpuCosts {
     /// The calibrated figures (CALIBRATION.md says where each one comes from).
     pub fn calibrated() -> Self {
         crate::node::calibration::CPU_COSTS
+    }
+
+    /// The P4DB prototype's testbed: per-operation costs derived from its fitted 0.86 µs of CPU
+    /// per local 8-operation transaction, the latch measured here (CALIBRATION.md).
+    pub fn testbed() -> Self {
+        crate::node::calibration::TESTBED_COSTS
     }
 
     /// The CPU time of `work` done by concurrency control: a lock-table operation costs
@@ -95,6 +158,13 @@ pub struct NodeConfig {
     pub workers: u16,
     /// The system under test.
     pub mode: Mode,
+    /// How the workers run transactions.
+    #[serde(default)]
+    pub engine: Engine,
+    /// [`Engine::Prototype`]: transactions pre-generated per worker; a worker that has run them
+    /// all stops. 0: no limit. (PisaDB's engine ignores it.)
+    #[serde(default)]
+    pub txns_per_worker: u64,
     /// Concurrency control for transactions on the nodes.
     pub cc: Cc,
     /// CPU costs.
@@ -138,6 +208,13 @@ impl NodeConfig {
         }
         if self.workers == 0 || self.workers > Self::WORKERS_MAX {
             return Err(format!("workers = {}: expected 1..={}", self.workers, Self::WORKERS_MAX));
+        }
+        if self.engine == Engine::Prototype && (self.log || self.peer_timeout_ns > 0) {
+            return Err(format!(
+                "engine = prototype with log = {} and peer_timeout_ns = {}: the prototype's engine has no \
+                 write-ahead log and no timeouts (expected log = false, peer_timeout_ns = 0; or engine = pisadb)",
+                self.log, self.peer_timeout_ns
+            ));
         }
         Ok(())
     }

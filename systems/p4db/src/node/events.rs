@@ -141,6 +141,16 @@ pub struct RecoveryReport {
 pub struct NodeStats {
     /// Aborted attempts, by reason.
     pub aborts: u64,
+    /// Transactions begun (drawn by a worker; a retry is not a new one).
+    pub begun: u64,
+    /// Transactions committed (each once, however many attempts it took).
+    pub committed: u64,
+    /// [`Engine::Prototype`](crate::node::Engine::Prototype): transactions aborted and skipped,
+    /// never retried. Once the node is quiet, `begun = committed + skipped`.
+    pub skipped: u64,
+    /// [`Engine::Prototype`](crate::node::Engine::Prototype): workers that ran all their
+    /// pre-generated transactions and stopped.
+    pub workers_done: u64,
     /// Switch transactions sent again after a timeout.
     pub switch_resends: u64,
     /// Attempts aborted because another node did not answer in time.

@@ -28,22 +28,27 @@
 //! [`Outbox`]: datagrams to send, timers to set, log records, events, and the CPU time the
 //! handler used. The driver decides which core runs a handler ([`Node::route`]): a worker's
 //! own events run on its core; requests from other nodes run on whichever core is free first.
+//! Under [`Engine::Prototype`] the node has one more core, its message handler, which
+//! receives every datagram (as the prototype's single receive thread does): requests are
+//! served there, and an answer to a worker is handed to the worker's core ([`Handoff`],
+//! through a `Resume` timer), which goes on with the transaction.
 //! Everything a node does is a function of its inputs and its seed: its only random draws are
 //! the retry backoffs, from one generator in abort order.
 
 use super::events::*;
 use super::ids::*;
+use super::latch::Latches;
 use super::participant::LockReading;
 use super::recovery::PendingSwitchTxn;
 use super::timer::Timer;
 use super::worker::Attempt;
-use crate::node::config::NodeConfig;
+use crate::node::config::{Engine, NodeConfig};
 use crate::node::wal::LogRecord;
 use crate::programs::lock_manager::LockManager;
 use crate::programs::p4db::P4dbEngine;
 use crate::wire::lock::LockPacket;
 use crate::wire::p4db::TxnPacket;
-use pisadb_core::{rng, Nanos};
+use pisadb_core::{rng, Nanos, TupleKey};
 use pisadb_engine::cc::TwoPhaseLocking;
 use pisadb_engine::id::TxnId;
 use pisadb_engine::store::Store;
@@ -76,8 +81,15 @@ pub struct Node {
     pub(super) served: Participant<LockReading>,
     /// Its workers (one lane each) and the attempts they run.
     pub(super) workers: Workers<Attempt>,
-    /// Per worker: answers to its local lock-and-read requests, waiting for the worker's core.
-    pub(super) local_replies: Vec<Vec<NodeMsg>>,
+    /// Per worker: answers waiting for the worker's core — to its local lock-and-read requests,
+    /// and under [`Engine::Prototype`] every answer the handler core received for it.
+    pub(super) local_replies: Vec<Vec<Handoff>>,
+    /// [`Engine::Prototype`]: per worker, pre-generated transactions it has not begun yet.
+    pub(super) pregenerated_left: Vec<u64>,
+    /// [`Engine::Prototype`]: the rows' latches, to tell when two cores meet at one.
+    pub(super) latches: Latches,
+    /// The core running the current handler (the prototype's engine charges latches by core).
+    pub(super) core: u16,
     /// The wait before an aborted transaction is retried.
     pub(super) backoff: Backoff,
     /// Transactions it coordinated that committed with remote writers (for inquiries).
@@ -92,6 +104,22 @@ pub struct Node {
     pub(super) recovering: BTreeMap<TxnId, PendingSwitchTxn>,
     /// The newest switch epoch this node knows of: answers from older ones are dropped.
     pub(super) switch_epoch: u16,
+}
+
+/// An answer for a worker, waiting for the worker's core.
+#[derive(Clone, Debug)]
+pub(super) enum Handoff {
+    /// A node's answer (this node's own, for a local request).
+    Node {
+        /// The node that answered.
+        from: u16,
+        /// The answer.
+        msg: NodeMsg,
+    },
+    /// The switch's answer to a switch transaction ([`Engine::Prototype`]).
+    Switch(TxnPacket),
+    /// The lock manager's answer (LM-Switch, [`Engine::Prototype`]).
+    Lock(LockPacket),
 }
 
 /// What the switch offers a node (one of the engines is used, depending on the mode).
@@ -124,6 +152,12 @@ impl Node {
             served: Participant::new(),
             workers,
             local_replies: vec![Vec::new(); usize::from(cfg.workers)],
+            pregenerated_left: vec![
+                if cfg.txns_per_worker == 0 { u64::MAX } else { cfg.txns_per_worker };
+                usize::from(cfg.workers)
+            ],
+            latches: Latches::default(),
+            core: 0,
             backoff: Backoff::new(rng::derive(seed, &format!("node/{}", cfg.id)), cfg.backoff_max_ns),
             decisions: Decisions::new(),
             stats: NodeStats::default(),
@@ -140,6 +174,46 @@ impl Node {
     /// The node's configuration.
     pub fn config(&self) -> &NodeConfig {
         &self.cfg
+    }
+
+    /// Whether the node runs the P4DB prototype's engine.
+    pub(super) fn prototype(&self) -> bool {
+        self.cfg.engine == Engine::Prototype
+    }
+
+    /// The core of the prototype's message handler (the one after the workers').
+    fn handler_core(&self) -> u16 {
+        self.cfg.workers
+    }
+
+    /// Cores the node has: one per worker, and the prototype's message handler.
+    pub fn cores(&self) -> u16 {
+        self.cfg.workers + u16::from(self.prototype())
+    }
+
+    /// Contended row latches the prototype's engine charged so far.
+    pub fn contended_latches(&self) -> u64 {
+        self.latches.contended
+    }
+
+    /// Under [`Engine::Prototype`], the extra CPU of taking `key`'s latch `cpu_so_far` into a
+    /// handler that began at `now` (see `latch.rs`); nothing under PisaDB's engine.
+    pub(super) fn latch_ns(&mut self, now: Nanos, cpu_so_far: Nanos, key: TupleKey) -> Nanos {
+        if !self.prototype() {
+            return 0;
+        }
+        self.latches.take(now + cpu_so_far, self.core, key, self.cfg.costs.latch_ns)
+    }
+
+    /// Gives `handoff` to `worker`'s core, which takes it up right after this handler.
+    pub(super) fn hand_off(&mut self, now: Nanos, worker: u16, handoff: Handoff, out: &mut Outbox) {
+        self.local_replies[usize::from(worker)].push(handoff);
+        out.timers.push((now, Timer::Resume { worker }));
+    }
+
+    /// The worker whose running attempt is `id`, if it is one of this node's.
+    fn own_worker(&self, id: TxnId) -> Option<u16> {
+        (!id.is_tagged() && started_on(id, self.cfg.id) && id.worker() < self.cfg.workers).then(|| id.worker())
     }
 
     /// The node's counters.
@@ -227,6 +301,9 @@ impl Node {
 
     /// Which core runs the handler for `bytes`: the worker's whose attempt it answers, else any.
     pub fn route(&self, bytes: &[u8]) -> Route {
+        if self.prototype() {
+            return Route::Core(self.handler_core());
+        }
         let Ok((frame, payload)) = Frame::decode(bytes) else { return Route::AnyCore };
         let txn = match frame.kind {
             Kind::P4dbTxn => TxnPacket::decode(payload).map(|p| TxnId::from_bits(p.txn_id)).ok(),
@@ -243,15 +320,19 @@ impl Node {
 
     /// Runs a timer.
     pub fn handle_timer(&mut self, now: Nanos, timer: Timer, out: &mut Outbox) {
+        self.core = timer.worker();
         match timer {
             Timer::Begin { .. } if self.stopped => {}
             Timer::Begin { worker } => self.begin_next(now, worker, out),
             Timer::Retry { worker } => self.retry(now, worker, out),
             Timer::Resume { worker } => {
                 let replies = std::mem::take(&mut self.local_replies[usize::from(worker)]);
-                let me = self.cfg.id;
-                for msg in replies {
-                    self.on_reply(now, worker, me, msg, out);
+                for handoff in replies {
+                    match handoff {
+                        Handoff::Node { from, msg } => self.on_reply(now, worker, from, msg, out),
+                        Handoff::Switch(pkt) => self.on_switch_txn_reply(now, pkt, out),
+                        Handoff::Lock(pkt) => self.on_switch_lock_reply(now, pkt, out),
+                    }
                 }
             }
             Timer::SwitchTimeout { worker, txn } => self.on_switch_timeout(now, worker, txn, out),
@@ -263,6 +344,7 @@ impl Node {
 
     /// Handles a datagram from the network.
     pub fn handle_datagram(&mut self, now: Nanos, bytes: &[u8], out: &mut Outbox) {
+        self.core = self.handler_core();
         out.cpu_ns += self.cfg.costs.stack_ns + self.cfg.costs.message_ns;
         let (frame, payload) = match Frame::decode(bytes) {
             Ok(parts) => parts,
@@ -273,16 +355,27 @@ impl Node {
         }
         match frame.kind {
             Kind::P4dbTxn => match TxnPacket::decode(payload) {
-                Ok(pkt) if self.accept_switch_epoch(pkt.epoch) => self.on_switch_txn_reply(now, pkt, out),
+                Ok(pkt) if self.accept_switch_epoch(pkt.epoch) => {
+                    match self.own_worker(TxnId::from_bits(pkt.txn_id)).filter(|_| self.prototype()) {
+                        Some(worker) => self.hand_off(now, worker, Handoff::Switch(pkt), out),
+                        None => self.on_switch_txn_reply(now, pkt, out),
+                    }
+                }
                 Ok(_) => self.reject("stale_switch_epoch"),
                 Err(e) => self.reject(e.reason()),
             },
             Kind::Lock => match LockPacket::decode(payload) {
-                Ok(pkt) => self.on_switch_lock_reply(now, pkt, out),
+                Ok(pkt) => match self.own_worker(TxnId::from_bits(pkt.txn_id)).filter(|_| self.prototype()) {
+                    Some(worker) => self.hand_off(now, worker, Handoff::Lock(pkt), out),
+                    None => self.on_switch_lock_reply(now, pkt, out),
+                },
                 Err(e) => self.reject(e.reason()),
             },
             Kind::Forward => match NodeMsg::decode(payload) {
                 Ok(msg) if msg.is_reply() => match self.workers.lane_of(TxnId::from_bits(msg.txn())) {
+                    Some((worker, _)) if self.prototype() => {
+                        self.hand_off(now, worker, Handoff::Node { from: frame.src, msg }, out)
+                    }
                     Some((worker, _)) => self.on_reply(now, worker, frame.src, msg, out),
                     None => self.reject("reply_for_unknown_worker"),
                 },
@@ -324,7 +417,7 @@ impl Host for Node {
     type Event = NodeEvent;
 
     fn cores(&self) -> u16 {
-        self.cfg.workers
+        Node::cores(self)
     }
     fn start(&mut self, now: Nanos, out: &mut Outbox) {
         Node::start(self, now, out)

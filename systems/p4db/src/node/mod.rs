@@ -21,6 +21,7 @@ pub mod config;
 mod events;
 mod fencing;
 mod ids;
+mod latch;
 mod lm_switch;
 pub mod machine;
 mod participant;
@@ -32,9 +33,11 @@ pub mod wal;
 mod worker;
 
 #[cfg(test)]
+mod prototype_tests;
+#[cfg(test)]
 mod tests;
 
-pub use config::{Cc, CpuCosts, Mode, NodeConfig};
+pub use config::{Cc, CpuCosts, Engine, Mode, NodeConfig};
 pub use events::{Finished, NodeEvent, NodeStats, Outbox, PhaseTimes, Record, RecoveredCommit, RecoveryReport};
 pub use machine::{Node, SwitchView};
 pub use pisadb_host::{Host, Route, Send};

@@ -19,12 +19,22 @@
 //!   [`Decisions`](pisadb_engine::twopc::Decisions), withheld while still deciding.
 //! - A lease running out: an unprepared transaction is dropped, a prepared one asks its
 //!   coordinator.
+//!
+//! Under the prototype's engine ([`Engine::Prototype`](crate::node::Engine::Prototype)) a
+//! coordinator sends one `LockRead` per tuple, so a transaction served here grows by one entry
+//! per request, and each answer carries only the values not sent before. It ends with one
+//! `Release` per tuple (the write-back, if written): each is acknowledged with `Released`,
+//! and once every granted tuple is released the transaction commits here (a rollback releases
+//! with no values, so its commit installs nothing). Commit, and so unlocking, is per
+//! transaction, not per tuple: the tuples a coordinator releases together are unlocked when
+//! the last of their messages arrives, a few hundred nanoseconds after the first.
 
 use super::events::*;
 use super::ids::LANE;
-use super::machine::Node;
+use super::machine::{Handoff, Node};
 use super::timer::Timer;
 use super::worker::Phase;
+use crate::node::config::Engine;
 use crate::node::wal::LogRecord;
 use pisadb_core::{Nanos, TupleKey};
 use pisadb_engine::cc::{Concurrency, Grant, Intent, Read, TxnError, Work};
@@ -41,6 +51,10 @@ pub(super) struct LockReading {
     pub(super) next: usize,
     /// Per entry handled: the value and version read.
     pub(super) values: Vec<(i64, u64)>,
+    /// Values already sent to the coordinator (the prototype's engine asks entry by entry).
+    pub(super) replied: usize,
+    /// Tuples the coordinator has released (the prototype's engine).
+    pub(super) released: usize,
 }
 
 impl LockReading {
@@ -55,9 +69,17 @@ impl Node {
     pub(super) fn serve(&mut self, now: Nanos, from: Origin, msg: NodeMsg, out: &mut Outbox) {
         let txn = TxnId::from_bits(msg.txn());
         match msg {
+            NodeMsg::LockRead { entries, .. } if self.prototype() && self.served.contains(txn) => {
+                // The prototype's coordinator asks for one more tuple of the same transaction.
+                if let Some(s) = self.served.get_mut(txn) {
+                    s.progress.entries.extend(entries);
+                }
+                self.continue_lock_read(now, txn, out);
+            }
             NodeMsg::LockRead { ts, on_conflict, entries, .. } => {
                 let values = Vec::with_capacity(entries.len());
-                if !self.served.admit(txn, from, LockReading { entries, next: 0, values }) {
+                let reading = LockReading { entries, next: 0, values, replied: 0, released: 0 };
+                if !self.served.admit(txn, from, reading) {
                     return self.reject("duplicate_lock_read");
                 }
                 self.cc.begin_with(txn, ts, on_conflict).expect("the participant and concurrency control agree");
@@ -95,7 +117,14 @@ impl Node {
                 }
             }
             NodeMsg::Abort { .. } => self.abort_served(now, txn, out),
-            NodeMsg::LockReadReply { .. } | NodeMsg::Vote { .. } => self.reject("reply_as_request"),
+            NodeMsg::Release { key, write, .. } => {
+                let Origin::Remote(coordinator) = from else { return };
+                self.release(now, txn, key, write, out);
+                self.send_node(coordinator, &NodeMsg::Released { txn: txn.bits() }, out);
+            }
+            NodeMsg::LockReadReply { .. } | NodeMsg::Vote { .. } | NodeMsg::Released { .. } => {
+                self.reject("reply_as_request")
+            }
         }
     }
 
@@ -120,6 +149,10 @@ impl Node {
             let mut work = Work::default();
             let read = self.cc.read(&self.store, txn, key, intent_of(mode), &mut work);
             out.cpu_ns += self.cfg.costs.work_ns(work);
+            if work.cc_ops > 0 && self.cfg.engine == Engine::Prototype {
+                // The row's latch, shared locks included (another core may be at it too).
+                out.cpu_ns += self.latches.take(now + out.cpu_ns, self.core, key, self.cfg.costs.latch_ns);
+            }
             match read {
                 Ok(Read::Done(tuple)) => {
                     r.values.push((tuple.value, tuple.version));
@@ -135,7 +168,9 @@ impl Node {
                 }
             }
         }
-        let reply = NodeMsg::LockReadReply { txn: txn.bits(), granted: true, values: r.values.clone() };
+        // Only the values not sent before (all of them, unless the prototype asks entry by entry).
+        let reply = NodeMsg::LockReadReply { txn: txn.bits(), granted: true, values: r.values[r.replied..].to_vec() };
+        r.replied = r.values.len();
         let origin = s.origin;
         self.reply(now, origin, reply, out);
     }
@@ -149,10 +184,27 @@ impl Node {
                 let worker = TxnId::from_bits(msg.txn()).worker();
                 let waiting_here = self.workers.current(worker, LANE).is_some_and(|a| a.id.bits() == msg.txn());
                 if waiting_here {
-                    self.local_replies[usize::from(worker)].push(msg);
-                    out.timers.push((now, Timer::Resume { worker }));
+                    let from = self.cfg.id;
+                    self.hand_off(now, worker, Handoff::Node { from, msg }, out);
                 }
             }
+        }
+    }
+
+    /// The prototype's end of transaction `txn` on tuple `key`: its new value, if written, is
+    /// buffered, and once every tuple granted here is released the transaction commits here.
+    /// A `Release` for a transaction no longer served (this node denied it a lock and dropped
+    /// it already) changes nothing.
+    fn release(&mut self, now: Nanos, txn: TxnId, key: TupleKey, write: Option<i64>, out: &mut Outbox) {
+        let Some(s) = self.served.get_mut(txn) else { return };
+        s.progress.released += 1;
+        let all_released = s.progress.released >= s.progress.next;
+        if let Some(value) = write {
+            let written = self.cc.write(txn, key, value, &mut Work::default());
+            debug_assert!(written.is_ok(), "{txn}: a written-back {key:?}: {written:?}");
+        }
+        if all_released {
+            self.commit_served(now, txn, out);
         }
     }
 
@@ -165,6 +217,7 @@ impl Node {
         let mut work = Work::default();
         let committed = self.cc.commit(&mut self.store, txn, &mut work);
         out.cpu_ns += self.cfg.costs.work_ns(work);
+        self.unlatch(now, &s.progress, out);
         match committed {
             Ok(grants) => self.continue_granted(now, grants, out),
             Err(e) => {
@@ -183,7 +236,16 @@ impl Node {
         let mut work = Work::default();
         let grants = self.cc.abort(&self.store, txn, &mut work);
         out.cpu_ns += self.cfg.costs.work_ns(work);
+        self.unlatch(now, &s.progress, out);
         self.continue_granted(now, grants, out);
+    }
+
+    /// Under the prototype's engine, the latches of the unlocks of `reading`'s granted tuples.
+    fn unlatch(&mut self, now: Nanos, reading: &LockReading, out: &mut Outbox) {
+        let locked = reading.entries[..reading.next].iter().filter(|&&(_, mode)| mode != LockMode::None);
+        for &(key, _) in locked {
+            out.cpu_ns += self.latch_ns(now, out.cpu_ns, key);
+        }
     }
 
     /// Lock-and-read requests that waited for a lock a commit or abort let go of go on, in

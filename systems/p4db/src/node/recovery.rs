@@ -156,7 +156,7 @@ impl Node {
             debug_assert!(written.is_ok(), "{txn}: {written:?}");
         }
         let entries = writes.iter().map(|&(k, _)| (k, LockMode::Exclusive)).collect::<Vec<_>>();
-        let progress = LockReading { next: entries.len(), entries, values: Vec::new() };
+        let progress = LockReading { next: entries.len(), entries, values: Vec::new(), replied: 0, released: 0 };
         self.served.admit_prepared(txn, coordinator, progress);
     }
 

@@ -110,6 +110,7 @@ impl Node {
             return self.reject("reply_for_unknown_worker");
         }
         let worker = id.worker();
+        let prototype = self.prototype();
         let Some(a) = self.workers.current_mut(worker, LANE) else { return };
         let waiting = matches!(a.phase, Phase::SwitchTxn | Phase::WarmSwitch);
         let instrs = a.switch.as_ref().map_or(0, |p| p.instr_order.len());
@@ -120,6 +121,11 @@ impl Node {
         let part = a.switch.as_ref().expect("checked above");
         for (instr, &op) in pkt.instrs.iter().zip(&part.instr_order) {
             a.outputs[op] = i64::from(instr.data);
+        }
+        if a.phase == Phase::WarmSwitch && prototype {
+            // The prototype's warm transaction releases its remote tuples after the answer.
+            a.answer = Some(pkt);
+            return self.release_remote(now, worker, true, out);
         }
         if a.phase == Phase::WarmSwitch && pkt.multicast == 0 && !a.writers.is_empty() {
             // No multicast group covers the participants: tell them here.

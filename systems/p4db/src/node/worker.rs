@@ -30,15 +30,35 @@
 //! retried** ([`Job::retry`]: its first timestamp, so it eventually becomes the oldest and
 //! cannot starve) after a seeded random backoff. Late answers and timers of an aborted attempt
 //! find it in [`Phase::Aborted`] (or gone) and are ignored.
+//!
+//! ## The prototype's engine
+//!
+//! Under [`Engine::Prototype`] the same attempt runs as the P4DB prototype ran it
+//! (`src/db/transaction.hpp`, `undolog.hpp` of DataManagementLab/p4db):
+//!
+//! - Step 2 takes one tuple at a time, in first-access order: its own node's directly, a
+//!   remote one with a one-entry `LockRead` and a wait for its answer ([`Node::lock_next`]).
+//! - Commit: no voting round. Local writes go in and local locks go at once; each remote tuple
+//!   gets one `Release` (its new value if written), and the transaction commits when every
+//!   `Released` is back ([`Phase::Releasing`]). A warm transaction sends its hot part to the
+//!   switch before that, and waits for the answer.
+//! - Abort: the tuples granted so far are released the same way ([`Phase::RollingBack`]),
+//!   then the transaction is counted as skipped and the worker begins its next one: no
+//!   backoff, no retry.
+//! - Beginning a transaction costs no CPU (the prototype generated them all before the clock
+//!   started) and a worker runs at most `txns_per_worker` of them. The draws come from the
+//!   node's seeded stream as workers reach them, which in a deterministic simulation differs
+//!   from drawing them all first only in which worker gets which transaction.
 
 use super::events::*;
 use super::ids::*;
 use super::switch_txn::SwitchPart;
 use super::timer::Timer;
-use crate::node::config::Mode;
+use crate::node::config::{Engine, Mode};
 use crate::node::CommittedTxn;
 use crate::programs::p4db::multicast_group;
 use crate::wire::lock::LockPacket;
+use crate::wire::p4db::TxnPacket;
 use pisadb_core::{Nanos, OpKind, TupleKey, Txn};
 use pisadb_engine::cc::{Concurrency, Work};
 use pisadb_engine::id::TxnId;
@@ -66,6 +86,11 @@ pub(super) enum Phase {
     /// Aborted, waiting out the backoff before the retry: late replies and timers of this
     /// attempt are ignored (acting on them would abort twice, or commit what was aborted).
     Aborted,
+    /// [`Engine::Prototype`]: committing; waiting for every remote tuple's `Released`.
+    Releasing,
+    /// [`Engine::Prototype`]: aborted; waiting for the `Released` of every remote tuple granted
+    /// so far before the worker skips to its next transaction.
+    RollingBack,
 }
 
 /// One distinct tuple of a transaction on the nodes.
@@ -112,6 +137,15 @@ pub(super) struct Attempt {
     pub(super) switch: Option<SwitchPart>,
     /// Rows inserted at commit.
     pub(super) inserted: Vec<(TupleKey, i64)>,
+    /// [`Engine::Prototype`]: accesses locked and read so far (the next one is in flight).
+    pub(super) next_access: usize,
+    /// [`Engine::Prototype`]: the `Release` of each remote tuple, sent once it commits or aborts:
+    /// (owner, tuple, value written back).
+    pub(super) releases: Vec<(u16, TupleKey, Option<i64>)>,
+    /// [`Engine::Prototype`]: `Released` answers still missing.
+    pub(super) releases_pending: usize,
+    /// [`Engine::Prototype`]: a warm transaction's switch answer, kept through its releases.
+    pub(super) answer: Option<TxnPacket>,
     /// When the current phase began.
     pub(super) phase_started: Nanos,
     /// The time of the phases so far.
@@ -135,6 +169,10 @@ impl Attempt {
             outputs: Vec::new(),
             switch: None,
             inserted: Vec::new(),
+            next_access: 0,
+            releases: Vec::new(),
+            releases_pending: 0,
+            answer: None,
             phase_started: now,
             phases,
         }
@@ -153,9 +191,10 @@ impl Attempt {
         let t = &mut self.phases;
         match self.phase {
             Phase::LockRead => t.lock_read_ns += spent,
-            Phase::Prepare => t.commit_ns += spent,
+            Phase::Prepare | Phase::Releasing => t.commit_ns += spent,
             Phase::SwitchTxn | Phase::SwitchLocks | Phase::WarmSwitch => t.switch_ns += spent,
-            Phase::Aborted => {} // the next attempt counts it as retry time
+            // The next attempt counts it as retry time; a skipped transaction reports nothing.
+            Phase::Aborted | Phase::RollingBack => {}
         }
     }
 }
@@ -168,7 +207,18 @@ impl Node {
 
     /// The worker draws its next transaction and starts it.
     pub(super) fn begin_next(&mut self, now: Nanos, worker: u16, out: &mut Outbox) {
-        out.cpu_ns += self.cfg.costs.txn_begin_ns;
+        if self.cfg.engine == Engine::Prototype {
+            // Pre-generated before the clock started: no CPU now, and only so many.
+            let left = &mut self.pregenerated_left[usize::from(worker)];
+            if *left == 0 {
+                self.stats.workers_done += 1;
+                return;
+            }
+            *left -= 1;
+        } else {
+            out.cpu_ns += self.cfg.costs.txn_begin_ns;
+        }
+        self.stats.begun += 1;
         let gen = self.workload.next_txn(self.cfg.id);
         let ts = timestamp(self.workers.slot(worker, LANE), now);
         self.begin(now, worker, Job::new(gen, ts, now), out);
@@ -214,6 +264,33 @@ impl Node {
         }
     }
 
+    /// [`Engine::Prototype`]: locks and reads the attempt's next tuple — on this node directly,
+    /// on another with a one-entry `LockRead` and a wait for its answer — or, with every tuple
+    /// read, executes and commits.
+    fn lock_next(&mut self, now: Nanos, worker: u16, out: &mut Outbox) {
+        let (me, policy) = (self.cfg.id, self.cfg.cc.on_conflict());
+        let a = self.workers.current_mut(worker, LANE).expect("the worker runs an attempt");
+        a.enter(now, Phase::LockRead);
+        let Some(&acc) = a.accesses.get(a.next_access) else {
+            return self.execute_and_commit(now, worker, out);
+        };
+        a.round = Round::new(1);
+        if acc.owner != me && !a.contacted.contains(&acc.owner) {
+            a.contacted.push(acc.owner);
+        }
+        let msg = NodeMsg::LockRead {
+            txn: a.id.bits(),
+            ts: a.job.ts,
+            on_conflict: policy,
+            entries: vec![(acc.key, acc.mode)],
+        };
+        if acc.owner == me {
+            self.serve(now, Origin::Local, msg, out);
+        } else {
+            self.send_node(acc.owner, &msg, out);
+        }
+    }
+
     /// The distinct tuples of `txn` in first-access order, with owner and lock mode, leaving
     /// out the operations `on_switch` (sorted indices) that the switch executes.
     fn accesses(&self, txn: &Txn, on_switch: &[usize]) -> Vec<Access> {
@@ -252,6 +329,9 @@ impl Node {
     /// Sends one `LockRead` per owner node (serving its own node's directly) and waits for the
     /// round of answers.
     pub(super) fn lock_and_read(&mut self, now: Nanos, worker: u16, out: &mut Outbox) {
+        if self.prototype() {
+            return self.lock_next(now, worker, out);
+        }
         let (me, policy) = (self.cfg.id, self.cfg.cc.on_conflict());
         let a = self.workers.current_mut(worker, LANE).expect("the worker runs an attempt");
         a.enter(now, Phase::LockRead);
@@ -282,12 +362,21 @@ impl Node {
         if a.id.bits() != msg.txn() {
             return; // a reply to an earlier, aborted attempt
         }
+        if let NodeMsg::Released { .. } = msg {
+            return self.on_released(now, worker, out);
+        }
+        let prototype = self.cfg.engine == Engine::Prototype;
         if matches!(a.phase, Phase::LockRead | Phase::Prepare) && a.round.sender(from).is_err() {
             return self.reject("duplicate_reply");
         }
         let tally = match (a.phase, msg) {
             (Phase::LockRead, NodeMsg::LockReadReply { granted, values, .. }) => {
-                if granted {
+                if granted && prototype {
+                    // The answer for the one tuple asked for.
+                    if let (Some(x), Some(&(value, version))) = (a.accesses.get_mut(a.next_access), values.first()) {
+                        (x.value, x.version) = (value, version);
+                    }
+                } else if granted {
                     // Values come in the order of the entries sent to that owner, which is the
                     // order of its accesses.
                     let mine = a.accesses.iter_mut().filter(|x| x.owner == from);
@@ -304,6 +393,10 @@ impl Node {
         match (tally, a.phase) {
             (Tally::Waiting, _) => {}
             (Tally::SomeNo, _) => self.abort(now, worker, out),
+            (Tally::AllYes, Phase::LockRead) if prototype => {
+                a.next_access += 1;
+                self.lock_next(now, worker, out)
+            }
             (Tally::AllYes, Phase::LockRead) => self.execute_and_commit(now, worker, out),
             (Tally::AllYes, _) if a.switch.is_some() => {
                 // Warm: nothing can abort any more; the switch's multicast commits.
@@ -340,6 +433,9 @@ impl Node {
             a.outputs.push(outcome.out);
         }
         out.cpu_ns += self.cfg.costs.tuple_ns * a.accesses.len() as u64;
+        if self.cfg.engine == Engine::Prototype {
+            return self.commit_prototype(now, worker, &values, out);
+        }
         let mut writes: BTreeMap<u16, Vec<(TupleKey, i64)>> = BTreeMap::new();
         for x in a.accesses.iter().filter(|x| x.write) {
             writes.entry(x.owner).or_default().push((x.key, values[&x.key]));
@@ -386,9 +482,99 @@ impl Node {
         }
     }
 
-    /// Aborts the worker's attempt everywhere and schedules the retry.
+    /// [`Engine::Prototype`]: the commit of the worker's executed attempt, with `values` its
+    /// tuples' new values: local writes go in, then (a warm transaction) the switch runs the hot
+    /// part, then every remote tuple is released.
+    fn commit_prototype(&mut self, now: Nanos, worker: u16, values: &BTreeMap<TupleKey, i64>, out: &mut Outbox) {
+        let me = self.cfg.id;
+        let a = self.workers.current_mut(worker, LANE).expect("the worker runs an attempt");
+        let id = a.id;
+        let mut local_writes = Vec::new();
+        for x in &a.accesses {
+            let write = x.write.then(|| values[&x.key]);
+            match (x.owner == me, write) {
+                (true, Some(value)) => local_writes.push((x.key, value)),
+                (true, None) => {}
+                (false, _) => a.releases.push((x.owner, x.key, write)),
+            }
+        }
+        if self.cc.is_active(id) {
+            for (key, value) in local_writes {
+                let written = self.cc.write(id, key, value, &mut Work::default());
+                debug_assert!(written.is_ok(), "{id}: a local write of {key:?}: {written:?}");
+            }
+        }
+        let a = self.attempt_mut(worker);
+        if a.switch.is_some() {
+            // Warm: the switch's answer comes first (on_switch_txn_reply releases after it).
+            a.enter(now, Phase::WarmSwitch);
+            return self.send_switch_txn(now, worker, 0, out);
+        }
+        self.release_remote(now, worker, true, out);
+    }
+
+    /// [`Engine::Prototype`]: ends the worker's attempt on every node — committing or rolling
+    /// back. This node's part ends at once; each remote tuple gets its `Release`, and the
+    /// attempt ends when every `Released` is back.
+    pub(super) fn release_remote(&mut self, now: Nanos, worker: u16, commit: bool, out: &mut Outbox) {
+        let a = self.attempt_mut(worker);
+        let (id, releases) = (a.id, std::mem::take(&mut a.releases));
+        a.releases_pending = releases.len();
+        a.enter(now, if commit { Phase::Releasing } else { Phase::RollingBack });
+        for (owner, key, write) in releases {
+            self.send_node(owner, &NodeMsg::Release { txn: id.bits(), key, write }, out);
+        }
+        if commit {
+            if self.served.contains(id) {
+                self.commit_served(now, id, out);
+            }
+        } else {
+            self.abort_served(now, id, out);
+        }
+        if self.attempt_mut(worker).releases_pending == 0 {
+            self.released(now, worker, out);
+        }
+    }
+
+    /// [`Engine::Prototype`]: one `Released` for the worker's attempt.
+    fn on_released(&mut self, now: Nanos, worker: u16, out: &mut Outbox) {
+        let a = self.attempt_mut(worker);
+        if !matches!(a.phase, Phase::Releasing | Phase::RollingBack) || a.releases_pending == 0 {
+            return self.reject("unexpected_reply");
+        }
+        a.releases_pending -= 1;
+        if a.releases_pending == 0 {
+            self.released(now, worker, out);
+        }
+    }
+
+    /// [`Engine::Prototype`]: every remote tuple of the worker's attempt is released: it
+    /// commits, or it is skipped.
+    fn released(&mut self, now: Nanos, worker: u16, out: &mut Outbox) {
+        let a = self.attempt_mut(worker);
+        if a.phase == Phase::Releasing {
+            let answer = a.answer.take();
+            return self.commit_coordinator(now, worker, answer.as_ref(), out);
+        }
+        // Rolled back: counted, never retried; the worker goes on with its next transaction.
+        self.stats.skipped += 1;
+        self.workers.take(worker, LANE);
+        out.timers.push((now, Timer::Begin { worker }));
+    }
+
+    /// Aborts the worker's attempt everywhere and schedules the retry (under
+    /// [`Engine::Prototype`]: rolls it back and skips it).
     pub(super) fn abort(&mut self, now: Nanos, worker: u16, out: &mut Outbox) {
         self.stats.aborts += 1;
+        if self.cfg.engine == Engine::Prototype {
+            let me = self.cfg.id;
+            let a = self.attempt_mut(worker);
+            // The tuples granted so far (the one in flight was denied, or never asked for).
+            let granted = a.accesses.iter().take(a.next_access).filter(|x| x.owner != me);
+            a.releases = granted.map(|x| (x.owner, x.key, None)).collect();
+            self.release_switch_locks(worker, out);
+            return self.release_remote(now, worker, false, out);
+        }
         let a = self.attempt_mut(worker);
         a.enter(now, Phase::Aborted);
         let (id, contacted) = (a.id, a.contacted.clone());
@@ -405,6 +591,7 @@ impl Node {
         self.release_switch_locks(worker, out);
         let mut a = self.workers.take(worker, LANE).expect("the worker runs an attempt");
         a.close_phase(now);
+        self.stats.committed += 1;
         let on_switch = a.phase == Phase::SwitchTxn;
         let record = self.cfg.record_history.then(|| record_of(&a, gid));
         out.events.push(NodeEvent::Finished(Finished {
