@@ -218,3 +218,26 @@ fn two_switch_processes_in_a_line_forward_hop_by_hop_and_keep_sources() {
     assert!(r.switches[0].trunks[0].counts.sent >= far(0..2, 2..4), "{:?}", r.switches[0]);
     assert!(r.switches[1].trunks[0].counts.sent >= far(2..4, 0..2), "{:?}", r.switches[1]);
 }
+
+#[test]
+fn a_gotthard_rack_on_loopback_with_port_delays_and_loss_passes_the_simulators_oracles() {
+    // Clients, store and controller as processes, the switch process playing the links'
+    // delays (1 ms + 4 ms one way) with 3% loss: the switch aborts optimistically, clients
+    // retransmit what is lost, and nothing commits or counts twice.
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_pisadb"))
+        .args(["cluster", "--system", "gotthard", "--json", "--seconds", "1.5", "--loss", "0.03"])
+        .args(["--set", "near_us=1000", "--set", "far_us=4000", "--set", "clients=4", "--set", "write_share=0.5"])
+        .arg("--data-dir")
+        .arg(dir.path())
+        .output()
+        .expect("pisadb runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "cluster failed: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert_eq!(v["failure"], Value::Null, "{v}");
+    let f = &v["figures"];
+    assert!(f["commits"].as_u64().unwrap() > 20, "{f}");
+    assert!(f["aborts_switch_optimistic"].as_u64().unwrap() > 0, "the switch aborted: {f}");
+    assert_eq!(v["final_value"].as_u64(), f["write_commits"].as_u64(), "one increment per counted write");
+}

@@ -66,3 +66,32 @@ fn bad_settings_are_refused_naming_the_key_and_what_it_takes() {
     let out = pisadb(&["bench", "--set", "cc=Optimistic"]);
     assert!(stderr(&out).contains("expected `NoWait` or `WaitDie`"), "{}", stderr(&out));
 }
+
+#[test]
+fn fuzz_runs_any_system_with_fault_injection_cases() {
+    let out = pisadb(&["fuzz", "--system", "gotthard", "--seeds", "3", "--threads", "1"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("3 seeds (1..=3): 0 failed"), "{stdout}");
+    let out = pisadb(&["fuzz", "--system", "gotthard", "--seeds", "2", "--threads", "1", "--json"]);
+    let json: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(json["cases"].as_array().map(Vec::len), Some(2));
+    assert!(json["cases"][0]["trace_hash"].is_string(), "{json}");
+}
+
+#[test]
+fn sweep_runs_another_systems_own_experiment_and_refuses_unknown_ones_with_the_list() {
+    let out_dir = std::env::temp_dir().join(format!("pisadb-gotthard-sweep-{}", std::process::id()));
+    let out = pisadb(
+        &["sweep", "--system", "gotthard", "total-delay", "--quick", "--threads", "1", "--out"]
+            .into_iter()
+            .chain([out_dir.to_str().unwrap()])
+            .collect::<Vec<_>>(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(out_dir.join("gotthard-total-delay.csv").exists() && out_dir.join("gotthard-total-delay.svg").exists());
+    let _ = std::fs::remove_dir_all(&out_dir);
+    let out = pisadb(&["sweep", "--system", "gotthard", "ycsb-workers"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("its experiments: fig2, delay-split, total-delay"), "{}", stderr(&out));
+}

@@ -425,6 +425,13 @@ impl Point {
 /// The settings a system runs with: P4DB's come from the rack flags, every system's from its
 /// defaults; then the `--set` overrides.
 fn settings(system: &dyn System, rack: &RackArgs, sets: &[String]) -> Result<serde_json::Value, String> {
+    if system.name() != "p4db" && rack.preset != Preset::Pisadb {
+        return Err(format!(
+            "--preset {} is P4DB's testbed; system `{}` has no presets",
+            rack.preset.name(),
+            system.name()
+        ));
+    }
     let mut settings = if system.name() == "p4db" {
         // The variant decides the mode, not a setting: the rack's mode is dropped here.
         let rack_config = serde_json::to_value(rack.config(Mode::P4db)).map_err(|e| e.to_string())?;

@@ -1,10 +1,12 @@
 //! `pisadb fuzz`: many short simulated racks with injected faults, each checked by the
-//! oracles of [`pisadb_p4db::fuzz`]. Seeds run in parallel, one per core; every seed's line
-//! says what it ran and what happened, and a failing seed comes with the command that
-//! replays it alone.
+//! oracles of the system's own fault-injection cases ([`pisadb_harness::System::fuzz_case`]:
+//! P4DB's `pisadb_p4db::fuzz`, Gotthard's `pisadb_gotthard::fuzz`). Seeds run in parallel, one
+//! per core; every seed's line says what it ran and what happened, and a failing seed comes
+//! with the command that replays it alone.
 
+use crate::systems::registry;
 use clap::Args as ClapArgs;
-use pisadb_p4db::fuzz::{run_case, CaseReport, FuzzCase};
+use pisadb_harness::FuzzReport;
 use pisadb_report::Progress;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -31,7 +33,7 @@ pub(crate) struct Args {
 
 /// Runs the campaign.
 pub(crate) fn run(args: &Args) -> Result<(), String> {
-    super::bench::require_p4db(&args.system, "fault-injection cases")?;
+    let run_case = registry().fuzzer(&args.system).map_err(|e| e.to_string())?;
     let seeds: Vec<u64> = (0..args.seeds).map(|i| args.seed.wrapping_add(i)).collect();
     let threads = args
         .threads
@@ -41,13 +43,13 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
     let progress = Progress::new(seeds.len() as u64, "seeds");
     let next = AtomicU64::new(0);
     let failed = AtomicU64::new(0);
-    let reports: Mutex<Vec<CaseReport>> = Mutex::new(Vec::with_capacity(seeds.len()));
+    let reports: Mutex<Vec<FuzzReport>> = Mutex::new(Vec::with_capacity(seeds.len()));
     std::thread::scope(|scope| {
         for _ in 0..threads {
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::SeqCst) as usize;
                 let Some(&seed) = seeds.get(i) else { break };
-                let report = run_case(&FuzzCase::from_seed(seed));
+                let report = run_case(seed);
                 if report.failure.is_some() {
                     failed.fetch_add(1, Ordering::SeqCst);
                 }
@@ -62,15 +64,16 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
     progress.clear();
     let mut reports = reports.into_inner().expect("reports");
     reports.sort_by_key(|r| r.seed);
-    let failures: Vec<&CaseReport> = reports.iter().filter(|r| r.failure.is_some()).collect();
+    let failures: Vec<&FuzzReport> = reports.iter().filter(|r| r.failure.is_some()).collect();
     if args.json {
-        let json = serde_json::json!({ "seeds": reports.len(), "failed": failures.len(), "cases": reports });
+        let cases: Vec<&serde_json::Value> = reports.iter().map(|r| &r.report).collect();
+        let json = serde_json::json!({ "seeds": reports.len(), "failed": failures.len(), "cases": cases });
         println!("{}", serde_json::to_string_pretty(&json).expect("reports serialize"));
     } else {
         let crashes: u64 = reports.iter().map(|r| r.crashes).sum();
         let lost: u64 = reports.iter().map(|r| r.lost).sum();
         let duplicated: u64 = reports.iter().map(|r| r.duplicated).sum();
-        let committed: usize = reports.iter().map(|r| r.committed).sum();
+        let committed: u64 = reports.iter().map(|r| r.committed).sum();
         println!(
             "{} seeds ({}..={}): {} failed; {committed} transactions committed; faults injected: {crashes} crashes, \
              {lost} datagrams lost, {duplicated} duplicated",
@@ -85,9 +88,10 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
     }
     for r in &failures {
         eprintln!(
-            "seed {} failed: {}\n  replay: pisadb fuzz --seed {} --seeds 1",
+            "seed {} failed: {}\n  replay: pisadb fuzz --system {} --seed {} --seeds 1",
             r.seed,
             r.failure.as_deref().unwrap_or(""),
+            args.system,
             r.seed
         );
     }
@@ -95,13 +99,10 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
 }
 
 /// One seed's line: what ran, what was injected, and the verdict.
-fn line(r: &CaseReport) -> String {
+fn line(r: &FuzzReport) -> String {
     let verdict = match &r.failure {
         None => "ok".to_string(),
         Some(why) => format!("FAILED: {why}"),
     };
-    format!(
-        "seed {:>6}  {:<34} {:>6} committed  longest gap {:>7.1} µs  [{}]  {verdict}",
-        r.seed, r.rack, r.committed, r.longest_gap_us, r.faults
-    )
+    format!("seed {:>6}  {:<34} {:>6} committed  {}  [{}]  {verdict}", r.seed, r.case, r.committed, r.detail, r.faults)
 }

@@ -3,8 +3,10 @@
 //! simulator running the same load).
 //!
 //! `switch` and `node` serve any rack the runtime can run: they read the rack config's system
-//! and hand over to that system's process (P4DB's, or the runtime's own echo system that its
-//! tests run).
+//! and hand over to that system's process (P4DB's, Gotthard's, or the runtime's own echo
+//! system that its tests run). `cluster --system gotthard` runs Gotthard's rack
+//! (`pisadb_gotthard::real`) with `--variant`, `--set`, `--seconds`, `--loss`, `--jitter-us`,
+//! `--data-dir` and `--json`.
 
 use crate::commands::bench::{CcArg, LayoutArg, ModeArg, PartitioningArg, Preset, RackArgs, WorkloadArg};
 use clap::Args as ClapArgs;
@@ -192,6 +194,13 @@ pub(crate) struct ClusterArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     json: bool,
+    /// For a system other than P4DB: its variant (default: its first, `pisadb systems` lists them).
+    #[arg(long)]
+    variant: Option<String>,
+    /// For a system other than P4DB: edit one of its settings (`--set write_share=0.25`);
+    /// repeatable.
+    #[arg(long = "set")]
+    sets: Vec<String>,
 }
 
 fn parse_kill_node(s: &str) -> Result<(u16, f64), RuntimeError> {
@@ -251,7 +260,8 @@ fn port_wires(args: &ClusterArgs) -> Result<Vec<PortWire>, RuntimeError> {
 
 /// The error of a config whose system this binary does not run.
 fn unknown_system(system: &str) -> RuntimeError {
-    let accepted = format!("{:?} or {:?}", pisadb_p4db::real::SYSTEM, echo::SYSTEM);
+    let accepted =
+        format!("{:?}, {:?} or {:?}", pisadb_p4db::real::SYSTEM, pisadb_gotthard::real::SYSTEM, echo::SYSTEM);
     bad_flag("system in the rack config", format!("{system:?}"), accepted)
 }
 
@@ -269,6 +279,9 @@ fn serve_switch(args: &SwitchArgs) -> Result<(), RealError> {
             }
             let cfg = pisadb_p4db::real::load(&args.config)?;
             pisadb_p4db::real::switch::run_switch(&cfg, &args.recover_from, args.epoch, args.report.as_deref())?;
+        }
+        pisadb_gotthard::real::SYSTEM => {
+            pisadb_gotthard::real::serve_switch(&RackConfig::load(&args.config)?, args.id, args.report.as_deref())?;
         }
         echo::SYSTEM => {
             echo::serve_switch(&RackConfig::load(&args.config)?, args.id, args.report.as_deref())?;
@@ -290,6 +303,9 @@ fn serve_node(args: &NodeArgs) -> Result<(), RealError> {
             let cfg = pisadb_p4db::real::load(&args.config)?;
             pisadb_p4db::real::node::run_node(&cfg, args.id, &args.data_dir)?;
         }
+        pisadb_gotthard::real::SYSTEM => {
+            pisadb_gotthard::real::serve_host(&RackConfig::load(&args.config)?, args.id, &args.data_dir)?;
+        }
         echo::SYSTEM => {
             echo::serve_host(&RackConfig::load(&args.config)?, args.id, &args.data_dir)?;
         }
@@ -300,8 +316,72 @@ fn serve_node(args: &NodeArgs) -> Result<(), RealError> {
 
 /// Runs `pisadb cluster`.
 pub(crate) fn run_cluster_command(args: &ClusterArgs) -> Result<(), String> {
+    if args.system == pisadb_gotthard::real::SYSTEM {
+        return gotthard_cluster(args);
+    }
     super::bench::require_p4db(&args.system, "real mode")?;
     cluster(args).map_err(|e| e.to_string())
+}
+
+/// `pisadb cluster --system gotthard`: Gotthard's rack as processes on loopback.
+fn gotthard_cluster(args: &ClusterArgs) -> Result<(), String> {
+    use pisadb_gotthard::real::{host_dir, run_cluster, ClusterOptions, Spec};
+    use pisadb_harness::System;
+    check_seconds(args.seconds).map_err(|e| e.to_string())?;
+    let system = &pisadb_gotthard::SYSTEM;
+    let variant = match &args.variant {
+        Some(v) => system.variant(v).map_err(|e| e.to_string())?.name,
+        None => system.variants()[0].name,
+    };
+    let rack = pisadb_harness::read_back(system.default_settings(), &args.sets).map_err(|e| e.to_string())?;
+    let data_dir = args.data_dir.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("pisadb-gotthard-{}-{}", std::process::id(), pisadb_runtime::unix_now_ns()))
+    });
+    install_stop_signals().map_err(|e| e.to_string())?;
+    let opts = ClusterOptions {
+        spec: Spec { variant: variant.to_string(), rack },
+        seconds: args.seconds,
+        data_dir,
+        exe: this_binary().map_err(|e| e.to_string())?,
+        extra: PortWire { loss: args.loss, delay_us: 0, jitter_us: args.jitter_us },
+    };
+    let r = run_cluster(&opts).map_err(|e| e.to_string())?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&r).expect("a result serializes"));
+    } else {
+        let (f, rack) = (&r.figures, &opts.spec.rack);
+        println!(
+            "Gotthard ({variant}) on loopback: {} clients, {:.0}% writes, {} s; port delays {} µs (clients) and {} µs \
+             (store), each its link's round trip\n",
+            rack.clients,
+            rack.write_share * 100.0,
+            args.seconds,
+            2 * rack.near_us,
+            2 * rack.far_us
+        );
+        println!(
+            "commits {} ({} writes)   aborts store/switch/opt {}/{}/{}   retries {}   retransmits {}   mean {:.1} ms   p99 {:.1} ms",
+            f.commits,
+            f.write_commits,
+            f.aborts_store,
+            f.aborts_switch,
+            f.aborts_switch_optimistic,
+            f.retries,
+            f.retransmissions,
+            f.latency_ms_mean,
+            f.latency_ms_p99
+        );
+        println!("store's hot key: {}   switch: {} passes", r.final_value, r.switch.passes);
+        match &r.failure {
+            None => println!("ok   serializable, nothing committed or counted twice, every client finished"),
+            Some(why) => println!("FAIL {why}"),
+        }
+        println!("\ndata: {} (reports in {}/…)", opts.data_dir.display(), host_dir(&opts.data_dir, 0).display());
+    }
+    match r.failure {
+        None => Ok(()),
+        Some(why) => Err(format!("the checks failed: {why}")),
+    }
 }
 
 fn cluster(args: &ClusterArgs) -> Result<(), RealError> {

@@ -21,6 +21,8 @@ use std::path::Path;
 pub(crate) enum Paper {
     /// P4DB (seed 000): YCSB, SmallBank, TPC-C and the microbenchmarks of §7.
     P4db,
+    /// Gotthard (seed 004): Fig. 2 and the delay sweeps, run by the system's own experiments.
+    Gotthard,
 }
 
 /// Flags of `pisadb reproduce`.
@@ -63,7 +65,9 @@ fn expected_minutes(plans: &[Plan], seeds: u32, threads: usize) -> f64 {
 
 /// Runs `pisadb reproduce`.
 pub(crate) fn run(args: &Args) -> Result<(), String> {
-    let Paper::P4db = args.paper;
+    if args.paper == Paper::Gotthard {
+        return super::sweep::run_system_reproduce("gotthard", &args.common);
+    }
     let options = args.common.options();
     let plans: Vec<Plan> = Experiment::all().iter().map(|&e| plan(e, &options)).collect();
     let threads = args.common.threads();

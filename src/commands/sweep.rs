@@ -1,6 +1,7 @@
 //! `pisadb sweep <experiment>`: one experiment of the P4DB paper ([`super::experiments`]),
 //! its simulated points run in parallel with a progress bar, written to
-//! `results/<experiment>.csv` and `.svg`, and summarised on stdout.
+//! `results/<experiment>.csv` and `.svg`, and summarised on stdout. With `--system NAME`
+//! another system runs one of its own experiments ([`pisadb_harness::System::sweep`]).
 //!
 //! Every point is an independent, seeded simulation, so running them on several threads
 //! changes nothing but the wall time. [`Runner`] also remembers the points it ran: `pisadb
@@ -14,7 +15,9 @@
 
 use super::bench::{CcArg, Preset};
 use super::experiments::{plan, prototype_point, Baseline, Chart, Experiment, Options, Plan, PointSpec};
-use clap::Args as ClapArgs;
+use crate::systems::registry;
+use clap::{Args as ClapArgs, ValueEnum};
+use pisadb_harness::ExperimentOptions;
 use pisadb_p4db::{run, RunConfig, RunResult};
 use pisadb_report::{write_csv, write_svg, Panel, Progress, Series, Unit};
 use std::collections::{BTreeMap, BTreeSet};
@@ -25,9 +28,9 @@ use std::sync::Mutex;
 /// Flags of `pisadb sweep`.
 #[derive(ClapArgs, Debug)]
 pub(crate) struct Args {
-    /// The experiment to run.
-    #[arg(value_enum)]
-    experiment: Experiment,
+    /// The experiment to run: one of P4DB's or, with `--system`, one of that system's.
+    #[arg(value_parser = clap::builder::PossibleValuesParser::new(experiment_names()))]
+    experiment: String,
     /// The system whose experiments run (`pisadb systems` lists them).
     #[arg(long, default_value = "p4db")]
     system: String,
@@ -237,8 +240,29 @@ fn run_one(cfg: &RunConfig) -> Outcome {
 
 /// Runs `pisadb sweep`.
 pub(crate) fn run_sweep(args: &Args) -> Result<(), String> {
-    super::bench::require_p4db(&args.system, "experiments")?;
-    let mut plan = plan(args.experiment, &args.common.options());
+    if args.system != "p4db" && args.preset != Preset::Pisadb {
+        return Err(format!(
+            "--preset {} is P4DB's testbed; system `{}` has no presets",
+            args.preset.name(),
+            args.system
+        ));
+    }
+    if args.system != "p4db" {
+        let summary = registry()
+            .sweep(&args.system, &args.experiment, &system_options(&args.common))
+            .map_err(|e| e.to_string())?;
+        println!("{summary}");
+        return Ok(());
+    }
+    let experiment = Experiment::from_str(&args.experiment, false).map_err(|_| {
+        let names: Vec<String> = Experiment::value_variants()
+            .iter()
+            .filter_map(|e| e.to_possible_value())
+            .map(|v| v.get_name().to_string())
+            .collect();
+        format!("no P4DB experiment `{}`; accepted: {}", args.experiment, names.join(", "))
+    })?;
+    let mut plan = plan(experiment, &args.common.options());
     let mut out = args.common.out.clone();
     if args.preset == Preset::P4dbTestbed {
         apply_testbed(&mut plan);
@@ -252,6 +276,35 @@ pub(crate) fn run_sweep(args: &Args) -> Result<(), String> {
     let (csv, svg) = write_outputs(&plan, &results, &out)?;
     print_summary(&plan, &results);
     println!("\nwrote {} and {}", csv.display(), svg.display());
+    Ok(())
+}
+
+/// Every experiment name `sweep` accepts, for `--help`: P4DB's, then each other system's (by
+/// system).
+fn experiment_names() -> Vec<clap::builder::PossibleValue> {
+    let p4db = Experiment::value_variants().iter().filter_map(ValueEnum::to_possible_value);
+    let others = registry()
+        .systems()
+        .iter()
+        .flat_map(|s| {
+            let system = s.name();
+            s.experiments()
+                .iter()
+                .map(move |e| clap::builder::PossibleValue::new(e.name).help(format!("{system}: {}", e.summary)))
+        })
+        .collect::<Vec<_>>();
+    p4db.chain(others).collect()
+}
+
+/// The harness's experiment options from the shared flags (`--cc` is P4DB's alone).
+fn system_options(common: &CommonArgs) -> ExperimentOptions {
+    ExperimentOptions { quick: common.quick, seed: common.seed, threads: common.threads(), out: common.out.clone() }
+}
+
+/// `pisadb reproduce NAME` for a system that runs its own experiments.
+pub(crate) fn run_system_reproduce(name: &str, common: &CommonArgs) -> Result<(), String> {
+    let summary = registry().reproduce(name, &system_options(common)).map_err(|e| e.to_string())?;
+    println!("{summary}");
     Ok(())
 }
 

@@ -10,6 +10,16 @@
 //!   one simulated point of a variant with given settings.
 //! - [`Registry`]: the systems the binary was built with, looked up by name with an error that
 //!   lists the names it knows. Adding a system is one line in the binary's registry.
+//! - Fault injection: a system may offer seeded fault-injection cases
+//!   ([`System::fuzz_case`]), each one short simulated run with faults, checked by the
+//!   system's own oracles and summed up in a [`FuzzReport`]. `pisadb fuzz --system NAME` runs
+//!   any system's cases; a system without them is refused with the names of those that have
+//!   them ([`Registry::fuzzer`]).
+//! - Experiments: a system may run its paper's experiments itself ([`System::experiments`],
+//!   [`System::sweep`], [`System::reproduce`]), writing its CSVs, charts and report under
+//!   [`ExperimentOptions::out`]; `pisadb sweep --system NAME EXPERIMENT` and `pisadb
+//!   reproduce NAME` reach them through [`Registry::sweep`] and [`Registry::reproduce`]. (P4DB's
+//!   experiments predate this and still live in the binary.)
 //! - [`settings`]: `--set key=value` overrides applied to a system's settings before they are
 //!   read back into its typed configuration, with errors that name the key and the keys or
 //!   values it accepts.
@@ -20,6 +30,7 @@ pub use settings::{apply_set, read_back, SettingsError};
 
 use serde::Serialize;
 use serde_json::Value;
+use std::path::PathBuf;
 
 /// Why the harness could not do what was asked.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -45,6 +56,16 @@ pub enum HarnessError {
     /// A `--set` override could not be applied or read back.
     #[error(transparent)]
     Settings(#[from] SettingsError),
+    /// The system does not offer what was asked.
+    #[error("system `{system}` has no {what} (systems with {what}: {})", with.join(", "))]
+    Unsupported {
+        /// The system.
+        system: String,
+        /// What was asked (`fault-injection cases`).
+        what: String,
+        /// The systems that have it.
+        with: Vec<String>,
+    },
     /// The point could not run (a configuration the system refuses, a livelock, …).
     #[error("{system}: {why}")]
     Run {
@@ -81,6 +102,56 @@ pub struct PointReport {
     pub trace_hash: String,
 }
 
+/// What one fault-injection case did, in a form every command can print.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FuzzReport {
+    /// The seed the case came from (it replays the case).
+    pub seed: u64,
+    /// A one-line description of what ran (rack, variant, workload).
+    pub case: String,
+    /// A one-line description of the faults planned.
+    pub faults: String,
+    /// Transactions committed.
+    pub committed: u64,
+    /// Datagrams lost on a hop.
+    pub lost: u64,
+    /// Datagrams duplicated.
+    pub duplicated: u64,
+    /// Hosts and switches crashed.
+    pub crashes: u64,
+    /// A system's own short figure for the seed's line (P4DB: the longest gap after healing).
+    pub detail: String,
+    /// The first oracle that failed, if any.
+    pub failure: Option<String>,
+    /// The system's whole report (what `fuzz --json` prints).
+    pub report: Value,
+}
+
+/// A system's fault-injection case runner: the case of a seed, run and checked.
+pub type FuzzCaseFn = fn(u64) -> FuzzReport;
+
+/// How a system's experiments run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExperimentOptions {
+    /// Fewer points and shorter runs, for a first look.
+    pub quick: bool,
+    /// The seed of every point.
+    pub seed: u64,
+    /// Simulations run side by side.
+    pub threads: usize,
+    /// The directory for CSVs, charts and reports.
+    pub out: PathBuf,
+}
+
+/// One experiment a system can run (`pisadb sweep --system NAME EXPERIMENT`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct ExperimentName {
+    /// Its name on the command line.
+    pub name: &'static str,
+    /// One sentence on what it shows.
+    pub summary: &'static str,
+}
+
 /// A paper's system, as the harness and the command line see it.
 pub trait System: Sync {
     /// Its name on the command line (`p4db`).
@@ -95,6 +166,28 @@ pub trait System: Sync {
     fn default_settings(&self) -> Value;
     /// Runs one simulated point of `variant` with `settings` (the default settings, edited).
     fn run_point(&self, variant: &str, settings: &Value) -> Result<PointReport, HarnessError>;
+
+    /// Its seeded fault-injection cases, if it has them (none by default).
+    fn fuzz_case(&self) -> Option<FuzzCaseFn> {
+        None
+    }
+
+    /// The experiments it runs itself (none by default).
+    fn experiments(&self) -> &'static [ExperimentName] {
+        &[]
+    }
+
+    /// Runs `experiment` (one of [`System::experiments`]), writes its files under
+    /// `options.out` and returns a summary for the terminal.
+    fn sweep(&self, experiment: &str, _options: &ExperimentOptions) -> Result<String, HarnessError> {
+        Err(HarnessError::Run { system: self.name().into(), why: format!("no experiment `{experiment}`") })
+    }
+
+    /// Runs every experiment of its paper, writes the files and a report beside them under
+    /// `options.out`, and returns a summary for the terminal.
+    fn reproduce(&self, _options: &ExperimentOptions) -> Result<String, HarnessError> {
+        Err(HarnessError::Run { system: self.name().into(), why: "no experiments".into() })
+    }
 
     /// The variant called `name`, or an error listing the variants.
     fn variant(&self, name: &str) -> Result<&'static Variant, HarnessError> {
@@ -129,6 +222,56 @@ impl Registry {
             name: name.to_string(),
             known: self.systems.iter().map(|s| s.name().to_string()).collect(),
         })
+    }
+
+    /// The fault-injection cases of the system called `name`, or an error naming the systems
+    /// that have them.
+    pub fn fuzzer(&self, name: &str) -> Result<FuzzCaseFn, HarnessError> {
+        let system = self.get(name)?;
+        system.fuzz_case().ok_or_else(|| HarnessError::Unsupported {
+            system: system.name().to_string(),
+            what: "fault-injection cases".to_string(),
+            with: self.systems.iter().filter(|s| s.fuzz_case().is_some()).map(|s| s.name().to_string()).collect(),
+        })
+    }
+
+    /// The system called `name` if it runs its own experiments, or an error naming those that do.
+    fn experimenter(&self, name: &str) -> Result<&'static dyn System, HarnessError> {
+        let system = self.get(name)?;
+        if system.experiments().is_empty() {
+            return Err(HarnessError::Unsupported {
+                system: system.name().to_string(),
+                what: "experiments of its own".to_string(),
+                with: self
+                    .systems
+                    .iter()
+                    .filter(|s| !s.experiments().is_empty())
+                    .map(|s| s.name().to_string())
+                    .collect(),
+            });
+        }
+        Ok(system)
+    }
+
+    /// Runs experiment `experiment` of the system called `name`; an unknown experiment is
+    /// refused with the system's list.
+    pub fn sweep(&self, name: &str, experiment: &str, options: &ExperimentOptions) -> Result<String, HarnessError> {
+        let system = self.experimenter(name)?;
+        if !system.experiments().iter().any(|e| e.name == experiment) {
+            return Err(HarnessError::Run {
+                system: system.name().to_string(),
+                why: format!(
+                    "no experiment `{experiment}`; its experiments: {}",
+                    system.experiments().iter().map(|e| e.name).collect::<Vec<_>>().join(", ")
+                ),
+            });
+        }
+        system.sweep(experiment, options)
+    }
+
+    /// Runs every experiment of the system called `name` and its report.
+    pub fn reproduce(&self, name: &str, options: &ExperimentOptions) -> Result<String, HarnessError> {
+        self.experimenter(name)?.reproduce(options)
     }
 }
 
@@ -180,5 +323,60 @@ mod tests {
         assert_eq!(err.to_string(), "system `toy` has no variant `fast`; its variants: toy, baseline");
         let point = TOY.run_point("baseline", &TOY.default_settings()).expect("runs");
         assert_eq!(point.variant, "baseline");
+    }
+
+    struct Fuzzy;
+
+    fn fuzzy_case(seed: u64) -> FuzzReport {
+        FuzzReport {
+            seed,
+            case: "fuzzy".into(),
+            faults: "none".into(),
+            committed: 1,
+            lost: 0,
+            duplicated: 0,
+            crashes: 0,
+            detail: String::new(),
+            failure: None,
+            report: Value::Null,
+        }
+    }
+
+    impl System for Fuzzy {
+        fn name(&self) -> &'static str {
+            "fuzzy"
+        }
+        fn paper(&self) -> &'static str {
+            "none"
+        }
+        fn summary(&self) -> &'static str {
+            "a toy with fault-injection cases"
+        }
+        fn variants(&self) -> &'static [Variant] {
+            &TOY_VARIANTS
+        }
+        fn default_settings(&self) -> Value {
+            Value::Null
+        }
+        fn run_point(&self, _variant: &str, _settings: &Value) -> Result<PointReport, HarnessError> {
+            Err(HarnessError::Run { system: "fuzzy".into(), why: "no points".into() })
+        }
+        fn fuzz_case(&self) -> Option<FuzzCaseFn> {
+            Some(fuzzy_case)
+        }
+    }
+
+    static FUZZY: Fuzzy = Fuzzy;
+
+    #[test]
+    fn fuzz_cases_are_found_by_system_and_a_system_without_them_names_those_with() {
+        let registry = Registry::new(vec![&TOY, &FUZZY]);
+        let run = registry.fuzzer("fuzzy").expect("fuzzy has cases");
+        assert_eq!(run(7).seed, 7);
+        let Err(err) = registry.fuzzer("toy") else { panic!("the toy has no cases") };
+        assert_eq!(
+            err.to_string(),
+            "system `toy` has no fault-injection cases (systems with fault-injection cases: fuzzy)"
+        );
     }
 }

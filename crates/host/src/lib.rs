@@ -144,3 +144,30 @@ pub struct DecodedLog<R> {
     /// Why the tail was dropped, if there was one.
     pub torn_tail: Option<&'static str>,
 }
+
+/// Why the log of a host that logs nothing cannot be read: it should be empty.
+#[derive(Debug)]
+pub struct UnexpectedLogBytes(pub usize);
+
+impl std::fmt::Display for UnexpectedLogBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "this host logs nothing, but its log holds {} bytes", self.0)
+    }
+}
+
+impl std::error::Error for UnexpectedLogBytes {}
+
+/// The log of a host that logs nothing (`type Log = ()`): nothing is written (such a host
+/// pushes no record), and a log file must be empty.
+impl LogCodec for () {
+    type Error = UnexpectedLogBytes;
+
+    fn append_to(&self, _out: &mut Vec<u8>) {}
+
+    fn read_log(bytes: &[u8]) -> Result<DecodedLog<()>, UnexpectedLogBytes> {
+        match bytes.len() {
+            0 => Ok(DecodedLog { records: Vec::new(), valid_bytes: 0, torn_tail: None }),
+            n => Err(UnexpectedLogBytes(n)),
+        }
+    }
+}

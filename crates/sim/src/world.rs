@@ -620,6 +620,10 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
             Target::Switch(s) => {
                 let mut device = f.restarts.switch(s, &self.logs, epoch)?;
                 connect(&self.topology, s, hosts, &mut device).map_err(|e| e.to_string())?;
+                // Its CPU port leads to the same controller as before the crash.
+                if let Some(controller) = self.switches[usize::from(s)].device.controller() {
+                    device.set_controller(controller);
+                }
                 // The control plane collected every log: each host has fenced off the crashed
                 // switch, whose answers may still be on the wire (a host down now is fenced as
                 // it restarts).

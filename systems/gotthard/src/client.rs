@@ -5,15 +5,40 @@
 //! read transaction `[READ(x)]`, where `local` is the value in the client's own cache. Every
 //! reply (commit or abort, from the store or the switch) refreshes the cache from its `VALUE`
 //! and `UPDATED` ops. On an abort of either kind the client retries the *same* template with
-//! the refreshed value under a new request id; a commit is counted and the next template is
-//! drawn, until the client has its commits. Think time is 0.
+//! the refreshed value as the transaction's next attempt (same request id); a commit is
+//! counted and the next template is drawn, until the client has its commits. Think time is 0.
 //!
 //! Before any client starts, client 0 sends one uncounted `WRITE(x, 0)` (the original's
 //! initialisation), so that every run starts from a known store.
 //!
-//! Each client draws from its own ChaCha8 generator seeded from (seed, client), so a run is a
-//! function of its seed. Replies are routed to the client's core by the client id.
-
+//! ## Attempts, retransmission, and counting a commit once
+//!
+//! A transaction keeps its request id over all its attempts; only the attempt number moves.
+//! An attempt unanswered for `retransmit_ns` is sent again, byte for byte (same id, same
+//! attempt). The store commits a request id at most once and answers any later attempt of a
+//! committed transaction with that commit's reply (`store.rs`), so however attempts are
+//! lost, duplicated or retried, a transaction applies at most once.
+//!
+//! The switch cannot tell a duplicate or a retransmission from a new request: when a copy of
+//! an attempt already logged its write, the switch answers the next copy with an abort
+//! against that logged value, while the first copy may well commit at the store. The client
+//! therefore never takes an abort as the end of a transaction: it only retries, under the
+//! same request id, which the store resolves — if an earlier attempt committed, the retry
+//! gets that commit's `OK`, and the transaction is counted once, as committed. What the
+//! client accepts:
+//! - an `OK` for its current request id, whatever the attempt (any attempt's commit is *the*
+//!   commit of the transaction), which ends the transaction;
+//! - an abort for its current request id *and* current attempt, which starts the next
+//!   attempt with the values the abort carried;
+//! - nothing else: replies for older ids or attempts are stale (a duplicate, a retransmission
+//!   answered twice) and are counted but change nothing, so duplicated aborts cannot multiply
+//!   the attempts in flight.
+//!
+//! Retransmission uses one lazy timer per client: it is armed when a client sends and no
+//! timer is pending; when it fires it retransmits if the current attempt has waited
+//! `retransmit_ns`, or else re-arms for when it will have. So a healthy run has about one
+//! timer event per client per `retransmit_ns` rather than one per attempt.
+//!
 use crate::wire::{Message, Op, OpType, Status, FLAG_FROM_SWITCH};
 use pisadb_core::Nanos;
 use pisadb_host::{Host, HostOutbox, Route, Send, TraceBytes, TraceHash};
@@ -23,8 +48,9 @@ use std::collections::BTreeMap;
 
 /// The hot key of the micro-benchmark.
 pub const HOT_KEY: u32 = 1;
-/// CPU time a client charges per reply handled.
-pub const CLIENT_REPLY_NS: Nanos = 1_000;
+/// CPU time a client charges per reply handled (and per retransmission): the median of
+/// `cargo bench -p pisadb-gotthard --bench handlers`'s `client_reply` (`CALIBRATION.md`).
+pub const CLIENT_REPLY_NS: Nanos = 260;
 
 /// Who aborted a transaction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,8 +70,12 @@ pub enum ClientEvent {
     Committed {
         /// The client.
         client: u32,
+        /// Its request id.
+        request: u32,
         /// Whether it was a write transaction.
         write: bool,
+        /// Whether the switch answered it (a cached read).
+        by_switch: bool,
         /// From the first attempt's send to the commit.
         latency_ns: Nanos,
         /// Attempts beyond the first.
@@ -53,19 +83,31 @@ pub enum ClientEvent {
     },
     /// An attempt aborted.
     Aborted(AbortSource),
+    /// An attempt was sent again after a timeout.
+    Retransmitted,
+    /// A reply for an older request id or attempt was ignored.
+    Stale,
     /// A client has all its commits.
     Finished(u32),
     /// A datagram was ignored, with the reason.
     Ignored(&'static str),
 }
 
-/// The client host has no timers.
+/// The client host's timers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ClientTimer {}
+pub enum ClientTimer {
+    /// Client `0`'s retransmission check.
+    Retransmit(u32),
+}
 
 impl TraceBytes for ClientTimer {
-    fn trace(&self, _hash: &mut TraceHash) {
-        match *self {}
+    fn trace(&self, hash: &mut TraceHash) {
+        match *self {
+            ClientTimer::Retransmit(c) => {
+                hash.write(b"retransmit ");
+                hash.write_decimal(u64::from(c));
+            }
+        }
     }
 }
 
@@ -84,6 +126,8 @@ pub struct ClientConfig {
     pub commits_per_client: u32,
     /// The run's seed.
     pub seed: u64,
+    /// An attempt unanswered this long is sent again.
+    pub retransmit_ns: Nanos,
 }
 
 /// The transaction a client runs.
@@ -104,14 +148,20 @@ struct Client {
     rng: ChaCha8Rng,
     /// Values learned from replies.
     cache: BTreeMap<u32, i32>,
-    /// The request id in flight (or last sent).
+    /// The request id of the current transaction (or the last one).
     request: u32,
+    /// The current attempt of that transaction.
+    attempt: u16,
+    /// The current attempt's datagram, for retransmission.
+    in_flight: Vec<u8>,
+    /// When the current attempt was last sent.
+    sent_ns: Nanos,
+    /// Whether a retransmission timer is pending.
+    timer_armed: bool,
     /// The template in flight; `None` when idle (not started or finished).
     template: Option<Template>,
     /// When the current transaction's first attempt was sent.
     started_ns: Nanos,
-    /// Attempts beyond the first of the current transaction.
-    retries: u32,
     /// Commits counted.
     commits: u32,
 }
@@ -123,6 +173,8 @@ pub struct ClientHost {
     cfg: ClientConfig,
     /// The clients, by id.
     clients: Vec<Client>,
+    /// Told to stop: no client begins a new transaction (those in flight finish).
+    stopping: bool,
 }
 
 impl ClientHost {
@@ -133,13 +185,16 @@ impl ClientHost {
                 rng: ChaCha8Rng::seed_from_u64(cfg.seed ^ (u64::from(c) << 32) ^ 0x6077_4a2d),
                 cache: BTreeMap::new(),
                 request: 0,
+                attempt: 0,
+                in_flight: Vec::new(),
+                sent_ns: 0,
+                timer_armed: false,
                 template: None,
                 started_ns: 0,
-                retries: 0,
                 commits: 0,
             })
             .collect();
-        ClientHost { cfg, clients }
+        ClientHost { cfg, clients, stopping: false }
     }
 
     /// Commits counted by client `c`.
@@ -156,25 +211,56 @@ impl ClientHost {
         }
     }
 
-    fn send(&mut self, c: u32, template: Template, out: &mut HostOutbox<Self>) {
+    /// Sends the first attempt of a new transaction (`retry` false) or the next attempt of
+    /// the current one, and arms the retransmission timer if none is pending.
+    fn send(&mut self, now: Nanos, c: u32, template: Template, retry: bool, out: &mut HostOutbox<Self>) {
         let ops = self.ops(c, template);
         let client = &mut self.clients[c as usize];
-        client.request += 1;
+        if retry {
+            client.attempt = client.attempt.wrapping_add(1);
+        } else {
+            client.request += 1;
+            client.attempt = 0;
+        }
         client.template = Some(template);
-        let msg = Message::request(c, client.request, ops);
-        out.sends.push(Send { dst: self.cfg.store, bytes: msg.datagram(self.cfg.address, self.cfg.store) });
+        let msg = Message::request(c, client.request, ops).with_attempt(client.attempt);
+        client.in_flight = msg.datagram(self.cfg.address, self.cfg.store);
+        client.sent_ns = now;
+        out.sends.push(Send { dst: self.cfg.store, bytes: client.in_flight.clone() });
+        if !client.timer_armed {
+            client.timer_armed = true;
+            out.timers.push((now + self.cfg.retransmit_ns, ClientTimer::Retransmit(c)));
+        }
+    }
+
+    /// Client `c`'s retransmission check.
+    fn on_timer(&mut self, now: Nanos, c: u32, out: &mut HostOutbox<Self>) {
+        let retransmit_ns = self.cfg.retransmit_ns;
+        let Some(client) = self.clients.get_mut(c as usize) else { return };
+        client.timer_armed = false;
+        if client.template.is_none() {
+            return;
+        }
+        let due = client.sent_ns + retransmit_ns;
+        if now >= due {
+            out.cpu_ns += CLIENT_REPLY_NS;
+            client.sent_ns = now;
+            out.sends.push(Send { dst: self.cfg.store, bytes: client.in_flight.clone() });
+            out.events.push(ClientEvent::Retransmitted);
+        }
+        client.timer_armed = true;
+        out.timers.push((client.sent_ns + retransmit_ns, ClientTimer::Retransmit(c)));
     }
 
     fn begin(&mut self, now: Nanos, c: u32, out: &mut HostOutbox<Self>) {
         let client = &mut self.clients[c as usize];
-        if client.commits >= self.cfg.commits_per_client {
+        if client.commits >= self.cfg.commits_per_client || self.stopping {
             client.template = None;
             return out.events.push(ClientEvent::Finished(c));
         }
         let write = client.rng.random_bool(self.cfg.write_share.clamp(0.0, 1.0));
         client.started_ns = now;
-        client.retries = 0;
-        self.send(c, if write { Template::Increment } else { Template::Read }, out);
+        self.send(now, c, if write { Template::Increment } else { Template::Read }, false, out);
     }
 
     fn on_reply(&mut self, now: Nanos, msg: Message, out: &mut HostOutbox<Self>) {
@@ -182,8 +268,12 @@ impl ClientHost {
             return out.events.push(ClientEvent::Ignored("unknown_client"));
         };
         let Some(template) = client.template.filter(|_| msg.request == client.request) else {
-            return out.events.push(ClientEvent::Ignored("stale_reply"));
+            return out.events.push(ClientEvent::Stale);
         };
+        let aborted = matches!(msg.status, Status::Abort | Status::OptimisticAbort);
+        if aborted && msg.attempt != client.attempt {
+            return out.events.push(ClientEvent::Stale);
+        }
         for op in msg.ops.iter().filter(|o| matches!(o.op_type, OpType::Value | OpType::Updated)) {
             client.cache.insert(op.key, op.value);
         }
@@ -199,9 +289,11 @@ impl ClientHost {
                 client.commits += 1;
                 out.events.push(ClientEvent::Committed {
                     client: c,
+                    request: msg.request,
                     write: template == Template::Increment,
+                    by_switch: msg.flags & FLAG_FROM_SWITCH != 0,
                     latency_ns: now - client.started_ns,
-                    retries: client.retries,
+                    retries: u32::from(client.attempt),
                 });
                 self.begin(now, c, out);
             }
@@ -212,8 +304,7 @@ impl ClientHost {
                     (true, _) => AbortSource::Switch,
                 };
                 out.events.push(ClientEvent::Aborted(source));
-                client.retries += 1;
-                self.send(c, template, out);
+                self.send(now, c, template, true, out);
             }
             Status::BadRequest => out.events.push(ClientEvent::Ignored("bad_request")),
         }
@@ -234,7 +325,7 @@ impl Host for ClientHost {
             return;
         }
         self.clients[0].started_ns = now;
-        self.send(0, Template::Init, out);
+        self.send(now, 0, Template::Init, false, out);
     }
 
     fn route(&self, bytes: &[u8]) -> Route {
@@ -245,7 +336,9 @@ impl Host for ClientHost {
     }
 
     fn timer_core(&self, timer: &ClientTimer) -> u16 {
-        match *timer {}
+        match *timer {
+            ClientTimer::Retransmit(c) => u16::try_from(c).unwrap_or(0),
+        }
     }
 
     fn handle_datagram(&mut self, now: Nanos, bytes: &[u8], out: &mut HostOutbox<Self>) {
@@ -257,11 +350,15 @@ impl Host for ClientHost {
         }
     }
 
-    fn handle_timer(&mut self, _now: Nanos, timer: ClientTimer, _out: &mut HostOutbox<Self>) {
-        match timer {}
+    fn handle_timer(&mut self, now: Nanos, timer: ClientTimer, out: &mut HostOutbox<Self>) {
+        match timer {
+            ClientTimer::Retransmit(c) => self.on_timer(now, c, out),
+        }
     }
 
-    fn stop(&mut self) {}
+    fn stop(&mut self) {
+        self.stopping = true;
+    }
 
     fn is_idle(&self) -> bool {
         self.clients.iter().all(|c| c.template.is_none())
@@ -274,7 +371,15 @@ mod tests {
     use crate::store::Store;
 
     fn cfg(clients: u32, write_share: f64) -> ClientConfig {
-        ClientConfig { address: 1, store: 9, clients, write_share, commits_per_client: 2, seed: 5 }
+        ClientConfig {
+            address: 1,
+            store: 9,
+            clients,
+            write_share,
+            commits_per_client: 2,
+            seed: 5,
+            retransmit_ns: 1_000,
+        }
     }
 
     /// Delivers every send of `out` to the store and returns the store's replies.
@@ -327,6 +432,7 @@ mod tests {
             flags: crate::wire::FLAG_REPLY | FLAG_FROM_SWITCH,
             client: 0,
             request: first.request,
+            attempt: 0,
             status: Status::OptimisticAbort,
             ops: vec![Op::value(HOT_KEY, 7)],
         };
@@ -334,8 +440,67 @@ mod tests {
         assert!(out.events.contains(&ClientEvent::Aborted(AbortSource::SwitchOptimistic)));
         let (_, retry) = Message::open(&out.sends[0].bytes).unwrap();
         assert_eq!(retry.ops, vec![Op::value(HOT_KEY, 7), Op::write(HOT_KEY, 8)]);
-        assert_eq!(retry.request, first.request + 1);
+        assert_eq!((retry.request, retry.attempt), (first.request, 1), "same transaction, next attempt");
+        out.sends.clear();
         host.handle_datagram(3, &abort.datagram(9, 1), &mut out);
-        assert_eq!(out.events.last(), Some(&ClientEvent::Ignored("stale_reply")));
+        assert_eq!(out.events.last(), Some(&ClientEvent::Stale), "a duplicate of the first abort");
+        assert!(out.sends.is_empty(), "a stale abort starts no attempt");
+    }
+
+    /// The client host after its initial write committed, with client 0's first increment
+    /// (`[VALUE(x, 0), WRITE(x, 1)]`) sent; returns that request.
+    fn one_writer_started(out: &mut HostOutbox<ClientHost>, store: &mut Store) -> (ClientHost, Message) {
+        let mut host = ClientHost::new(cfg(1, 1.0));
+        host.start(0, out);
+        let reply = through_store(store, out).remove(0);
+        host.handle_datagram(1, &reply, out);
+        let (_, first) = Message::open(&out.sends[0].bytes).unwrap();
+        (host, first)
+    }
+
+    #[test]
+    fn an_unanswered_attempt_is_retransmitted_byte_for_byte_and_the_timer_is_lazy() {
+        let mut out = HostOutbox::<ClientHost>::default();
+        let mut store = Store::new(9);
+        let (mut host, _) = one_writer_started(&mut out, &mut store);
+        let sent = out.sends.remove(0).bytes;
+        assert_eq!(out.timers, vec![(1_000, ClientTimer::Retransmit(0))], "one timer, armed by the init");
+        out.timers.clear();
+        host.handle_timer(1_000, ClientTimer::Retransmit(0), &mut out);
+        assert!(out.sends.is_empty(), "the increment was sent at 1, due at 1001: no retransmission yet");
+        assert_eq!(out.timers, vec![(1_001, ClientTimer::Retransmit(0))], "re-armed for when it is due");
+        out.timers.clear();
+        host.handle_timer(1_001, ClientTimer::Retransmit(0), &mut out);
+        assert_eq!(out.sends[0].bytes, sent, "same request id, same attempt");
+        assert_eq!(out.events.last(), Some(&ClientEvent::Retransmitted));
+    }
+
+    #[test]
+    fn a_switch_abort_of_a_copy_whose_twin_committed_is_resolved_by_the_store_and_counted_once() {
+        // The first attempt passes the switch (which logs x = 1) and commits at the store, but
+        // the store's reply is lost. The retransmission meets the switch's logged value: the
+        // switch answers OPTIMISTIC_ABORT with x = 1. The client retries (attempt 1:
+        // [VALUE(x, 1), WRITE(x, 2)]) under the same request id; the store replays the commit.
+        let mut out = HostOutbox::<ClientHost>::default();
+        let mut store = Store::new(9);
+        let (mut host, first) = one_writer_started(&mut out, &mut store);
+        let lost = through_store(&mut store, &mut out);
+        assert_eq!(lost.len(), 1, "committed; its reply is lost");
+        let switch_abort = Message {
+            flags: crate::wire::FLAG_REPLY | FLAG_FROM_SWITCH,
+            status: Status::OptimisticAbort,
+            ops: vec![Op::value(HOT_KEY, 1), Op::write(HOT_KEY, 1)],
+            ..first.clone()
+        };
+        host.handle_datagram(2, &switch_abort.datagram(9, 1), &mut out);
+        let (_, retry) = Message::open(&out.sends[0].bytes).unwrap();
+        assert_eq!((retry.request, retry.attempt), (first.request, 1));
+        let replayed = through_store(&mut store, &mut out).remove(0);
+        host.handle_datagram(3, &replayed, &mut out);
+        let commits: Vec<&ClientEvent> =
+            out.events.iter().filter(|e| matches!(e, ClientEvent::Committed { .. })).collect();
+        assert_eq!(commits.len(), 1);
+        assert_eq!(store.value(HOT_KEY), 1, "the increment applied once");
+        assert_eq!(host.commits(0), 1);
     }
 }

@@ -10,13 +10,21 @@
 //! - [`wire`]: the message format behind the shared frame.
 //! - [`store`]: the store host (OCC by value, deduplication).
 //! - [`client`]: the closed-loop client host of the micro-benchmark.
+//! - [`control`]: the control plane (mode and key map over the control channel) and its host.
 //! - [`program`]: the switch program and its four modes.
+//! - [`real`]: real mode — the hosts and the switch as processes on loopback.
 //! - [`rack`]: client host — switch — store on the simulator, and its figures.
-//! - [`system`]: the harness's view (variants, settings, one point).
+//! - [`system`]: the harness's view (variants, settings, one point, fault-injection cases).
+//! - [`experiments`]: Fig. 2 and the delay sweeps, their CSVs, charts and report.
+//! - [`fuzz`]: seeded fault-injection cases and their oracles (`pisadb fuzz --system gotthard`).
 
 pub mod client;
+pub mod control;
+pub mod experiments;
+pub mod fuzz;
 pub mod program;
 pub mod rack;
+pub mod real;
 pub mod store;
 pub mod system;
 pub mod wire;

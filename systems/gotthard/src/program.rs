@@ -7,12 +7,22 @@
 //! `i32::MIN`: the "empty" sentinel costs no bit. A client value equal to the sentinel is only
 //! ever a miss, which is always safe (the request goes to the store).
 //!
-//! **Placement.** [`ARRAYS`] register arrays of [`ARRAY_ENTRIES`] cells, one per stage; key
-//! `k` lives in array `k % ARRAYS` at index `k / ARRAYS` (a fixed map standing in for the
-//! control plane's key → (array, index) table; keys past the arrays are never cached). A
-//! packet touches each array at most once per pass and in stage order, so a pass serves at
-//! most one op per array, and a request whose ops share an array, or that needs a second
-//! phase, recirculates.
+//! **Control plane.** The program holds no configuration of its own: the control plane
+//! installs it in exact-match tables over the switch's control channel (`crate::control`).
+//! The *mode* is the entry of key 0 in [`MODE_TABLE`] (no entry: `forward`, so an
+//! unconfigured or freshly restarted switch only forwards). The *placement* of a cacheable key
+//! is its entry in the key maps: key → (register array, index) packed by [`cell_value`]. A
+//! table is looked up at most once per pass, so the key map is replicated per op slot
+//! ([`KEY_MAP_TABLE0`] + slot, as the original's generated per-op tables), all in stage 0 with
+//! the mode table; a packet resolves its mode and its ops' cells on its first pass and carries
+//! them as metadata over its recirculations. A key without an entry (or with an entry naming
+//! no cell of the program) is not cacheable: a miss, always safe. The control plane must not
+//! map two keys to one cell (`crate::control` allocates them one by one).
+//!
+//! **Placement.** [`ARRAYS`] register arrays of [`ARRAY_ENTRIES`] cells, one per stage from
+//! stage 1. A packet touches each array at most once per pass and in stage order, so a pass
+//! serves at most one op per array, and a request whose ops share an array (two keys in one
+//! array), or that needs a second phase, recirculates.
 //!
 //! **Requests** (no `FLAG_REPLY`):
 //! - `forward`: forwarded untouched.
@@ -33,6 +43,16 @@
 //! `UPDATED` and `VALUE` ops where the cell is not optimistic. Then the reply goes on to the
 //! client. Replies the switch made go straight to the client and change nothing.
 //!
+//! **Duplicates and retransmissions.** The switch cannot tell a retransmitted or duplicated
+//! request from a new one, and does not try: a second copy of `[VALUE(k, v), WRITE(k, w)]`
+//! finds the first copy's logged `w` and is answered `OPTIMISTIC_ABORT`, although the first
+//! copy may commit. That abort is only advice to retry: the client retries under the same
+//! request id, and the store, which commits an id at most once, answers the retry with the
+//! first copy's commit (`store.rs`, `client.rs`). The cell may then hold a logged value the
+//! store never applied (the retry's write); the next compare against it reaches the store,
+//! whose `ABORT` resets the cell to the committed value — a cost of aborts, never of
+//! correctness.
+//!
 //! The switch answers `OK` only to all-`READ` requests, so it never commits a write; its state
 //! is soft (a restarted switch is empty and only costs misses). Phases of one packet are
 //! separate passes, so another packet may change a cell in between; the store's own check
@@ -41,7 +61,7 @@
 use crate::wire::{Message, Op, OpType, Status, FLAG_FROM_SWITCH, FLAG_REPLY, MAX_OPS};
 use pisadb_switch::alu::{Branch, CmpOp, Combine, Comparison, Expr, RegisterAction};
 use pisadb_switch::registers::PassContext;
-use pisadb_switch::{PassDecision, Program, ProgramSpec, Recirc, RegisterArraySpec, Reject};
+use pisadb_switch::{PassDecision, Program, ProgramSpec, Recirc, RegisterArraySpec, Reject, TableSpec};
 use pisadb_wire::{Frame, Kind, FRAME_BYTES};
 use serde::{Deserialize, Serialize};
 
@@ -51,6 +71,13 @@ pub const ARRAYS: u8 = 8;
 pub const ARRAY_ENTRIES: u32 = 32_768;
 /// The value an empty cell reads as.
 pub const EMPTY: i32 = i32::MIN;
+
+/// The table of the mode: key 0 → [`mode_code`].
+pub const MODE_TABLE: u8 = 1;
+/// The key map of op slot `i` is table `KEY_MAP_TABLE0 + i`: key → [`cell_value`].
+pub const KEY_MAP_TABLE0: u8 = 2;
+/// Keys each key map can hold.
+pub const KEY_MAP_ENTRIES: u32 = 4096;
 
 /// Action ids of every array, in declaration order.
 const READ: u8 = 0;
@@ -104,20 +131,40 @@ pub struct Packet {
     optimistic: bool,
     /// Passes taken.
     pub passes: u32,
+    /// The mode, resolved on the first pass.
+    mode: Mode,
+    /// Per op: its cell (register id, index), resolved on the first pass; `None`: not cacheable.
+    cells: [Option<(u8, u32)>; MAX_OPS],
 }
 
-/// The program.
-#[derive(Clone, Debug)]
-pub struct Gotthard {
-    /// The mode.
-    pub mode: Mode,
+/// The program; its mode and key placement come from the control plane's tables.
+#[derive(Clone, Debug, Default)]
+pub struct Gotthard;
+
+/// A mode as the mode table holds it.
+pub fn mode_code(mode: Mode) -> u64 {
+    match mode {
+        Mode::Forward => 0,
+        Mode::ReadCache => 1,
+        Mode::EarlyAbort => 2,
+        Mode::OptimisticAbort => 3,
+    }
 }
 
-/// Where `key` lives: (register id, index), or `None` if it is not cacheable.
-pub fn cell_of(key: u32) -> Option<(u8, u32)> {
-    let array = u8::try_from(key % u32::from(ARRAYS)).ok()?;
-    let index = key / u32::from(ARRAYS);
-    (index < ARRAY_ENTRIES).then_some((array + 1, index))
+fn mode_from(code: u64) -> Option<Mode> {
+    [Mode::Forward, Mode::ReadCache, Mode::EarlyAbort, Mode::OptimisticAbort].get(usize::try_from(code).ok()?).copied()
+}
+
+/// A cell (register id, index) as the key maps hold it: `register << 16 | index`.
+pub fn cell_value(register: u8, index: u32) -> u64 {
+    (u64::from(register) << 16) | u64::from(index)
+}
+
+/// The cell a key-map value names, if the program has it.
+fn cell_from(value: u64) -> Option<(u8, u32)> {
+    let register = u8::try_from(value >> 16).ok()?;
+    let index = u32::try_from(value & 0xffff).ok()?;
+    ((1..=ARRAYS).contains(&register) && index < ARRAY_ENTRIES).then_some((register, index))
 }
 
 fn stored(value: i32) -> i64 {
@@ -154,9 +201,23 @@ fn actions() -> Vec<RegisterAction> {
 }
 
 impl Gotthard {
-    /// The program in `mode`.
-    pub fn new(mode: Mode) -> Self {
-        Gotthard { mode }
+    /// The program (configured by the control plane's tables).
+    pub fn new() -> Self {
+        Gotthard
+    }
+
+    /// On the first pass: the mode from the mode table and each op's cell from its slot's key
+    /// map (stage 0, before any array).
+    fn resolve(ctx: &mut PassContext<'_>, p: &mut Packet) {
+        // The tables are the program's own: a refused lookup is a bug, read as "not configured".
+        p.mode = ctx.lookup(MODE_TABLE, 0).ok().flatten().and_then(mode_from).unwrap_or(Mode::Forward);
+        if p.mode == Mode::Forward {
+            return;
+        }
+        for (i, op) in p.msg.ops.iter().enumerate() {
+            let table = KEY_MAP_TABLE0 + i as u8;
+            p.cells[i] = ctx.lookup(table, u64::from(op.key)).ok().flatten().and_then(cell_from);
+        }
     }
 
     /// Serves, in one pass, the not-yet-done ops `wanted` picks, at most one per array in stage
@@ -168,7 +229,7 @@ impl Gotthard {
             if p.done & (1 << i) != 0 || !wanted(i, op) {
                 continue;
             }
-            match cell_of(op.key) {
+            match p.cells[i] {
                 Some((array, _)) if used & (1 << array) == 0 => {
                     used |= 1 << array;
                     order.push((array, i));
@@ -183,7 +244,7 @@ impl Gotthard {
         order.sort_unstable();
         for (array, i) in order {
             let op = p.msg.ops[i];
-            let index = cell_of(op.key).map_or(0, |(_, index)| index);
+            let index = p.cells[i].map_or(0, |(_, index)| index);
             // The arrays, actions and indexes are the program's own: an error is a bug.
             let out = ctx.execute(array, action, index, stored(op.value), 0).expect("a valid access");
             if action == FLAG {
@@ -205,7 +266,7 @@ impl Gotthard {
     fn request(&self, ctx: &mut PassContext<'_>, p: &mut Packet) -> PassDecision {
         let all_reads = !p.msg.ops.is_empty() && p.msg.ops.iter().all(|o| o.op_type == OpType::Read);
         let checks = |_: usize, o: &Op| o.op_type == OpType::Value;
-        match (self.mode, p.phase) {
+        match (p.mode, p.phase) {
             (Mode::Forward, _) => PassDecision::Forward,
             (Mode::ReadCache, _) if !all_reads => PassDecision::Forward,
             (Mode::ReadCache, _) => {
@@ -220,9 +281,7 @@ impl Gotthard {
                 }
                 Self::answer(p, Status::Ok)
             }
-            (Mode::OptimisticAbort, Phase::Check) if Self::single_increment(&p.msg).is_some() => {
-                self.check_and_log(ctx, p)
-            }
+            (Mode::OptimisticAbort, Phase::Check) if Self::single_increment(p).is_some() => self.check_and_log(ctx, p),
             (_, Phase::Check) => {
                 if !Self::serve(ctx, p, READ, checks) {
                     return PassDecision::Recirculate(Recirc::Waiting);
@@ -240,7 +299,7 @@ impl Gotthard {
                     }
                     return Self::next_phase(p, Phase::Flag);
                 }
-                match self.mode {
+                match p.mode {
                     Mode::OptimisticAbort if p.msg.ops.iter().any(|o| o.op_type == OpType::Write) => {
                         Self::next_phase(p, Phase::Log)
                     }
@@ -270,15 +329,15 @@ impl Gotthard {
     /// cacheable key: its compare and its log are one conditional action, in one pass, so no
     /// other request can be checked between them (the two-pass path would let a request right
     /// behind it through against the old value).
-    fn single_increment(msg: &Message) -> Option<(u8, u32)> {
-        match msg.ops.as_slice() {
-            [c, w] if c.op_type == OpType::Value && w.op_type == OpType::Write && c.key == w.key => cell_of(c.key),
+    fn single_increment(p: &Packet) -> Option<(u8, u32)> {
+        match p.msg.ops.as_slice() {
+            [c, w] if c.op_type == OpType::Value && w.op_type == OpType::Write && c.key == w.key => p.cells[0],
             _ => None,
         }
     }
 
     fn check_and_log(&self, ctx: &mut PassContext<'_>, p: &mut Packet) -> PassDecision {
-        let Some((array, index)) = Self::single_increment(&p.msg) else { return PassDecision::Forward };
+        let Some((array, index)) = Self::single_increment(p) else { return PassDecision::Forward };
         let (compare, write) = (p.msg.ops[0], p.msg.ops[1]);
         // The array and index come from `cell_of`: an error is a bug of the program.
         let out = ctx.execute(array, CHECK_AND_LOG, index, stored(compare.value), stored(write.value));
@@ -328,7 +387,19 @@ impl Program for Gotthard {
                 actions: actions(),
             })
             .collect();
-        ProgramSpec { name: "gotthard".into(), arrays, reserve_fast_recirc_port: false, tables: Vec::new() }
+        let table = |id: u8, name: String, key_bits: u32, value_bits: u32, entries: u32| TableSpec {
+            id,
+            name,
+            stage: 0,
+            key_bits,
+            value_bits,
+            entries,
+        };
+        let mut tables = vec![table(MODE_TABLE, "gotthard_mode".into(), 8, 8, 1)];
+        for slot in 0..MAX_OPS as u8 {
+            tables.push(table(KEY_MAP_TABLE0 + slot, format!("gotthard_key_map_{slot}"), 32, 24, KEY_MAP_ENTRIES));
+        }
+        ProgramSpec { name: "gotthard".into(), arrays, reserve_fast_recirc_port: false, tables }
     }
 
     fn kind(&self) -> Kind {
@@ -348,13 +419,18 @@ impl Program for Gotthard {
             mismatched: 0,
             optimistic: false,
             passes: 0,
+            mode: Mode::Forward,
+            cells: [None; MAX_OPS],
         })
     }
 
     fn execute_pass(&mut self, ctx: &mut PassContext<'_>, p: &mut Packet) -> PassDecision {
         p.passes += 1;
+        if p.passes == 1 {
+            Self::resolve(ctx, p);
+        }
         let from_store = p.msg.is_reply() && p.msg.flags & FLAG_FROM_SWITCH == 0;
-        match (self.mode, p.msg.is_reply()) {
+        match (p.mode, p.msg.is_reply()) {
             (Mode::Forward, _) => PassDecision::Forward,
             (_, true) if from_store => self.store_reply(ctx, p),
             (_, true) => PassDecision::Forward,
@@ -375,7 +451,7 @@ impl Program for Gotthard {
 mod tests {
     use super::*;
     use pisadb_switch::registers::RegisterFile;
-    use pisadb_switch::SwitchProfile;
+    use pisadb_switch::{SwitchProfile, TableFile};
 
     const X: u32 = 1;
 
@@ -383,15 +459,26 @@ mod tests {
     struct Bench {
         program: Gotthard,
         registers: RegisterFile,
+        tables: TableFile,
         gid: u64,
     }
 
     impl Bench {
+        /// The program in `mode`, keys 0..64 placed as key `k` → array `k % 8 + 1`, index `k / 8`
+        /// (so keys 8 apart share an array), as a control plane would install them.
         fn new(mode: Mode) -> Self {
-            let program = Gotthard::new(mode);
+            let program = Gotthard::new();
             let spec = program.spec();
             assert_eq!(spec.check(&SwitchProfile::tofino1()), Ok(()), "the program loads on Tofino 1");
-            Bench { registers: RegisterFile::new(&spec), program, gid: 0 }
+            let mut tables = TableFile::new(&spec);
+            tables.insert(MODE_TABLE, 0, mode_code(mode)).unwrap();
+            for key in 0..64u32 {
+                let cell = cell_value((key % u32::from(ARRAYS)) as u8 + 1, key / u32::from(ARRAYS));
+                for slot in 0..MAX_OPS as u8 {
+                    tables.insert(KEY_MAP_TABLE0 + slot, u64::from(key), cell).unwrap();
+                }
+            }
+            Bench { registers: RegisterFile::new(&spec), tables, program, gid: 0 }
         }
 
         /// Runs `msg` through as many passes as it takes; the decision and the message as it leaves.
@@ -401,7 +488,7 @@ mod tests {
             msg.encode(&mut bytes);
             let mut p = self.program.admit(&frame, &bytes).unwrap();
             loop {
-                let mut ctx = PassContext::new(&mut self.registers, &mut self.gid);
+                let mut ctx = PassContext::with_tables(&mut self.registers, &self.tables, &mut self.gid);
                 let decision = self.program.execute_pass(&mut ctx, &mut p);
                 assert!(p.passes <= 2 * MAX_OPS as u32 + 2, "bounded passes");
                 if decision != PassDecision::Recirculate(Recirc::Waiting) {
@@ -411,7 +498,7 @@ mod tests {
         }
 
         fn store_reply(&mut self, status: Status, ops: Vec<Op>) -> PassDecision {
-            let msg = Message { flags: FLAG_REPLY, client: 0, request: 0, status, ops };
+            let msg = Message { flags: FLAG_REPLY, client: 0, request: 0, attempt: 0, status, ops };
             self.run(msg).0
         }
     }
@@ -505,6 +592,36 @@ mod tests {
         assert_eq!(passes, 3, "two check passes (same array) and one log pass");
         let mut fwd = Bench::new(Mode::Forward);
         assert_eq!(fwd.run(increment(1, 0)), (PassDecision::Forward, increment(1, 0), 1));
+    }
+
+    #[test]
+    fn an_unconfigured_switch_forwards_and_an_unmapped_key_is_a_miss() {
+        let mut bare = Bench::new(Mode::OptimisticAbort);
+        bare.tables = TableFile::new(&bare.program.spec());
+        bare.store_reply(Status::Ok, vec![Op::updated(X, 0)]);
+        bare.run(increment(1, 0));
+        assert_eq!(bare.run(increment(2, 0)).0, PassDecision::Forward, "no mode entry: forward, nothing logged");
+        let mut sw = Bench::new(Mode::OptimisticAbort);
+        let unmapped = 1_000;
+        sw.store_reply(Status::Ok, vec![Op::updated(unmapped, 0)]);
+        let twice = Message::request(1, 1, vec![Op::value(unmapped, 0), Op::write(unmapped, 1)]);
+        sw.run(twice.clone());
+        assert_eq!(sw.run(twice).0, PassDecision::Forward, "a key without a cell is never cached");
+        // An entry naming no cell of the program (array 0) is not cacheable either.
+        sw.tables.insert(KEY_MAP_TABLE0, u64::from(X), cell_value(0, 0)).unwrap();
+        sw.tables.insert(KEY_MAP_TABLE0 + 1, u64::from(X), cell_value(0, 0)).unwrap();
+        sw.run(increment(1, 0));
+        assert_eq!(sw.run(increment(1, 0)).0, PassDecision::Forward);
+    }
+
+    #[test]
+    fn the_mode_table_switches_the_mode_between_packets() {
+        let mut sw = Bench::new(Mode::Forward);
+        sw.store_reply(Status::Ok, vec![Op::updated(X, 0)]);
+        assert_eq!(sw.run(Message::request(1, 1, vec![Op::read(X)])).0, PassDecision::Forward);
+        sw.tables.insert(MODE_TABLE, 0, mode_code(Mode::ReadCache)).unwrap();
+        sw.store_reply(Status::Ok, vec![Op::updated(X, 0)]);
+        assert_eq!(sw.run(Message::request(1, 1, vec![Op::read(X)])).0, PassDecision::Reply);
     }
 
     #[test]

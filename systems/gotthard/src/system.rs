@@ -6,7 +6,7 @@
 //! commits, the aborts by source, the retries and the latency.
 
 use crate::rack::{mode_of, run, RackConfig};
-use pisadb_harness::{HarnessError, PointReport, System, Variant};
+use pisadb_harness::{ExperimentName, ExperimentOptions, FuzzCaseFn, HarnessError, PointReport, System, Variant};
 use serde_json::Value;
 
 /// The system, for the registry.
@@ -80,6 +80,7 @@ impl System for Gotthard {
                 format!("{}/{}/{}", f.aborts_store, f.aborts_switch, f.aborts_switch_optimistic),
             ),
             ("retries".to_string(), f.retries.to_string()),
+            ("retransmits".to_string(), f.retransmissions.to_string()),
             ("mean".to_string(), readable(f.latency_ms_mean / 1e3)),
             ("p99".to_string(), readable(f.latency_ms_p99 / 1e3)),
         ];
@@ -91,5 +92,21 @@ impl System for Gotthard {
             figures: serde_json::to_value(&f).map_err(|e| run_error(e.to_string()))?,
             row,
         })
+    }
+
+    fn fuzz_case(&self) -> Option<FuzzCaseFn> {
+        Some(crate::fuzz::fuzz_report)
+    }
+
+    fn experiments(&self) -> &'static [ExperimentName] {
+        crate::experiments::EXPERIMENTS
+    }
+
+    fn sweep(&self, experiment: &str, options: &ExperimentOptions) -> Result<String, HarnessError> {
+        crate::experiments::sweep(experiment, options).map_err(run_error)
+    }
+
+    fn reproduce(&self, options: &ExperimentOptions) -> Result<String, HarnessError> {
+        crate::experiments::reproduce(options).map_err(run_error)
     }
 }

@@ -1,12 +1,16 @@
 //! Gotthard's wire format: one header and up to ten operations, behind the shared frame.
 //!
 //! The layout follows the authors' `gotthard.p4` header (flags, client id, request id, status,
-//! op count) with fixed-width ops of (type, key, value). Values are 32-bit signed integers
+//! op count) with fixed-width ops of (type, key, value), plus one field of ours: the
+//! *attempt*. The request id names a client's transaction and stays the same over all its
+//! attempts (retransmissions after a timeout and retries after an abort), so the store's
+//! deduplication can commit a transaction at most once; the attempt number tells the client
+//! which reply answers the attempt it is waiting on (see `client.rs`). Values are 32-bit signed integers
 //! because one switch cell is a pair of 32-bit halves (`crates/switch` models Tofino's 64-bit
 //! pair); the original's 1024-bit BMv2 values do not fit a Tofino stateful ALU.
 //!
 //! ```text
-//! flags u8 | client u32 | request u32 | status u8 | count u8 | count × (type u8 | key u32 | value i32)
+//! flags u8 | client u32 | request u32 | attempt u16 | status u8 | count u8 | count × (type u8 | key u32 | value i32)
 //! ```
 //!
 //! Decoding never panics: every length, count, op type and status is checked, and an error
@@ -17,7 +21,7 @@ use pisadb_wire::{DecodeError, Frame, Kind};
 /// At most this many ops in one message (the original's `GOTTHARD_MAX_OP`).
 pub const MAX_OPS: usize = 10;
 /// Bytes of the header after the frame.
-pub const HEADER_BYTES: usize = 11;
+pub const HEADER_BYTES: usize = 13;
 /// Bytes of one op.
 pub const OP_BYTES: usize = 9;
 
@@ -117,8 +121,11 @@ pub struct Message {
     pub flags: u8,
     /// The client that sent the request.
     pub client: u32,
-    /// The client's request id (a retry keeps the template but takes a new id).
+    /// The client's request id: its transaction, the same over every attempt.
     pub request: u32,
+    /// The attempt of the transaction (0 first; a retry after an abort takes the next one, a
+    /// retransmission after a timeout repeats its attempt).
+    pub attempt: u16,
     /// The outcome (replies).
     pub status: Status,
     /// The ops, at most [`MAX_OPS`].
@@ -128,7 +135,13 @@ pub struct Message {
 impl Message {
     /// A request.
     pub fn request(client: u32, request: u32, ops: Vec<Op>) -> Self {
-        Message { flags: 0, client, request, status: Status::Ok, ops }
+        Message { flags: 0, client, request, attempt: 0, status: Status::Ok, ops }
+    }
+
+    /// The same request as attempt `attempt`.
+    pub fn with_attempt(mut self, attempt: u16) -> Self {
+        self.attempt = attempt;
+        self
     }
 
     /// Whether this is a reply.
@@ -147,6 +160,7 @@ impl Message {
         out.push(self.flags);
         out.extend_from_slice(&self.client.to_be_bytes());
         out.extend_from_slice(&self.request.to_be_bytes());
+        out.extend_from_slice(&self.attempt.to_be_bytes());
         out.push(self.status as u8);
         out.push(u8::try_from(self.ops.len()).unwrap_or(u8::MAX));
         for op in &self.ops {
@@ -177,8 +191,9 @@ impl Message {
         }
         let client = u32::from_be_bytes(word(1));
         let request = u32::from_be_bytes(word(5));
-        let status = Status::from_u8(bytes[9])?;
-        let count = usize::from(bytes[10]);
+        let attempt = u16::from_be_bytes([bytes[9], bytes[10]]);
+        let status = Status::from_u8(bytes[11])?;
+        let count = usize::from(bytes[12]);
         if count > MAX_OPS {
             return Err(DecodeError::BadCount { count, max: MAX_OPS });
         }
@@ -199,7 +214,7 @@ impl Message {
                 })
             })
             .collect::<Result<Vec<_>, DecodeError>>()?;
-        Ok(Message { flags, client, request, status, ops })
+        Ok(Message { flags, client, request, attempt, status, ops })
     }
 
     /// Reads a whole datagram: a `Gotthard` frame and its message.
@@ -223,6 +238,7 @@ mod tests {
             flags: FLAG_REPLY,
             client: 7,
             request: 9,
+            attempt: 3,
             status: Status::OptimisticAbort,
             ops: vec![Op::value(1, -5), Op::write(1, 6), Op::read(3), Op::updated(4, i32::MAX)],
         };
@@ -239,13 +255,13 @@ mod tests {
         bad[0] = 0x80;
         assert_eq!(Message::decode(&bad).unwrap_err().reason(), "flags");
         let mut bad = bytes.clone();
-        bad[9] = 9;
+        bad[11] = 9;
         assert_eq!(Message::decode(&bad).unwrap_err().reason(), "status");
         let mut bad = bytes.clone();
         bad[HEADER_BYTES] = 7;
         assert_eq!(Message::decode(&bad).unwrap_err().reason(), "op_type");
         let mut bad = bytes.clone();
-        bad[10] = 11;
+        bad[12] = 11;
         assert_eq!(Message::decode(&bad).unwrap_err().reason(), "bad_count");
         assert_eq!(Message::decode(&bytes[..bytes.len() - 1]).unwrap_err().reason(), "too_short");
         bytes.push(0);

@@ -10,10 +10,10 @@ fn small_racks_are_pinned() {
     let cfg = RackConfig { clients: 4, write_share: 0.25, commits_per_client: 40, ..RackConfig::default() };
     // (variant, trace hash, completion s, aborts store, switch, switch-optimistic, final value)
     let pinned = [
-        ("forward", "3940de3ec25db864", 5.200429176, 34, 0, 0, 36),
-        ("read-cache", "07a3bae3ce0e7e5e", 4.240399737, 88, 0, 0, 36),
-        ("gotthard", "ea29130174d98bb6", 4.260371904, 0, 0, 18, 36),
-        ("early-abort", "f1a11c0ee6a9a339", 5.040420886, 26, 4, 0, 36),
+        ("forward", "3d4affd7d72f8474", 5.200316532, 34, 0, 0, 36),
+        ("read-cache", "592b149397b078a1", 4.240307645, 88, 0, 0, 36),
+        ("gotthard", "d821fa74554d8650", 4.260274844, 0, 0, 18, 36),
+        ("early-abort", "2fb53cbfc7fdf81e", 5.040310674, 26, 4, 0, 36),
     ];
     for (variant, hash, completion_s, store, switch, optimistic, value) in pinned {
         let f = run(mode_of(variant).unwrap(), &cfg).unwrap();

@@ -2,7 +2,7 @@
 //! the same seed gives the same trace, and the switch's modes save what they should.
 
 use pisadb_gotthard::program::Mode;
-use pisadb_gotthard::rack::{run, RackConfig};
+use pisadb_gotthard::rack::{run, run_checked, RackConfig};
 
 fn small(write_share: f64) -> RackConfig {
     RackConfig { clients: 4, write_share, commits_per_client: 40, ..RackConfig::default() }
@@ -49,4 +49,38 @@ fn the_switch_modes_save_time_where_the_paper_says() {
 fn latency_is_at_least_one_round_trip() {
     let f = run(Mode::Forward, &small(0.25)).unwrap();
     assert!(f.latency_ms_mean >= 100.0 && f.latency_ms_p99 >= f.latency_ms_mean, "{f:?}");
+}
+
+#[test]
+fn every_variant_passes_the_oracles_serializable_history_and_every_commit_counted_once() {
+    for mode in [Mode::Forward, Mode::ReadCache, Mode::EarlyAbort, Mode::OptimisticAbort] {
+        for write_share in [0.0, 0.25, 1.0] {
+            let f = run_checked(mode, &small(write_share)).unwrap_or_else(|e| panic!("{mode:?} {write_share}: {e}"));
+            assert_eq!(f.retransmissions, 0, "{mode:?}: a healthy run never times out");
+        }
+    }
+}
+
+#[test]
+fn eager_retransmissions_duplicate_every_attempt_and_nothing_commits_twice() {
+    // A 30 ms timeout against a 100 ms round trip: every attempt is sent about three times,
+    // so the switch sees copies of logged increments (and aborts them) and the store sees
+    // copies of committed ones (and replays them). Every oracle must still hold.
+    for mode in [Mode::Forward, Mode::ReadCache, Mode::EarlyAbort, Mode::OptimisticAbort] {
+        let cfg = RackConfig { retransmit_us: 30_000, ..small(0.5) };
+        let f = run_checked(mode, &cfg).unwrap_or_else(|e| panic!("{mode:?}: {e}"));
+        assert!(f.retransmissions > 100, "{mode:?}: {f:?}");
+        assert!(f.store_replays > 0 && f.stale_replies > 0, "{mode:?}: {f:?}");
+        assert_eq!(f.commits, 160, "{mode:?}");
+    }
+}
+
+#[test]
+fn the_mode_is_whatever_the_control_plane_installed() {
+    // The program has no mode of its own: a rack whose controller installs `forward` sees no
+    // switch aborts, one that installs `gotthard` does, over the control channel.
+    let forward = run_checked(Mode::Forward, &small(0.5)).unwrap();
+    let gotthard = run_checked(Mode::OptimisticAbort, &small(0.5)).unwrap();
+    assert_eq!(forward.aborts_switch + forward.aborts_switch_optimistic, 0);
+    assert!(gotthard.aborts_switch_optimistic > 0);
 }

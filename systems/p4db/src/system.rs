@@ -3,7 +3,7 @@
 
 use crate::node::Mode;
 use crate::run::{run, RunConfig, RunResult};
-use pisadb_harness::{read_back, HarnessError, PointReport, System, Variant};
+use pisadb_harness::{read_back, FuzzCaseFn, FuzzReport, HarnessError, PointReport, System, Variant};
 use serde_json::Value;
 
 /// P4DB in the registry.
@@ -100,6 +100,26 @@ impl System for P4db {
             trace_hash: r.trace_hash.clone(),
             figures: serde_json::to_value(&r).expect("results serialize"),
         })
+    }
+    fn fuzz_case(&self) -> Option<FuzzCaseFn> {
+        Some(fuzz_report)
+    }
+}
+
+/// The fault-injection case of `seed` ([`crate::fuzz`]), run and checked, for the harness.
+fn fuzz_report(seed: u64) -> FuzzReport {
+    let r = crate::fuzz::run_case(&crate::fuzz::FuzzCase::from_seed(seed));
+    FuzzReport {
+        seed,
+        case: r.rack.clone(),
+        faults: r.faults.clone(),
+        committed: r.committed as u64,
+        lost: r.lost,
+        duplicated: r.duplicated,
+        crashes: r.crashes,
+        detail: format!("longest gap {:>7.1} µs", r.longest_gap_us),
+        failure: r.failure.clone(),
+        report: serde_json::to_value(&r).expect("a case report serializes"),
     }
 }
 

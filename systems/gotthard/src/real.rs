@@ -1,0 +1,277 @@
+//! Gotthard in real mode: the client host, the store and the controller as processes, the
+//! switch as a software-switch process, all on loopback, through the generic runtime
+//! (`pisadb_runtime`: host and switch processes, supervisor, rendezvous).
+//!
+//! The same state machines as the simulator run here: [`RackHost`] per host process (host 0
+//! the clients, host 1 the store, host 2 the controller, which installs the mode and the key
+//! map over the control channel exactly as in the simulator) and [`Gotthard`] in the switch
+//! process, with host 2 behind its CPU port.
+//!
+//! **WAN delays.** This kernel has no `netem`; the software switch plays the wires behind its
+//! ports, delaying what it sends out of each. A port delays one direction only, so each host's
+//! port delays by the *round trip* of its link, `2 × near_us` toward the clients and
+//! `2 × far_us` toward the store: every round trip — client to store and back, or client to
+//! switch and back for a switch-made answer — takes as long as in the simulated rack (the
+//! one-way halves differ, which no figure here depends on).
+//!
+//! **Checks.** Each host process keeps a [`Ledger`] of its own events and writes it in its
+//! report; the cluster merges them and runs the simulator's oracles on the real run
+//! ([`Ledger::check`]): the store's history serializable, nothing committed or counted twice,
+//! the counted writes equal to the store's and to the final value, every client finished, the
+//! configuration acknowledged. The clients stop starting transactions at the stop time; the
+//! run ends once everything in flight has finished.
+
+use crate::client::{ClientConfig, ClientHost, HOT_KEY};
+use crate::control::Controller;
+use crate::program::Gotthard;
+use crate::rack::{
+    control_plane, mode_of, Ledger, RackConfig, RackFigures, RackHost, RackObserver, CONTROLLER_HOST, STORE_HOST,
+};
+use crate::store::Store;
+use pisadb_runtime::host_proc::{self, HostRun};
+use pisadb_runtime::supervisor::{free_ports, Launch, Supervisor};
+use pisadb_runtime::switch_proc::{self, SwitchReport};
+use pisadb_runtime::wal_file::WalFile;
+use pisadb_runtime::wire::PortWire;
+use pisadb_runtime::{read_json, write_json, Network, RackConfig as RealConfig, Role, RuntimeError};
+use pisadb_switch::{Switch, SwitchProfile};
+use serde::{Deserialize, Serialize};
+use std::ffi::OsString;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+/// The system name in a Gotthard rack's config.
+pub const SYSTEM: &str = "gotthard";
+/// Host processes of a rack: the clients, the store, the controller.
+pub const HOSTS: u16 = 3;
+
+/// What every process of a real Gotthard rack is built from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Spec {
+    /// The variant (the switch's mode): `gotthard`, `forward`, `read-cache`, `early-abort`.
+    pub variant: String,
+    /// The rack's settings, as the simulator takes them.
+    pub rack: RackConfig,
+}
+
+/// The network of a rack: the switch at `switch`, the hosts at `hosts` (clients, store,
+/// controller), the links' delays played by the switch's ports (see the module docs), and
+/// `extra` (loss, jitter) on the clients' and the store's ports.
+pub fn network(switch: SocketAddr, hosts: Vec<SocketAddr>, rack: &RackConfig, extra: &PortWire) -> Network {
+    let mut network = Network::rack(switch, hosts);
+    let delay = |one_way_us: u64| PortWire { delay_us: 2 * one_way_us, ..extra.clone() };
+    network.wire = vec![delay(rack.near_us), delay(rack.far_us), PortWire::default()];
+    network
+}
+
+/// What a host process reports when it stops (`report.json` in its data directory).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HostReport {
+    /// The host.
+    pub id: u16,
+    /// Its figures (the client host's are the run's).
+    pub figures: RackFigures,
+    /// What the oracles need from its events.
+    pub ledger: Ledger,
+    /// The store's final value of the hot key (the store only).
+    pub final_value: Option<i32>,
+    /// Whether it drained: nothing in flight when it left.
+    pub drained: bool,
+    /// Datagrams from addresses other than its switch.
+    pub not_from_switch: u64,
+}
+
+fn bad_id(id: u16, what: &str, count: u16) -> RuntimeError {
+    RuntimeError::bad_setting("--id", id, format!("{what} of the rack: 0..{count}"))
+}
+
+/// Runs host `id` of the rack `cfg` until it stops and drains; writes its report to
+/// `<data_dir>/report.json` and returns it.
+pub fn serve_host(cfg: &RealConfig<Spec>, id: u16, data_dir: &Path) -> Result<HostReport, RuntimeError> {
+    let rack = &cfg.spec.rack;
+    let mode = mode_of(&cfg.spec.variant).map_err(|e| RuntimeError::bad_setting("variant", &cfg.spec.variant, e))?;
+    let mut host = match id {
+        0 => RackHost::Client(ClientHost::new(ClientConfig {
+            address: 0,
+            store: STORE_HOST,
+            clients: rack.clients,
+            write_share: rack.write_share,
+            commits_per_client: rack.commits_per_client,
+            seed: rack.seed,
+            retransmit_ns: rack.retransmit_ns(),
+        })),
+        STORE_HOST => RackHost::Store(Store::new(STORE_HOST)),
+        CONTROLLER_HOST => RackHost::Controller(
+            Controller::new(CONTROLLER_HOST, &control_plane(mode))
+                .map_err(|e| RuntimeError::bad_setting("control plane", &cfg.spec.variant, e))?,
+        ),
+        _ => return Err(bad_id(id, "a host", HOSTS)),
+    };
+    let mut observer = RackObserver::new();
+    let mut refused = None;
+    let name = format!("gotthard host {id}");
+    let run: HostRun = host_proc::serve(cfg, id, &name, &mut host, None::<&mut WalFile<()>>, |now, event| {
+        if let Err(e) = observer.count(event, now) {
+            refused.get_or_insert(e);
+        }
+    })?;
+    if let Some(why) = refused {
+        return Err(RuntimeError::bad_setting("control plane", &cfg.spec.variant, why));
+    }
+    let final_value = match &host {
+        RackHost::Store(s) => Some(s.value(HOT_KEY)),
+        _ => None,
+    };
+    let report = HostReport {
+        id,
+        figures: observer.figures(final_value.unwrap_or(0)),
+        ledger: observer.ledger().clone(),
+        final_value,
+        drained: run.drained,
+        not_from_switch: run.not_from_switch,
+    };
+    std::fs::create_dir_all(data_dir).map_err(|e| RuntimeError::io(data_dir, e))?;
+    write_json(&data_dir.join("report.json"), &report)?;
+    Ok(report)
+}
+
+/// Runs the switch of the rack `cfg` (the Gotthard program, unconfigured until the controller
+/// installs its tables) until SIGINT/SIGTERM; writes its report to `report` if given.
+pub fn serve_switch(cfg: &RealConfig<Spec>, id: u16, report: Option<&Path>) -> Result<SwitchReport, RuntimeError> {
+    if id != 0 {
+        return Err(bad_id(id, "a switch", 1));
+    }
+    let mut switch = Switch::new(SwitchProfile::tofino1(), Gotthard::new())
+        .map_err(|e| RuntimeError::bad_setting("program", "gotthard", e.to_string()))?;
+    switch.set_controller(CONTROLLER_HOST);
+    let out = switch_proc::serve(cfg, id, &mut switch, cfg.spec.rack.seed)?;
+    if let Some(path) = report {
+        write_json(path, &out)?;
+    }
+    Ok(out)
+}
+
+/// What to run with [`run_cluster`].
+#[derive(Clone, Debug)]
+pub struct ClusterOptions {
+    /// The rack.
+    pub spec: Spec,
+    /// Seconds until the clients stop starting transactions.
+    pub seconds: f64,
+    /// Where the config, the reports and the hosts' data directories go.
+    pub data_dir: PathBuf,
+    /// The `pisadb` binary to start the processes from.
+    pub exe: PathBuf,
+    /// Loss and jitter on the clients' and the store's ports (their delays come from the rack).
+    pub extra: PortWire,
+}
+
+/// What [`run_cluster`] saw.
+#[derive(Clone, Debug, Serialize)]
+pub struct ClusterResult {
+    /// The client host's figures (completion: when the last client stopped).
+    pub figures: RackFigures,
+    /// The store's final value of the hot key.
+    pub final_value: i32,
+    /// Each host's report, by id.
+    pub hosts: Vec<HostReport>,
+    /// The switch's report.
+    pub switch: SwitchReport,
+    /// The first oracle that failed, if any.
+    pub failure: Option<String>,
+}
+
+/// How a Gotthard rack's processes start.
+struct GotthardLaunch {
+    config: PathBuf,
+    data_dir: PathBuf,
+}
+
+impl Launch for GotthardLaunch {
+    fn args(&self, role: Role, _life: u16) -> Vec<OsString> {
+        let config: OsString = self.config.clone().into();
+        match role {
+            Role::Switch(id) => vec![
+                "switch".into(),
+                "--config".into(),
+                config,
+                "--id".into(),
+                id.to_string().into(),
+                "--report".into(),
+                self.data_dir.join("switch.json").into(),
+            ],
+            Role::Host(id) => vec![
+                "node".into(),
+                "--config".into(),
+                config,
+                "--id".into(),
+                id.to_string().into(),
+                "--data-dir".into(),
+                host_dir(&self.data_dir, id).into(),
+            ],
+        }
+    }
+}
+
+/// Host `id`'s data directory under `data_dir`.
+pub fn host_dir(data_dir: &Path, id: u16) -> PathBuf {
+    data_dir.join(format!("host-{id}"))
+}
+
+/// Runs a real Gotthard rack on loopback for `opts.seconds`, collects every process's report
+/// and checks the oracles. A caller that wants Ctrl-C to stop the rack in order installs
+/// `pisadb_runtime::install_stop_signals` first.
+pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult, RuntimeError> {
+    mode_of(&opts.spec.variant).map_err(|e| RuntimeError::bad_setting("--variant", &opts.spec.variant, e))?;
+    opts.extra.validate()?;
+    std::fs::create_dir_all(&opts.data_dir).map_err(|e| RuntimeError::io(&opts.data_dir, e))?;
+    let addrs = free_ports(1 + usize::from(HOSTS))?;
+    let cfg = RealConfig {
+        system: SYSTEM.to_string(),
+        spec: opts.spec.clone(),
+        network: network(addrs[0], addrs[1..].to_vec(), &opts.spec.rack, &opts.extra),
+        epoch_unix_ns: 0,
+        stop_unix_ns: 0,
+        durable: false,
+        rendezvous: Some(opts.data_dir.clone()),
+    };
+    let config = opts.data_dir.join("rack.json");
+    cfg.save(&config)?;
+    let launch = GotthardLaunch { config, data_dir: opts.data_dir.clone() };
+    let mut supervisor = Supervisor::new(SYSTEM, opts.exe.clone(), launch, &opts.data_dir, None);
+    supervisor.spawn(Role::Switch(0))?;
+    for id in 0..HOSTS {
+        supervisor.spawn(Role::Host(id))?;
+    }
+    supervisor.start_together(opts.seconds)?;
+    supervisor.wait_for_hosts()?;
+    supervisor.stop_switches()?;
+    let hosts = (0..HOSTS)
+        .map(|id| read_json(&host_dir(&opts.data_dir, id).join("report.json")))
+        .collect::<Result<Vec<HostReport>, RuntimeError>>()?;
+    let switch: SwitchReport = read_json(&opts.data_dir.join("switch.json"))?;
+    let final_value = hosts[usize::from(STORE_HOST)].final_value.unwrap_or(0);
+    let mut ledger = Ledger::default();
+    hosts.iter().for_each(|h| ledger.merge(h.ledger.clone()));
+    let mut failure = ledger.check(opts.spec.rack.clients, final_value).err();
+    if let Some(h) = hosts.iter().find(|h| !h.drained) {
+        failure.get_or_insert(format!("host {} left with work in flight", h.id));
+    }
+    Ok(ClusterResult { figures: hosts[0].figures.clone(), final_value, hosts, switch, failure })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_port_delays_by_its_links_round_trip() {
+        let rack = RackConfig { near_us: 300, far_us: 1_200, ..RackConfig::default() };
+        let addr = |p: u16| SocketAddr::from(([127, 0, 0, 1], p));
+        let lossy = PortWire { loss: 0.01, ..PortWire::default() };
+        let n = network(addr(1), vec![addr(2), addr(3), addr(4)], &rack, &lossy);
+        assert_eq!(n.validate().map_err(|e| e.to_string()), Ok(()));
+        assert_eq!((n.wire_of(0).delay_us, n.wire_of(1).delay_us, n.wire_of(2).delay_us), (600, 2_400, 0));
+        assert_eq!((n.wire_of(0).loss, n.wire_of(2).loss), (0.01, 0.0), "the controller's port is perfect");
+    }
+}
