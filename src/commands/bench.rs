@@ -5,6 +5,7 @@ use crate::systems::registry;
 use clap::{Args as ClapArgs, ValueEnum};
 use pisadb_harness::{apply_set, PointReport, System};
 use pisadb_p4db::node::{Cc, Engine, Mode};
+use pisadb_p4db::programs::p4db::{FineLocks, P4dbConfig, RecirculationModel};
 use pisadb_p4db::{testbed, LayoutChoice, RunConfig, RunResult, WorkloadSpec};
 use pisadb_workload::{Scheme, SmallBankConfig, TpccConfig, YcsbConfig, YcsbMix};
 use serde::Serialize;
@@ -82,10 +83,110 @@ pub(crate) enum WorkloadArg {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum LayoutArg {
-    /// P4DB's declustered layout.
+    /// P4DB's declustered layout, fitted on a sample of hot transactions (paper §4).
     Declustered,
-    /// Uniformly random arrays.
+    /// The prototype's "worst layout": key idx in array idx % N (N = 20 for YCSB, 10 for
+    /// SmallBank and TPC-C), real multi-pass transactions under the pipeline lock.
     Random,
+    /// The prototype's SWITCH_NO_CONFLICT runs (the paper's headline figures): random's
+    /// placement, every hot transaction one pass with no locks, the operations beyond its first
+    /// pass NOT executed (counted). An upper bound no register layout achieves.
+    Ideal,
+    /// Each hot tuple in a uniformly random array.
+    Shuffled,
+}
+
+impl From<LayoutArg> for LayoutChoice {
+    fn from(l: LayoutArg) -> LayoutChoice {
+        match l {
+            LayoutArg::Declustered => LayoutChoice::Declustered,
+            LayoutArg::Random => LayoutChoice::Random,
+            LayoutArg::Ideal => LayoutChoice::Ideal,
+            LayoutArg::Shuffled => LayoutChoice::Shuffled,
+        }
+    }
+}
+
+/// Which pipeline-lock halves a multi-pass transaction takes, as spelled on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum FineLocksArg {
+    /// The halves of the stages it touches (P4DB §5.3; serializable).
+    Stages,
+    /// One half by the parity of its first key, as the prototype measured Fig. 15c: NOT
+    /// serializable.
+    Parity,
+    /// Both halves: every multi-pass transaction locks the whole pipeline.
+    WholePipeline,
+}
+
+impl From<FineLocksArg> for FineLocks {
+    fn from(f: FineLocksArg) -> FineLocks {
+        match f {
+            FineLocksArg::Stages => FineLocks::Stages,
+            FineLocksArg::Parity => FineLocks::Parity,
+            FineLocksArg::WholePipeline => FineLocks::WholePipeline,
+        }
+    }
+}
+
+/// How the switch recirculates, as spelled on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum RecirculationArg {
+    /// Every recirculation port, queues served by recirculation count (long waiters first).
+    Priority,
+    /// The prototype's: one shared slow port and one fast port for lock holders, each first
+    /// come, first served.
+    #[value(alias = "two-port-fifo")]
+    Fifo,
+}
+
+impl From<RecirculationArg> for RecirculationModel {
+    fn from(r: RecirculationArg) -> RecirculationModel {
+        match r {
+            RecirculationArg::Priority => RecirculationModel::Priority,
+            RecirculationArg::Fifo => RecirculationModel::TwoPortFifo,
+        }
+    }
+}
+
+/// The switch-side choices of a P4DB run (layout, lock halves, recirculation), as every
+/// simulating command spells them; `None` keeps the run's own choice.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct SwitchChoices {
+    /// The layout of the hot set.
+    pub layout: Option<LayoutChoice>,
+    /// The lock halves of multi-pass transactions.
+    pub fine_locks: Option<FineLocks>,
+    /// The recirculation model.
+    pub recirculation: Option<RecirculationModel>,
+}
+
+impl SwitchChoices {
+    /// Applies the choices to `cfg`. The engine's settings are only written out when one
+    /// differs from what `cfg` already runs, so a default run's settings stay as they were.
+    pub(crate) fn apply(&self, cfg: &mut RunConfig) {
+        if let Some(layout) = self.layout {
+            cfg.layout = layout;
+        }
+        let current = cfg.p4db.clone().unwrap_or_else(|| P4dbConfig::for_profile(&cfg.profile));
+        let wanted = P4dbConfig {
+            fine_locks: self.fine_locks.unwrap_or(current.fine_locks),
+            recirculation: self.recirculation.unwrap_or(current.recirculation),
+            ..current.clone()
+        };
+        if wanted != current {
+            cfg.p4db = Some(wanted);
+        }
+    }
+
+    /// The warnings and notes a report of runs with these choices must carry.
+    pub(crate) fn warnings(&self) -> Vec<&'static str> {
+        let layout = self.layout.and_then(LayoutChoice::warning);
+        let locks = self.fine_locks.and_then(FineLocks::warning);
+        layout.into_iter().chain(locks).collect()
+    }
 }
 
 /// A set of defaults for everything a run is made of, as spelled on the command line.
@@ -195,9 +296,22 @@ pub(crate) struct RackArgs {
     /// [default: round-robin; range under --preset p4db-testbed].
     #[arg(long, value_enum)]
     pub partitioning: Option<PartitioningArg>,
-    /// How the hot set is laid out on the switch (P4DB mode).
-    #[arg(long, value_enum, default_value = "declustered")]
-    pub layout: LayoutArg,
+    /// How the hot set is laid out on the switch (P4DB mode): declustered (P4DB's algorithm),
+    /// random (the prototype's idx % N), ideal (the prototype's SWITCH_NO_CONFLICT upper bound:
+    /// one pass, no locks, operations past the first pass not executed), shuffled [default:
+    /// declustered; ideal under --preset p4db-testbed, the layout of the paper's headline runs].
+    #[arg(long, value_enum)]
+    pub layout: Option<LayoutArg>,
+    /// Which pipeline-lock halves a multi-pass transaction takes (P4DB mode): stages (the halves
+    /// it touches, P4DB §5.3), parity (one half by its first key's parity, the prototype's
+    /// Fig. 15c; not serializable), whole-pipeline.
+    #[arg(long, value_enum, default_value = "stages")]
+    pub fine_locks: FineLocksArg,
+    /// How the switch recirculates (P4DB mode): priority (every port, long waiters first) or
+    /// fifo (the prototype's one slow and one fast port, first come, first served) [default:
+    /// priority; fifo under --preset p4db-testbed].
+    #[arg(long, value_enum)]
+    pub recirculation: Option<RecirculationArg>,
     /// Seed of everything; the same seed gives the same run.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -268,15 +382,12 @@ impl RackArgs {
             seed: self.seed,
             warmup_ns: self.warmup_ms * 1_000_000,
             measure_ns: self.measure_ms * 1_000_000,
-            layout: match self.layout {
-                LayoutArg::Declustered => LayoutChoice::Declustered,
-                LayoutArg::Random => LayoutChoice::Random,
-            },
             ..RunConfig::ycsb_default()
         };
         if testbed {
             testbed::apply(&mut cfg);
         }
+        self.switch_choices().apply(&mut cfg);
         if let Some(engine) = self.engine {
             cfg.engine = engine.into();
         }
@@ -284,6 +395,23 @@ impl RackArgs {
             cfg.txns_per_worker = n;
         }
         cfg
+    }
+
+    /// The layout in effect: the flag, or the preset's.
+    pub(crate) fn layout(&self) -> LayoutArg {
+        let testbed = self.preset == Preset::P4dbTestbed;
+        self.layout.unwrap_or(if testbed { LayoutArg::Ideal } else { LayoutArg::Declustered })
+    }
+
+    /// The layout, lock and recirculation flags (or the preset's choices).
+    pub(crate) fn switch_choices(&self) -> SwitchChoices {
+        let testbed = self.preset == Preset::P4dbTestbed;
+        let recirculation = if testbed { testbed::RECIRCULATION } else { RecirculationModel::Priority };
+        SwitchChoices {
+            layout: Some(self.layout().into()),
+            fine_locks: Some(self.fine_locks.into()),
+            recirculation: Some(self.recirculation.map_or(recirculation, Into::into)),
+        }
     }
 
     /// What the preset selected, one line (none for PisaDB's own preset).
@@ -319,12 +447,18 @@ impl RackArgs {
                 c.remote_customer_prob * 100.0
             ),
         };
+        let p4db = cfg.p4db_config();
+        let switch = match (p4db.fine_locks, p4db.recirculation) {
+            (FineLocks::Stages, RecirculationModel::Priority) => String::new(),
+            (locks, recirculation) => format!(", {locks:?} locks, {recirculation:?} recirculation"),
+        };
         format!(
-            "{workload} on {} nodes x {} workers, {:?}, {:?} layout, {} engine, seed {}; {} ms simulated after {} ms warm-up",
+            "{workload} on {} nodes x {} workers, {:?}, {:?} layout{switch}, {} engine, seed {}; {} ms simulated after \
+             {} ms warm-up",
             self.nodes,
             self.workers,
             self.cc,
-            self.layout,
+            self.layout(),
             cfg.engine.name(),
             self.seed,
             self.measure_ms,
@@ -481,6 +615,7 @@ pub(crate) fn run_bench(args: &Args) -> Result<(), String> {
     let variant = args.variant.clone().unwrap_or_else(|| system.variants()[0].name.to_string());
     let point = run_point(system, &variant, &args.rack, &args.system.sets)?;
     if args.json {
+        print_warnings(system, &args.rack, true);
         println!("{}", serde_json::to_string_pretty(&point).map_err(|e| e.to_string())?);
         return Ok(());
     }
@@ -518,6 +653,7 @@ pub(crate) fn run_compare(args: &CompareArgs) -> Result<(), String> {
         points.push(run_point(system, variant, &args.rack, &args.system.sets)?);
     }
     if args.json {
+        print_warnings(system, &args.rack, true);
         println!("{}", serde_json::to_string_pretty(&points).map_err(|e| e.to_string())?);
     } else {
         print_table(&points);
@@ -533,12 +669,28 @@ fn print_header(system: &dyn System, r: &RackArgs, sets: &[String]) {
             println!("{preset}");
         }
         println!("{}", r.describe());
+        print_warnings(system, r, false);
     } else if sets.is_empty() {
         println!("{}: default settings (pisadb systems --settings {})", system.paper(), system.name());
     } else {
         println!("{}: default settings with --set {}", system.paper(), sets.join(" --set "));
     }
     println!();
+}
+
+/// The warnings P4DB's switch-side flags call for (the `ideal` layout is an upper bound,
+/// `parity` locks are not serializable): on stdout above a table, on stderr beside JSON.
+fn print_warnings(system: &dyn System, r: &RackArgs, to_stderr: bool) {
+    if system.name() != "p4db" {
+        return;
+    }
+    for warning in r.switch_choices().warnings() {
+        if to_stderr {
+            eprintln!("{warning}");
+        } else {
+            println!("{warning}");
+        }
+    }
 }
 
 fn print_table(points: &[Point]) {
@@ -609,6 +761,14 @@ fn print_p4db_table(points: &[Point], results: &[RunResult]) {
             p.sim_txn_per_wall_s
         );
     }
+    for (p, r) in points.iter().zip(results) {
+        if let Some(loss) = r.ideal {
+            println!(
+                "{}: the ideal layout did not execute {} operations of {} switch transactions ({} switch transactions committed)",
+                p.mode, loss.dropped_ops, loss.truncated_txns, r.switch_committed
+            );
+        }
+    }
 }
 
 #[cfg(test)]
@@ -635,6 +795,7 @@ mod tests {
         assert_eq!(cfg.engine, Engine::Pisadb);
         assert_eq!(cfg.costs, CpuCosts::calibrated());
         assert_eq!(cfg.link, LinkParams::ten_gbe());
+        assert_eq!((cfg.layout, cfg.p4db.clone()), (LayoutChoice::Declustered, None), "the switch's defaults");
         let WorkloadSpec::Ycsb(y) = &cfg.workload else { panic!("YCSB") };
         assert_eq!(y, &YcsbConfig { rows: PISADB_ROWS, partitioning: Scheme::RoundRobin, ..YcsbConfig::default() });
     }
@@ -647,6 +808,8 @@ mod tests {
         assert_eq!(cfg.costs, CpuCosts::testbed());
         assert_eq!(cfg.link, testbed::link(&cfg.profile, &cfg.costs));
         assert_eq!(cfg.workload, WorkloadSpec::Ycsb(YcsbConfig::prototype(YcsbMix::A)));
+        assert_eq!(cfg.layout, LayoutChoice::Ideal, "the headline runs' SWITCH_NO_CONFLICT");
+        assert_eq!(cfg.p4db_config().recirculation, RecirculationModel::TwoPortFifo);
         let cfg = rack(&["--preset", "p4db-testbed", "--workload", "smallbank"]);
         assert_eq!(cfg.workload, WorkloadSpec::SmallBank(SmallBankConfig::prototype()));
         let cfg = rack(&["--preset", "p4db-testbed", "--workload", "tpcc", "--warehouses", "16"]);
@@ -668,7 +831,13 @@ mod tests {
             "pisadb",
             "--txns-per-worker",
             "7",
+            "--layout",
+            "random",
+            "--recirculation",
+            "priority",
         ]);
+        assert_eq!(cfg.layout, LayoutChoice::Random);
+        assert_eq!(cfg.p4db_config().recirculation, RecirculationModel::Priority);
         let WorkloadSpec::Ycsb(y) = &cfg.workload else { panic!("YCSB") };
         assert_eq!((y.rows, y.partitioning, y.remote_prob), (5_000, Scheme::RoundRobin, 0.5));
         assert_eq!(y.remote_rule, YcsbConfig::prototype(YcsbMix::A).remote_rule, "the rest stays the prototype's");

@@ -15,10 +15,11 @@
 //! a few milliseconds. `--quick` keeps the shape of every figure with fewer points and shorter
 //! windows.
 
+use super::bench::SwitchChoices;
 use clap::ValueEnum;
 use pisadb_p4db::node::{Cc, Mode};
 use pisadb_p4db::paper::PrototypePoint;
-use pisadb_p4db::programs::p4db::P4dbConfig;
+use pisadb_p4db::programs::p4db::{FineLocks, P4dbConfig};
 use pisadb_p4db::{LayoutChoice, RunConfig, WorkloadSpec};
 use pisadb_report::Unit;
 use pisadb_switch::SwitchProfile;
@@ -184,6 +185,9 @@ pub(crate) struct Options {
     pub seeds: u32,
     /// Concurrency control on the nodes.
     pub cc: Cc,
+    /// Layout, lock halves and recirculation for every point whose experiment does not set
+    /// them itself (the layout and ablation experiments compare their own).
+    pub switch: SwitchChoices,
 }
 
 const ALL_MODES: [Mode; 3] = [Mode::NoSwitch, Mode::LmSwitch, Mode::P4db];
@@ -192,7 +196,7 @@ const TWO_MODES: [Mode; 2] = [Mode::NoSwitch, Mode::P4db];
 
 impl Options {
     fn base(&self, workload: WorkloadSpec, mode: Mode, workers: u16) -> RunConfig {
-        RunConfig {
+        let mut cfg = RunConfig {
             nodes: 8,
             workers,
             mode,
@@ -202,7 +206,9 @@ impl Options {
             warmup_ns: if self.quick { 500_000 } else { 1_000_000 },
             measure_ns: if self.quick { 2_000_000 } else { 5_000_000 },
             ..RunConfig::ycsb_default()
-        }
+        };
+        self.switch.apply(&mut cfg);
+        cfg
     }
 
     fn pick<T: Clone>(&self, full: &[T], quick: &[T]) -> Vec<T> {
@@ -413,9 +419,12 @@ pub(crate) fn plan(experiment: Experiment, o: &Options) -> Plan {
             ];
             let profile = SwitchProfile::tofino1();
             for (i, (name, layout, fast, fine)) in steps.into_iter().enumerate() {
+                // `--fine-locks parity` makes the fine-grained step the prototype's measurement.
+                let fine_locks = o.switch.fine_locks.unwrap_or(FineLocks::Stages);
                 let p4db = P4dbConfig {
                     fast_recirculation: fast,
-                    fine_grained_locks: fine,
+                    fine_locks: if fine { fine_locks } else { FineLocks::WholePipeline },
+                    recirculation: o.switch.recirculation.unwrap_or_default(),
                     ..P4dbConfig::for_profile(&profile)
                 };
                 // The paper ran this ablation on 4 nodes with only hot transactions.
@@ -472,8 +481,10 @@ pub(crate) fn plan(experiment: Experiment, o: &Options) -> Plan {
                 for &width in &widths {
                     let entries = full.entries_per_array / (width / 4);
                     let capacity = u64::from(entries) * u64::from(full.data_stages) * u64::from(full.arrays_per_stage);
-                    let p4db = P4dbConfig { entries_per_array: entries, ..full.clone() };
-                    let cfg = RunConfig { p4db: Some(p4db), ..o.base(workload.clone(), Mode::P4db, 20) };
+                    let base = o.base(workload.clone(), Mode::P4db, 20);
+                    let shape = base.p4db.clone().unwrap_or_else(|| full.clone());
+                    let p4db = P4dbConfig { entries_per_array: entries, ..shape };
+                    let cfg = RunConfig { p4db: Some(p4db), ..base };
                     let series = format!("P4DB, {width} B tuples ({}k rows fit)", capacity / 1000);
                     points.push(PointSpec { panel: "YCSB-A".into(), series, x, x_name: hot.to_string(), cfg });
                 }
@@ -571,10 +582,11 @@ pub(crate) fn prototype_point(experiment: Experiment, p: &PointSpec) -> Option<&
         if cfg.mode != Mode::P4db {
             return true;
         }
-        let ideal = cfg.layout != LayoutChoice::Random;
+        // The paper ran its best layout as the prototype's ideal one; random as `idx % N`.
+        let ideal = matches!(cfg.layout, LayoutChoice::Declustered | LayoutChoice::Ideal);
         let steps = experiment != Experiment::SwitchOptimizations
             || (q.fast_recirculation == Some(p4db.fast_recirculation)
-                && q.ycsb_opti_test == (p4db.fine_grained_locks && !ideal));
+                && q.ycsb_opti_test == (p4db.fine_locks != FineLocks::WholePipeline && !ideal));
         q.switch_no_conflict == ideal && steps
     };
     let matches = |q: &PrototypePoint| {
@@ -590,7 +602,7 @@ mod tests {
     use super::*;
 
     fn options() -> Options {
-        Options { quick: false, seed: 1, seeds: 1, cc: Cc::NoWait }
+        Options { quick: false, seed: 1, seeds: 1, cc: Cc::NoWait, switch: Default::default() }
     }
 
     #[test]

@@ -1,13 +1,14 @@
 //! `pisadb layout`: how well P4DB's declustered data layout (paper §4) serves a workload.
 //!
 //! Draws a sample of hot transactions from the workload, lays the hot tuples out on the
-//! switch's data arrays twice (declustered from the sample's access graph, and uniformly at
-//! random), and evaluates both on a *second*, held-out sample drawn from the same workload:
+//! switch's data arrays three times (declustered from the sample's access graph, uniformly at
+//! random — `bench --layout shuffled` —, and the prototype's `idx % N` — `bench --layout
+//! random`), and evaluates each on a *second*, held-out sample drawn from the same workload:
 //! evaluating on the sample the layout was fitted to would flatter it.
 
 use clap::{Args as ClapArgs, ValueEnum};
 use pisadb_core::Txn;
-use pisadb_layout::{declustered, evaluate, random, LayoutStats};
+use pisadb_layout::{declustered, evaluate, modulo, random, LayoutStats};
 use pisadb_p4db::programs::p4db::P4dbConfig;
 use pisadb_switch::SwitchProfile;
 use pisadb_workload::{SmallBank, SmallBankConfig, Workload, Ycsb, YcsbConfig};
@@ -61,7 +62,10 @@ struct Report {
     sample_txns: u64,
     data_arrays: usize,
     declustered: LayoutStats,
+    /// Uniformly random arrays (`bench --layout shuffled`).
     random: LayoutStats,
+    /// The prototype's `idx % N` (`bench --layout random`), N = 20 for YCSB, 10 for SmallBank.
+    idx_mod_n: LayoutStats,
 }
 
 /// Runs `pisadb layout`.
@@ -75,6 +79,11 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
     let held_out: Vec<Txn> = workload.hot_sample(n, args.seed.wrapping_add(0x9e37_79b9_7f4a_7c15));
     let declustered_layout = declustered(&hot, &fit, &target, args.seed);
     let random_layout = random(&hot, &target, args.seed);
+    let prototype_arrays = match args.workload {
+        WorkloadName::Ycsb => 20,
+        WorkloadName::Smallbank => 10,
+    };
+    let modulo_layout = modulo(&hot, &target, prototype_arrays);
     let report = Report {
         workload: args.workload,
         nodes: args.nodes,
@@ -86,6 +95,7 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
         data_arrays: target.arrays.len(),
         declustered: evaluate(&declustered_layout, &held_out, &target),
         random: evaluate(&random_layout, &held_out, &target),
+        idx_mod_n: evaluate(&modulo_layout, &held_out, &target),
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?);
@@ -134,7 +144,7 @@ fn print_table(r: &Report, overflow: usize) {
     }
     println!();
     println!("{:<12} {:>12} {:>12} {:>12} {:>12}", "layout", "single-pass", "mean passes", "stages used", "SRAM used");
-    for (name, s) in [("declustered", &r.declustered), ("random", &r.random)] {
+    for (name, s) in [("declustered", &r.declustered), ("shuffled", &r.random), ("idx % N", &r.idx_mod_n)] {
         println!(
             "{:<12} {:>11.2}% {:>12.3} {:>12} {:>9} KiB",
             name,

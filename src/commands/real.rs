@@ -8,7 +8,9 @@
 //! (`pisadb_gotthard::real`) with `--variant`, `--set`, `--seconds`, `--loss`, `--jitter-us`,
 //! `--data-dir` and `--json`.
 
-use crate::commands::bench::{CcArg, LayoutArg, ModeArg, PartitioningArg, Preset, RackArgs, WorkloadArg};
+use crate::commands::bench::{
+    CcArg, FineLocksArg, LayoutArg, ModeArg, PartitioningArg, Preset, RackArgs, RecirculationArg, WorkloadArg,
+};
 use clap::Args as ClapArgs;
 use pisadb_p4db::real::cluster::{node_dir, run_cluster, ClusterOptions, ClusterResult, Fault};
 use pisadb_p4db::real::loadgen::{run_switch_bench, BenchOptions, BenchResult, Side};
@@ -111,7 +113,9 @@ impl LoadArgs {
             rows: Some(self.rows),
             warehouses: self.warehouses,
             partitioning: Some(PartitioningArg::RoundRobin),
-            layout: LayoutArg::Declustered,
+            layout: Some(LayoutArg::Declustered),
+            fine_locks: FineLocksArg::Stages,
+            recirculation: Some(RecirculationArg::Priority),
             seed: self.seed,
             measure_ms: 1,
             warmup_ms: 0,

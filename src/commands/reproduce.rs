@@ -480,7 +480,8 @@ mod tests {
     use pisadb_p4db::node::Cc;
 
     fn plans(quick: bool) -> Vec<Plan> {
-        let options = Options { quick, seed: 1, seeds: if quick { 1 } else { 3 }, cc: Cc::NoWait };
+        let options =
+            Options { quick, seed: 1, seeds: if quick { 1 } else { 3 }, cc: Cc::NoWait, switch: Default::default() };
         Experiment::all().iter().map(|&e| plan(e, &options)).collect()
     }
 

@@ -13,7 +13,7 @@
 //! per-seed ratios to the baseline run under the same seed (paired, so the noise both share
 //! cancels).
 
-use super::bench::{CcArg, Preset};
+use super::bench::{CcArg, FineLocksArg, LayoutArg, Preset, RecirculationArg, SwitchChoices};
 use super::experiments::{plan, prototype_point, Baseline, Chart, Experiment, Options, Plan, PointSpec};
 use crate::systems::registry;
 use clap::{Args as ClapArgs, ValueEnum};
@@ -41,6 +41,39 @@ pub(crate) struct Args {
     preset: Preset,
     #[command(flatten)]
     common: CommonArgs,
+    #[command(flatten)]
+    switch: SweepSwitchArgs,
+}
+
+/// The switch-side flags of `pisadb sweep`: each replaces the choice of every point whose
+/// experiment does not set it itself (`layout` compares its own layouts; the ablation
+/// `switch-optimizations` takes only the lock rule of its fine-grained step and the
+/// recirculation model).
+#[derive(ClapArgs, Debug)]
+pub(crate) struct SweepSwitchArgs {
+    /// The hot set's layout: declustered (P4DB's algorithm), random (the prototype's idx % N),
+    /// ideal (the prototype's SWITCH_NO_CONFLICT upper bound: one pass, no locks, operations
+    /// past the first pass not executed), shuffled. Default: declustered.
+    #[arg(long, value_enum)]
+    layout: Option<LayoutArg>,
+    /// Which pipeline-lock halves a multi-pass transaction takes: stages (P4DB §5.3), parity
+    /// (the prototype's Fig. 15c; not serializable), whole-pipeline. Default: stages.
+    #[arg(long, value_enum)]
+    fine_locks: Option<FineLocksArg>,
+    /// How the switch recirculates: priority (every port, long waiters first) or fifo (the
+    /// prototype's one slow and one fast port). Default: priority.
+    #[arg(long, value_enum)]
+    recirculation: Option<RecirculationArg>,
+}
+
+impl SweepSwitchArgs {
+    fn choices(&self) -> SwitchChoices {
+        SwitchChoices {
+            layout: self.layout.map(Into::into),
+            fine_locks: self.fine_locks.map(Into::into),
+            recirculation: self.recirculation.map(Into::into),
+        }
+    }
 }
 
 /// Makes every point of `plan` a run on the P4DB prototype's testbed.
@@ -79,7 +112,7 @@ impl CommonArgs {
     /// The plan options these flags mean.
     pub(crate) fn options(&self) -> Options {
         let seeds = self.seeds.unwrap_or(if self.quick { 1 } else { 3 });
-        Options { quick: self.quick, seed: self.seed, seeds, cc: self.cc.into() }
+        Options { quick: self.quick, seed: self.seed, seeds, cc: self.cc.into(), switch: Default::default() }
     }
 
     /// Threads to use.
@@ -262,7 +295,18 @@ pub(crate) fn run_sweep(args: &Args) -> Result<(), String> {
             .collect();
         format!("no P4DB experiment `{}`; accepted: {}", args.experiment, names.join(", "))
     })?;
-    let mut plan = plan(experiment, &args.common.options());
+    let mut switch = args.switch.choices();
+    if args.preset == Preset::P4dbTestbed {
+        // The prototype's recirculation, and its headline layout wherever an experiment does
+        // not set its own (the worst-layout and ablation runs keep idx % N).
+        switch.layout = switch.layout.or(Some(pisadb_p4db::testbed::LAYOUT));
+        switch.recirculation = switch.recirculation.or(Some(pisadb_p4db::testbed::RECIRCULATION));
+    }
+    let options = Options { switch, ..args.common.options() };
+    for warning in options.switch.warnings() {
+        println!("{warning}");
+    }
+    let mut plan = plan(experiment, &options);
     let mut out = args.common.out.clone();
     if args.preset == Preset::P4dbTestbed {
         apply_testbed(&mut plan);
@@ -271,10 +315,19 @@ pub(crate) fn run_sweep(args: &Args) -> Result<(), String> {
         }
         out = out.join(args.preset.name());
     }
-    let mut runner = Runner::new(args.common.threads(), args.common.options().seeds);
+    let mut runner = Runner::new(args.common.threads(), options.seeds);
     let results = runner.run(&plan)?;
     let (csv, svg) = write_outputs(&plan, &results, &out)?;
     print_summary(&plan, &results);
+    let losses: Vec<_> = results.iter().flat_map(|m| &m.runs).filter_map(|r| r.ideal).collect();
+    if !losses.is_empty() {
+        let dropped: u64 = losses.iter().map(|l| l.dropped_ops).sum();
+        let truncated: u64 = losses.iter().map(|l| l.truncated_txns).sum();
+        println!(
+            "\nthe ideal layout did not execute {dropped} operations of {truncated} switch transactions over {} runs",
+            losses.len()
+        );
+    }
     println!("\nwrote {} and {}", csv.display(), svg.display());
     Ok(())
 }

@@ -31,9 +31,12 @@
 //! If the hot set is larger than the switch, the least-accessed tuples (in the sample) are left
 //! out and listed in [`Layout::overflow`]; they stay on the nodes.
 //!
-//! [`random`] is the baseline the paper compares against: tuples dropped uniformly at random
-//! into arrays. [`plan_passes`] is what a node runs per transaction to build its packet, and
-//! [`evaluate`] measures a layout on a sample.
+//! Two baselines place tuples without looking at the workload. [`modulo`] is the one the paper's
+//! prototype actually ran as its "worst" layout (Fig. 16, Fig. 15c): a tuple's array is its row
+//! id modulo the number of arrays (`idx % 20` for YCSB, `% 10` for SmallBank and TPC-C in the
+//! prototype's code). [`random`] drops tuples uniformly at random into arrays (LM-Switch's lock
+//! placement, and `pisadb layout`'s reference). [`plan_passes`] is what a node runs per
+//! transaction to build its packet, and [`evaluate`] measures a layout on a sample.
 //!
 //! Everything is deterministic in its inputs and seed: maps are `BTreeMap`s and all randomness
 //! comes from [`pisadb_core::rng::derive`].
@@ -120,6 +123,41 @@ pub fn random(hot: &[TupleKey], target: &LayoutTarget, seed: u64) -> Layout {
         next_index[slot] += 1;
     }
     layout
+}
+
+/// The prototype's layout: tuple `(table, row)` goes to array `(row + table) % arrays` of the
+/// first `arrays` arrays of `target` (all of them if fewer), at the next free index.
+///
+/// For a one-table workload (YCSB, table 0) this is exactly the prototype's `idx % N`. Where
+/// PisaDB keeps as separate tuples what the prototype packs into one register cell (SmallBank's
+/// savings and checking balance of one account, TPC-C's stock fields), the table id shifts the
+/// fields of one row into neighbouring arrays instead of making them collide in one array,
+/// which they do not in the prototype. A tuple whose array is full stays on the nodes
+/// ([`Layout::overflow`]): the rule has no second choice.
+pub fn modulo(hot: &[TupleKey], target: &LayoutTarget, arrays: usize) -> Layout {
+    let arrays = arrays.clamp(1, target.arrays.len().max(1));
+    let mut next_index = vec![0u32; arrays];
+    let mut layout = Layout::default();
+    for key in dedup_sorted(hot) {
+        let Some(slot) = modulo_slot(key, arrays).filter(|&s| s < target.arrays.len()) else {
+            layout.overflow.push(key);
+            continue;
+        };
+        let array = &target.arrays[slot];
+        if next_index[slot] >= array.capacity {
+            layout.overflow.push(key);
+            continue;
+        }
+        layout.insert(key, Placement { stage: array.stage, register: array.register, index: next_index[slot] });
+        next_index[slot] += 1;
+    }
+    layout
+}
+
+/// The array (position in the target) [`modulo`] gives `key` among `arrays` arrays.
+pub fn modulo_slot(key: TupleKey, arrays: usize) -> Option<usize> {
+    let arrays = u64::try_from(arrays).ok().filter(|&n| n > 0)?;
+    usize::try_from(key.row.wrapping_add(u64::from(key.table)) % arrays).ok()
 }
 
 fn dedup_sorted(keys: &[TupleKey]) -> Vec<TupleKey> {
@@ -220,6 +258,24 @@ mod tests {
         let stages: Vec<u8> = (0..4).map(|i| layout.get(k(i)).unwrap().stage).collect();
         assert!(stages.windows(2).all(|w| w[0] < w[1]), "stages {stages:?}");
         assert_eq!(evaluate(&layout, &sample, &t).single_pass_ratio, 1.0);
+    }
+
+    #[test]
+    fn modulo_puts_row_r_of_table_t_in_array_r_plus_t_mod_n() {
+        let hot: Vec<_> = (0..30).map(k).chain([TupleKey::new(1, 4)]).collect();
+        let t = target(4, 2, 100);
+        let layout = modulo(&hot, &t, 5);
+        for (key, p) in layout.iter() {
+            let slot = ((key.row + u64::from(key.table)) % 5) as usize;
+            assert_eq!(p.register, t.arrays[slot].register, "{key:?}");
+        }
+        assert_eq!(layout.get(k(7)).unwrap().register, t.arrays[2].register);
+        assert_eq!(layout.get(TupleKey::new(1, 4)).unwrap().register, t.arrays[0].register);
+        assert!(layout.overflow.is_empty());
+        // A full array has no second choice: its extra tuples stay on the nodes.
+        let small = modulo(&hot, &target(4, 2, 2), 5);
+        assert_eq!(small.len(), 10);
+        assert_eq!(small.overflow.len(), 21);
     }
 
     #[test]

@@ -39,8 +39,8 @@ pub mod wire;
 
 pub use metrics::{Metrics, Window};
 pub use run::{
-    build, build_faulty, plan, run, run_rack, switch_value, Cluster, LatencyBreakdown, LayoutChoice, PlanRestarts,
-    PrototypeCounts, Rack, RackPlan, RunConfig, RunOutput, RunResult, WorkloadSpec,
+    build, build_faulty, plan, run, run_rack, switch_value, Cluster, IdealLoss, LatencyBreakdown, LayoutChoice,
+    PlanRestarts, PrototypeCounts, Rack, RackPlan, RunConfig, RunOutput, RunResult, WorkloadSpec,
 };
 pub use switch::RackSwitch;
 pub use system::SYSTEM;

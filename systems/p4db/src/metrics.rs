@@ -41,6 +41,11 @@ pub struct Window {
     pub recirculations: u64,
     /// Packets the switch dropped in the window (full recirculation queues, …).
     pub switch_drops: u64,
+    /// Instructions the engine did not execute because they lay beyond their packet's first
+    /// pass (the `ideal` layout only).
+    pub first_pass_dropped_ops: u64,
+    /// Switch transactions that lost an instruction that way.
+    pub first_pass_truncated_txns: u64,
 }
 
 impl Default for Window {
@@ -59,6 +64,8 @@ impl Default for Window {
             switch_passes: 0,
             recirculations: 0,
             switch_drops: 0,
+            first_pass_dropped_ops: 0,
+            first_pass_truncated_txns: 0,
         }
     }
 }
@@ -72,6 +79,9 @@ pub struct Metrics {
     aborts_at_start: (u64, u64, u64),
     /// Switch (passes, recirculations, drops) when the window began.
     switch_at_start: (u64, u64, u64),
+    /// The engine's first-pass-only (dropped instructions, truncated transactions) when the
+    /// window began.
+    first_pass_at_start: (u64, u64),
     /// Records of committed transactions (with `record_history`).
     records: Vec<Record>,
     /// Records of logged switch transactions not finished yet, by transaction id.
@@ -167,6 +177,15 @@ fn total_aborts(nodes: &[Node]) -> (u64, u64, u64) {
     (sum(|s| s.aborts), sum(|s| s.begun), sum(|s| s.skipped))
 }
 
+/// The P4DB engine's (instructions dropped, transactions truncated) under
+/// [`first_pass_only`](crate::programs::p4db::P4dbConfig::first_pass_only); zeros otherwise.
+fn first_pass_counters(switches: &[&RackSwitch]) -> (u64, u64) {
+    match switches[0] {
+        RackSwitch::P4db(s) => (s.program().first_pass_dropped_ops, s.program().first_pass_truncated_txns),
+        RackSwitch::LockManager(_) => (0, 0),
+    }
+}
+
 /// The rack's switch's (passes, recirculations, drops).
 fn switch_counters(switches: &[&RackSwitch]) -> (u64, u64, u64) {
     let s = switches[0].stats();
@@ -192,6 +211,7 @@ impl Observer<Node, RackSwitch> for Metrics {
     fn on_window_start(&mut self, _at: Nanos, nodes: &[Node], switches: &[&RackSwitch]) {
         self.aborts_at_start = total_aborts(nodes);
         self.switch_at_start = switch_counters(switches);
+        self.first_pass_at_start = first_pass_counters(switches);
     }
 
     fn on_window_end(&mut self, at: Nanos, nodes: &[Node], switches: &[&RackSwitch], moment: Moment) {
@@ -209,5 +229,8 @@ impl Observer<Node, RackSwitch> for Metrics {
         self.window.switch_passes = passes.saturating_sub(self.switch_at_start.0);
         self.window.recirculations = recircs.saturating_sub(self.switch_at_start.1);
         self.window.switch_drops = drops.saturating_sub(self.switch_at_start.2);
+        let (dropped, truncated) = first_pass_counters(switches);
+        self.window.first_pass_dropped_ops = dropped.saturating_sub(self.first_pass_at_start.0);
+        self.window.first_pass_truncated_txns = truncated.saturating_sub(self.first_pass_at_start.1);
     }
 }

@@ -2,9 +2,30 @@
 //!
 //! Building a rack: every node gets its own workload generator (same configuration, seed
 //! derived per node), loads its partition, and shares the hot-set index. The hot set is laid out
-//! on the switch with P4DB's declustered layout, fitted on a sample of hot transactions; in
-//! P4DB mode the switch's registers are loaded with the hot tuples' initial values. LM-Switch
-//! places one lock per hot tuple in the lock manager's arrays.
+//! on the switch by the run's [`LayoutChoice`] (by default P4DB's declustered layout, fitted on
+//! a sample of hot transactions); in P4DB mode the switch's registers are loaded with the hot
+//! tuples' initial values. LM-Switch places one lock per hot tuple in the lock manager's arrays.
+//!
+//! ## Layouts, and what the paper's prototype ran
+//!
+//! `declustered` is P4DB's algorithm (§4), the default. The other three follow the prototype's
+//! public code, which never ran that algorithm in its measurements:
+//!
+//! - `random` is the prototype's "worst layout" (Fig. 16, Fig. 15c's first steps): tuple
+//!   `idx` in array `idx % N`, `N` being the data arrays the prototype gives the workload
+//!   ([`WorkloadSpec::prototype_data_arrays`]: 20 for YCSB, 10 for SmallBank and TPC-C), with
+//!   real multi-pass transactions under the pipeline lock ([`pisadb_layout::modulo`]). The
+//!   prototype range-partitions its rows, so a node's hot keys are consecutive ids and spread
+//!   evenly; under round-robin partitioning (PisaDB's default) node `n`'s rows are `n` modulo
+//!   the node count and fall into only `N / gcd(N, nodes)` arrays (5 of 20 on 8 nodes), a
+//!   worse layout than the prototype's. Use range partitioning to compare with the paper.
+//! - `ideal` is the prototype's `SWITCH_NO_CONFLICT`, under which every headline figure ran and
+//!   which the paper calls the optimal (declustered) layout: the same `idx % N` placement, but
+//!   every hot transaction is sent as one pass with no locks and the switch executes only its
+//!   first pass; the operations after it are not executed at all
+//!   ([`P4dbConfig::first_pass_only`]). No register layout achieves this; the run reports
+//!   what it left out ([`RunResult::ideal`]).
+//! - `shuffled` drops tuples into uniformly random arrays (what `random` meant before).
 
 use crate::metrics::Metrics;
 use crate::node::rebuild::rebuild_switch;
@@ -47,6 +68,16 @@ impl WorkloadSpec {
         }
     }
 
+    /// The data arrays the prototype's switch program gives this workload, over which its
+    /// `idx % N` layout spreads tuples: 20 for YCSB, 10 for SmallBank and TPC-C (`NUM_REGS` in
+    /// its `switch.hpp` of each benchmark).
+    pub fn prototype_data_arrays(&self) -> usize {
+        match self {
+            WorkloadSpec::Ycsb(_) => 20,
+            WorkloadSpec::SmallBank(_) | WorkloadSpec::Tpcc(_) => 10,
+        }
+    }
+
     /// A generator for a rack of `nodes`.
     pub fn build(&self, nodes: u16, seed: u64) -> Result<Box<dyn Workload>, String> {
         Ok(match self {
@@ -70,8 +101,26 @@ pub enum LayoutChoice {
     /// P4DB's declustered layout, fitted on a sample of hot transactions (§4).
     #[default]
     Declustered,
-    /// Tuples dropped into arrays uniformly at random (the paper's "worst case" baseline).
+    /// The prototype's "worst layout": tuple `idx` in array `idx % N` of the workload's `N`
+    /// arrays ([`WorkloadSpec::prototype_data_arrays`]), multi-pass under the pipeline lock.
     Random,
+    /// Tuples dropped into arrays uniformly at random.
+    Shuffled,
+    /// The prototype's `SWITCH_NO_CONFLICT` runs: `random`'s placement, every hot transaction
+    /// one pass with no locks, the operations beyond its first pass not executed. An upper
+    /// bound no register layout achieves.
+    Ideal,
+}
+
+impl LayoutChoice {
+    /// What a report should say about runs under this layout, if anything.
+    pub fn warning(self) -> Option<&'static str> {
+        (self == LayoutChoice::Ideal).then_some(
+            "note: --layout ideal reproduces the prototype's SWITCH_NO_CONFLICT runs: every hot transaction \
+             takes one pass with no locks and the operations beyond its first pass are NOT executed. It is \
+             an upper bound that no register layout achieves, not a result of P4DB",
+        )
+    }
 }
 
 /// Everything one simulated point needs.
@@ -152,9 +201,12 @@ impl RunConfig {
         }
     }
 
-    /// The P4DB engine configuration in effect.
+    /// The P4DB engine configuration in effect (the `ideal` layout turns on
+    /// [`P4dbConfig::first_pass_only`]).
     pub fn p4db_config(&self) -> P4dbConfig {
-        self.p4db.clone().unwrap_or_else(|| P4dbConfig::for_profile(&self.profile))
+        let mut config = self.p4db.clone().unwrap_or_else(|| P4dbConfig::for_profile(&self.profile));
+        config.first_pass_only |= self.layout == LayoutChoice::Ideal;
+        config
     }
 }
 
@@ -195,6 +247,19 @@ pub struct RunResult {
     pub prototype: Option<PrototypeCounts>,
     /// Hash of the event trace: equal seeds give equal hashes.
     pub trace_hash: String,
+    /// What the `ideal` layout did not execute, in the window (absent under other layouts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ideal: Option<IdealLoss>,
+}
+
+/// The work the `ideal` layout (the prototype's `SWITCH_NO_CONFLICT`) left undone: the
+/// operations beyond a packet's first pass, which the switch never executed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IdealLoss {
+    /// Operations not executed.
+    pub dropped_ops: u64,
+    /// Switch transactions that lost at least one operation.
+    pub truncated_txns: u64,
 }
 
 impl RunResult {
@@ -391,7 +456,10 @@ pub fn plan(cfg: &RunConfig) -> Result<RackPlan, SimError> {
             let sample = base.hot_sample(cfg.layout_sample, splitmix64(cfg.seed ^ 0x1a70));
             match cfg.layout {
                 LayoutChoice::Declustered => pisadb_layout::declustered(&hot, &sample, &target, cfg.seed),
-                LayoutChoice::Random => pisadb_layout::random(&hot, &target, cfg.seed),
+                LayoutChoice::Random | LayoutChoice::Ideal => {
+                    pisadb_layout::modulo(&hot, &target, cfg.workload.prototype_data_arrays())
+                }
+                LayoutChoice::Shuffled => pisadb_layout::random(&hot, &target, cfg.seed),
             }
         })
     };
@@ -409,8 +477,8 @@ impl RackPlan {
         let config_error = |e: String| SimError::Config(e);
         Ok(match cfg.mode {
             Mode::P4db | Mode::NoSwitch => {
-                let mut s =
-                    Switch::new(cfg.profile.clone(), self.engine.clone()).map_err(|e| config_error(e.to_string()))?;
+                let profile = self.engine.config().switch_profile(&cfg.profile);
+                let mut s = Switch::new(profile, self.engine.clone()).map_err(|e| config_error(e.to_string()))?;
                 if cfg.mode == Mode::P4db {
                     for (group, members) in multicast_groups(cfg.nodes) {
                         s.set_multicast_group(group, members);
@@ -597,6 +665,10 @@ pub fn run_rack(cfg: &RunConfig, rack: Rack) -> Result<RunOutput, SimError> {
             skipped: w.skipped,
             txns_per_worker: cfg.txns_per_worker,
             workers_done: cluster.hosts().iter().map(|n| n.stats().workers_done).sum(),
+        }),
+        ideal: (cfg.mode == Mode::P4db && cfg.p4db_config().first_pass_only).then_some(IdealLoss {
+            dropped_ops: w.first_pass_dropped_ops,
+            truncated_txns: w.first_pass_truncated_txns,
         }),
     };
     Ok(RunOutput { result, cluster, layout, mode: cfg.mode, workload })

@@ -4,7 +4,7 @@
 mod common;
 
 use pisadb_core::AccOut;
-use pisadb_p4db::programs::p4db::{action_for, P4dbConfig, P4dbEngine};
+use pisadb_p4db::programs::p4db::{action_for, FineLocks, P4dbConfig, P4dbEngine, RecirculationModel};
 use pisadb_p4db::wire::p4db::{Instruction, LockPair, TxnPacket};
 use pisadb_switch::{LoadError, Switch, SwitchProfile};
 use pisadb_wire::{Frame, Kind, SWITCH_ID};
@@ -31,8 +31,11 @@ fn small_switch() -> Switch<P4dbEngine> {
         data_stages: 4,
         arrays_per_stage: 2,
         entries_per_array: 16,
-        fine_grained_locks: true,
+        fine_locks: FineLocks::Stages,
         fast_recirculation: true,
+        recirculation: RecirculationModel::Priority,
+        first_pass_only: false,
+        single_pass_waits_for_either_half: false,
     };
     let mut switch = Switch::new(SwitchProfile::tofino1(), P4dbEngine::new(cfg)).unwrap();
     switch.attach(0);

@@ -12,7 +12,7 @@ mod common;
 
 use pisadb_core::{AccOut, Op, OpKind, SerialStore, TupleKey, Txn};
 use pisadb_layout::{random, Layout};
-use pisadb_p4db::programs::p4db::{P4dbConfig, P4dbEngine};
+use pisadb_p4db::programs::p4db::{FineLocks, P4dbConfig, P4dbEngine, RecirculationModel};
 use pisadb_p4db::wire::p4db::TxnPacket;
 use pisadb_switch::{Switch, SwitchProfile};
 use pisadb_wire::{Frame, Kind, SWITCH_ID};
@@ -28,8 +28,11 @@ fn config(fine_grained_locks: bool, fast_recirculation: bool) -> P4dbConfig {
         data_stages: 4,
         arrays_per_stage: 2,
         entries_per_array: 16,
-        fine_grained_locks,
+        fine_locks: if fine_grained_locks { FineLocks::Stages } else { FineLocks::WholePipeline },
         fast_recirculation,
+        recirculation: RecirculationModel::Priority,
+        first_pass_only: false,
+        single_pass_waits_for_either_half: false,
     }
 }
 

@@ -4,7 +4,7 @@ mod common;
 
 use pisadb_core::{Op, OpKind, TupleKey, Txn};
 use pisadb_layout::random;
-use pisadb_p4db::programs::p4db::{P4dbConfig, P4dbEngine};
+use pisadb_p4db::programs::p4db::{FineLocks, P4dbConfig, P4dbEngine, RecirculationModel};
 use pisadb_switch::{Switch, SwitchProfile};
 use pisadb_wire::{Frame, Kind, SWITCH_ID};
 
@@ -14,8 +14,11 @@ fn switch_with(profile: SwitchProfile) -> (Switch<P4dbEngine>, pisadb_layout::La
         data_stages: 4,
         arrays_per_stage: 2,
         entries_per_array: 16,
-        fine_grained_locks: false,
+        fine_locks: FineLocks::WholePipeline,
         fast_recirculation: true,
+        recirculation: RecirculationModel::Priority,
+        first_pass_only: false,
+        single_pass_waits_for_either_half: false,
     };
     let engine = P4dbEngine::new(cfg.clone());
     let keys: Vec<TupleKey> = (0..8).map(|r| TupleKey::new(0, r)).collect();

@@ -38,6 +38,27 @@
 //! acquisition for multi-pass), which is such an order. The property tests check exactly this
 //! against a serial execution in GID order.
 //!
+//! ## What the prototype measured, as options
+//!
+//! The paper's prototype (DataManagementLab/p4db) differs from the design above in three
+//! places, each an option here so its figures can be reproduced next to the real protocol:
+//!
+//! - [`P4dbConfig::first_pass_only`] (the `ideal` layout): every headline figure ran with
+//!   `SWITCH_NO_CONFLICT`: each packet is sent single-pass without locks, and the switch's
+//!   parser stops at the first instruction marked as starting a new pass, so only the first
+//!   pass executes and the rest of the transaction is silently not done. The engine does the
+//!   same and counts what it did not execute. It is an upper bound on what any register
+//!   layout can give, not a protocol.
+//! - [`FineLocks::Parity`]: Fig. 15c's "fine-grained locking" gives each multi-pass
+//!   transaction the half its first key's parity picks, whatever stages it touches, so two
+//!   transactions on the same arrays can both hold "their" half: not serializable, and printed
+//!   as such wherever it runs. Single-pass packets then wait while either half is held (they
+//!   cannot know which half guards their arrays; the prototype does the same).
+//! - [`RecirculationModel::TwoPortFifo`]: the prototype recirculates on two ports only, one
+//!   shared slow port and one fast port for lock holders, served first come, first served;
+//!   PisaDB's default spreads waiting packets over every port and serves long-waiting ones
+//!   first.
+//!
 //! ## Where the result goes
 //!
 //! A finished transaction goes back to its sender, or, when its header names a multicast group,
@@ -95,11 +116,73 @@ pub struct P4dbConfig {
     pub arrays_per_stage: u8,
     /// Cells per data array.
     pub entries_per_array: u32,
-    /// Two locks over the two halves of the data stages (§5.3); otherwise every multi-pass
-    /// transaction locks the whole pipeline.
-    pub fine_grained_locks: bool,
+    /// Which lock halves a multi-pass transaction takes (§5.3).
+    #[serde(default)]
+    pub fine_locks: FineLocks,
     /// Lock holders recirculate on a port of their own (§5.3).
     pub fast_recirculation: bool,
+    /// How the recirculation ports are set up and served.
+    #[serde(default)]
+    pub recirculation: RecirculationModel,
+    /// The prototype's `SWITCH_NO_CONFLICT` runs (the `ideal` layout): every packet is one
+    /// pass with no locks, and the instructions after the first pass's end are not executed
+    /// (counted in [`P4dbEngine::first_pass_dropped_ops`]). An upper bound, not a protocol.
+    #[serde(default)]
+    pub first_pass_only: bool,
+    /// A single-pass packet waits while either lock half is held, whatever stages it touches
+    /// (the prototype's `is_locked` check); otherwise only for the halves it needs. Always so
+    /// under [`FineLocks::Parity`] and [`FineLocks::WholePipeline`].
+    #[serde(default)]
+    pub single_pass_waits_for_either_half: bool,
+}
+
+/// Which halves of the pipeline lock a multi-pass transaction takes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FineLocks {
+    /// Both halves, always: every multi-pass transaction locks the whole pipeline.
+    WholePipeline,
+    /// The halves its stages fall in (`left` guards the first half of the data stages,
+    /// `right` the second): P4DB's fine-grained locking (§5.3), serializable.
+    #[default]
+    Stages,
+    /// One half chosen by the parity of the transaction's first key (even: `left`), whatever
+    /// stages it touches: what the prototype measured as "fine-grained locking" in Fig. 15c
+    /// (`YCSB_OPTI_TEST`). NOT serializable: two transactions touching the same stages can
+    /// hold different halves at once. Single-pass packets wait while either half is held, as
+    /// in the prototype.
+    Parity,
+}
+
+impl FineLocks {
+    /// Whether the rule keeps transactions serializable.
+    pub fn is_serializable(self) -> bool {
+        self != FineLocks::Parity
+    }
+
+    /// The warning to print wherever a run with this rule is reported, if any.
+    pub fn warning(self) -> Option<&'static str> {
+        (!self.is_serializable()).then_some(
+            "warning: --fine-locks parity is the prototype's Fig. 15c measurement (one lock half by the \
+             parity of the first key), not a serializable protocol: two multi-pass transactions on the \
+             same stages can run at once",
+        )
+    }
+}
+
+/// How a switch's recirculation ports are set up and served.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RecirculationModel {
+    /// Every recirculation port of the profile: one reserved for lock holders (with fast
+    /// recirculation), the others shared round-robin by waiting packets; each port's queue is
+    /// served by priority class, the packet's recirculation count (§5.3).
+    #[default]
+    Priority,
+    /// The prototype's: two recirculation paths only, one slow port shared by waiting packets
+    /// (and by lock holders without fast recirculation) and one fast port for lock holders;
+    /// each queue first come, first served.
+    TwoPortFifo,
 }
 
 impl P4dbConfig {
@@ -112,8 +195,11 @@ impl P4dbConfig {
             data_stages: profile.stages_per_pipe.saturating_sub(2).max(1),
             arrays_per_stage: 2,
             entries_per_array: 32_768,
-            fine_grained_locks: true,
+            fine_locks: FineLocks::Stages,
             fast_recirculation: true,
+            recirculation: RecirculationModel::Priority,
+            first_pass_only: false,
+            single_pass_waits_for_either_half: false,
         }
     }
 
@@ -126,14 +212,25 @@ impl P4dbConfig {
         LayoutTarget { arrays, sram_block_bits: profile.sram_block_bits }
     }
 
+    /// The switch `profile` as this configuration uses it: under
+    /// [`RecirculationModel::TwoPortFifo`] only two recirculation ports (one when there is no
+    /// fast recirculation, whose port then stays unused), whatever the hardware has.
+    pub fn switch_profile(&self, profile: &SwitchProfile) -> SwitchProfile {
+        let mut profile = profile.clone();
+        if self.recirculation == RecirculationModel::TwoPortFifo {
+            profile.recirc_ports_per_pipe = if self.fast_recirculation { 2 } else { 1 };
+        }
+        profile
+    }
+
     /// `(register id, stage)` of every data array; ids count from 1 in stage order.
     fn data_arrays(&self) -> impl Iterator<Item = (u8, u8)> + '_ {
         pisadb_switch::program::array_grid(self.first_data_stage, self.data_stages, self.arrays_per_stage)
     }
 
-    /// The locks a transaction touching `stage` needs.
+    /// The locks a transaction touching `stage` needs (a single-pass one checks they are free).
     fn lock_for_stage(&self, stage: u8) -> LockPair {
-        if !self.fine_grained_locks {
+        if self.fine_locks != FineLocks::Stages {
             return LockPair::BOTH;
         }
         let left = stage < self.first_data_stage + self.data_stages.div_ceil(2);
@@ -230,6 +327,11 @@ pub struct P4dbEngine {
     last: BTreeMap<u32, LastTxn>,
     /// Copies answered from `last` without executing.
     pub replayed: u64,
+    /// With [`P4dbConfig::first_pass_only`]: instructions not executed because they lay
+    /// beyond their packet's first pass (the prototype's parser stops there).
+    pub first_pass_dropped_ops: u64,
+    /// With [`P4dbConfig::first_pass_only`]: transactions that lost at least one instruction.
+    pub first_pass_truncated_txns: u64,
     /// This switch's incarnation, stamped on every answer (see the wire format).
     epoch: u16,
 }
@@ -275,7 +377,15 @@ impl P4dbEngine {
     /// The engine with `config`.
     pub fn new(config: P4dbConfig) -> Self {
         let stage_of = pisadb_switch::program::stage_map(config.data_arrays());
-        P4dbEngine { config, stage_of, last: BTreeMap::new(), replayed: 0, epoch: 0 }
+        P4dbEngine {
+            config,
+            stage_of,
+            last: BTreeMap::new(),
+            replayed: 0,
+            first_pass_dropped_ops: 0,
+            first_pass_truncated_txns: 0,
+            epoch: 0,
+        }
     }
 
     /// Sets the epoch a switch rebuilt from the logs answers with: nodes then drop answers the
@@ -357,6 +467,11 @@ impl P4dbEngine {
     /// Builds the packet for a hot transaction under `layout`: plans its passes, marks their
     /// ends, and sets the multi-pass flag and locks. Also returns, for each instruction, the
     /// index of the operation it carries (results come back in instruction order).
+    ///
+    /// With [`P4dbConfig::first_pass_only`] the packet still carries every pass, as the
+    /// prototype's did, but is flagged single-pass and takes no locks: the switch runs its first
+    /// pass only. With [`FineLocks::Parity`] a multi-pass packet takes the half its first
+    /// operation's key picks ([`parity_lock`]).
     pub fn packet_for(&self, txn: &Txn, layout: &Layout, txn_id: u64) -> Result<(TxnPacket, Vec<usize>), BuildError> {
         if txn.ops.len() > MAX_INSTRUCTIONS {
             return Err(BuildError::TooManyOps(txn.ops.len()));
@@ -383,13 +498,14 @@ impl P4dbEngine {
                 });
             }
         }
-        let packet = TxnPacket {
-            txn_id,
-            is_multipass: plan.passes.len() > 1,
-            locks: self.locks_for(stages),
-            instrs,
-            ..TxnPacket::default()
+        let is_multipass = plan.passes.len() > 1 && !self.config.first_pass_only;
+        let locks = match txn.ops.first() {
+            _ if self.config.first_pass_only => LockPair::default(),
+            Some(first) if is_multipass && self.config.fine_locks == FineLocks::Parity => parity_lock(first.key),
+            _ if !is_multipass && self.config.single_pass_waits_for_either_half => LockPair::BOTH,
+            _ => self.locks_for(stages),
         };
+        let packet = TxnPacket { txn_id, is_multipass, locks, instrs, ..TxnPacket::default() };
         Ok((packet, order))
     }
 
@@ -400,7 +516,9 @@ impl P4dbEngine {
     /// wrote it in the same pass, and one that writes it strictly after any that touched it
     /// (the accumulator is one PHV field: a stage cannot both produce and consume it). Across
     /// the packet: only data arrays, known actions, indices in range; the multi-pass flag
-    /// matches the plan; the locks cover every stage touched.
+    /// matches the plan; the locks cover every stage touched. With
+    /// [`P4dbConfig::first_pass_only`] a packet is single-pass whatever its plan and needs no
+    /// locks; with [`FineLocks::Parity`] a multi-pass packet holds exactly one half.
     pub fn check_plan(&self, pkt: &TxnPacket) -> Result<usize, Reject> {
         let actions = DATA_ACTIONS;
         let mut passes = 0;
@@ -427,11 +545,23 @@ impl P4dbEngine {
                 pass = PassCheck::default();
             }
         }
+        if self.config.first_pass_only {
+            if pkt.is_multipass {
+                return Err(Reject::rule("multipass_flag", "first-pass-only packets are single-pass".to_string()));
+            }
+            return Ok(passes);
+        }
         if pkt.is_multipass != (passes > 1) {
             return Err(Reject::rule(
                 "multipass_flag",
                 format!("plan has {passes} passes but is_multipass = {}", pkt.is_multipass),
             ));
+        }
+        if pkt.is_multipass && self.config.fine_locks == FineLocks::Parity {
+            if pkt.locks.left == pkt.locks.right {
+                return Err(Reject::rule("parity_lock", format!("needs one half, packet has {:?}", pkt.locks)));
+            }
+            return Ok(passes);
         }
         if !pkt.locks.covers(needed) {
             return Err(Reject::rule("locks_do_not_cover", format!("needs {needed:?}, packet has {:?}", pkt.locks)));
@@ -464,6 +594,14 @@ impl P4dbEngine {
         p.passes_left -= 1;
         Ok(())
     }
+}
+
+/// The lock half [`FineLocks::Parity`] gives a multi-pass transaction whose first operation is
+/// on `key`: `left` for an even row, `right` for an odd one (the prototype's `YCSB_OPTI_TEST`:
+/// `ops[0].id % 2 == 0 ? {1, 0} : {0, 1}`).
+pub fn parity_lock(key: TupleKey) -> LockPair {
+    let left = key.row.is_multiple_of(2);
+    LockPair { left, right: !left }
 }
 
 /// Where a finished transaction's answer goes.
@@ -563,7 +701,8 @@ impl Program for P4dbEngine {
             return Err(Reject::rule("not_for_p4db", format!("{:?} to node {}", frame.kind, frame.dst)));
         }
         let mut txn = TxnPacket::decode(payload)?;
-        let passes = self.check_plan(&txn)?;
+        let planned = self.check_plan(&txn)?;
+        let passes = if self.config.first_pass_only { 1 } else { planned };
         txn.epoch = self.epoch;
         Ok(P4dbPacket { txn, cursor: 0, passes_left: passes, holds_locks: false })
     }
@@ -608,6 +747,9 @@ impl Program for P4dbEngine {
             return PassDecision::Drop("rule_violation");
         }
         if p.passes_left == 0 {
+            let dropped = (p.txn.instrs.len() - p.cursor) as u64;
+            self.first_pass_dropped_ops += dropped;
+            self.first_pass_truncated_txns += u64::from(dropped > 0);
             self.answered(&p.txn);
             finished(&p.txn)
         } else if self.config.fast_recirculation {
@@ -626,7 +768,11 @@ impl Program for P4dbEngine {
     }
 
     fn priority(&self, p: &P4dbPacket) -> u32 {
-        p.txn.recircs
+        match self.config.recirculation {
+            RecirculationModel::Priority => p.txn.recircs,
+            // One class: each port's queue is first come, first served.
+            RecirculationModel::TwoPortFifo => 0,
+        }
     }
 }
 
