@@ -19,7 +19,7 @@ use super::bench::{Preset, SwitchChoices};
 use clap::ValueEnum;
 use pisadb_p4db::node::{Cc, Mode};
 use pisadb_p4db::paper::PrototypePoint;
-use pisadb_p4db::programs::p4db::{FineLocks, P4dbConfig, RecirculationModel};
+use pisadb_p4db::programs::p4db::{FineLocks, P4dbConfig};
 use pisadb_p4db::testbed;
 use pisadb_p4db::{LayoutChoice, RunConfig, WorkloadSpec};
 use pisadb_report::Unit;
@@ -217,13 +217,13 @@ impl Options {
             ..RunConfig::ycsb_default()
         };
         if self.as_run && mode == Mode::P4db {
-            cfg.layout = LayoutChoice::Ideal;
+            cfg.layout = testbed::LAYOUT;
         }
         if self.preset == Preset::P4dbTestbed {
             cfg.workload = testbed::prototype_workload(&cfg.workload);
             testbed::apply(&mut cfg);
-            let fifo = SwitchChoices { recirculation: Some(RecirculationModel::TwoPortFifo), ..Default::default() };
-            fifo.apply(&mut cfg);
+            let prototypes = SwitchChoices { recirculation: Some(testbed::RECIRCULATION), ..Default::default() };
+            prototypes.apply(&mut cfg);
         }
         self.switch.apply(&mut cfg);
         cfg

@@ -266,6 +266,13 @@ fn run_one(cfg: &RunConfig) -> Outcome {
 
 /// Runs `pisadb sweep`.
 pub(crate) fn run_sweep(args: &Args) -> Result<(), String> {
+    if args.system != "p4db" && args.preset != Preset::Pisadb {
+        return Err(format!(
+            "--preset {} is P4DB's testbed; system `{}` has no presets",
+            args.preset.name(),
+            args.system
+        ));
+    }
     if args.system != "p4db" {
         let summary = registry()
             .sweep(&args.system, &args.experiment, &system_options(&args.common))

@@ -26,7 +26,8 @@
 //! prototype's workload definitions.
 
 use crate::node::{CpuCosts, Engine};
-use crate::run::{RunConfig, WorkloadSpec};
+use crate::programs::p4db::RecirculationModel;
+use crate::run::{LayoutChoice, RunConfig, WorkloadSpec};
 use pisadb_core::Nanos;
 use pisadb_sim::net::LinkParams;
 use pisadb_switch::SwitchProfile;
@@ -38,6 +39,15 @@ pub const TRAVERSAL_NS: Nanos = 12_250;
 
 /// The CPU of a local 8-operation transaction on the prototype's testbed (the fit).
 pub const LOCAL_TXN_NS: Nanos = 860;
+
+/// The prototype's recirculation: one slow port shared by waiting packets and one fast port for
+/// lock holders, each first come, first served (issue 16; `src/.../switch` of the prototype).
+pub const RECIRCULATION: RecirculationModel = RecirculationModel::TwoPortFifo;
+
+/// The layout of the paper's headline runs: `SWITCH_NO_CONFLICT` (every hot transaction one
+/// pass, no locks), which the paper calls the declustered layout. Experiments that ran the
+/// prototype's `idx % N` placement (the worst layout, the ablation) keep [`LayoutChoice::Random`].
+pub const LAYOUT: LayoutChoice = LayoutChoice::Ideal;
 
 /// Transactions each worker pre-generates (`experiments/p4db_exp.py`: `num_txns=[500_000]`).
 pub const TXNS_PER_WORKER: u64 = 500_000;
@@ -103,10 +113,12 @@ pub fn prototype_workload(spec: &WorkloadSpec) -> WorkloadSpec {
 pub fn describe(cfg: &RunConfig) -> String {
     let c = &cfg.costs;
     format!(
-        "preset p4db-testbed: the prototype's workload definition; {} engine ({} pre-generated transactions per \
+        "preset p4db-testbed: the prototype's workload definition; {:?} layout, {:?} recirculation; {} engine ({} pre-generated transactions per \
          worker, skipped on abort, one handler core per node); testbed links ({} ns NIC per end: {:.2} us per \
          node->switch->node traversal); testbed CPU (lock {} ns, tuple {} ns, contended latch {} ns, no \
          generation cost)",
+        cfg.layout,
+        cfg.p4db_config().recirculation,
         cfg.engine.name(),
         cfg.txns_per_worker,
         cfg.link.nic_ns,
