@@ -176,16 +176,19 @@ fn reproduce_p4db_quick_csvs_are_pinned() {
         .output()
         .expect("pisadb runs");
     assert!(out.status.success(), "reproduce failed: {}", String::from_utf8_lossy(&out.stderr));
+    // One subdirectory per setup (the report's columns), one CSV per experiment in each.
     let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .flat_map(|setup| std::fs::read_dir(setup).unwrap().map(|e| e.unwrap().path()))
         .filter(|p| p.extension().is_some_and(|e| e == "csv"))
         .collect();
     names.sort();
     let digests: serde_json::Map<String, Value> = names
         .iter()
         .map(|p| {
-            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            let name = p.strip_prefix(&dir).unwrap().to_string_lossy().into_owned();
             (name, Value::String(csv_digest(&std::fs::read_to_string(p).unwrap())))
         })
         .collect();

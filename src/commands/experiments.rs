@@ -464,10 +464,13 @@ pub(crate) fn plan(experiment: Experiment, o: &Options) -> Plan {
                 let base = o.base(ycsb(YcsbMix::A, 20, 100), Mode::P4db, 20);
                 // `--fine-locks parity` makes the fine-grained step the prototype's measurement.
                 let fine_locks = o.fine_locks();
+                // The base's stored switch settings (recirculation model), not the ones its layout
+                // implies: each step sets its own layout.
+                let stored = base.p4db.clone().unwrap_or_else(|| P4dbConfig::for_profile(&base.profile));
                 let p4db = P4dbConfig {
                     fast_recirculation: fast,
                     fine_locks: if fine { fine_locks } else { FineLocks::WholePipeline },
-                    ..base.p4db_config()
+                    ..stored
                 };
                 let cfg = RunConfig { nodes: 4, layout, p4db: Some(p4db), ..base };
                 points.push(PointSpec {
