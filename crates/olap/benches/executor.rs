@@ -40,5 +40,9 @@ fn executor(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, executor);
+criterion_group! {
+    name = benches;
+    config = Criterion::default().measurement_time(std::time::Duration::from_secs(3)).warm_up_time(std::time::Duration::from_secs(1));
+    targets = executor
+}
 criterion_main!(benches);

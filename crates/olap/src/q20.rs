@@ -35,14 +35,21 @@ pub type AnswerRow = (String, String);
 /// Pattern 1 on one segment: `part_FP` (all of it) ⋈ the segment's `lineitem_FP`, grouped by
 /// (`l_partkey`, `l_suppkey`) with `sum_qty`.
 pub fn pattern1(part_fp_all: &Batch, lineitem_local: &Batch) -> Batch {
+    pattern1_counted(part_fp_all, lineitem_local).0
+}
+
+/// [`pattern1`], and how many rows the join produced (what the aggregation read).
+pub fn pattern1_counted(part_fp_all: &Batch, lineitem_local: &Batch) -> (Batch, usize) {
     let joined = hash_join(part_fp_all, &["p_partkey"], lineitem_local, &["l_partkey"], &[]);
-    hash_aggregate(&joined, &["l_partkey", "l_suppkey"], &["l_quantity"]).rename("l_quantity", "sum_qty")
+    let groups = hash_aggregate(&joined, &["l_partkey", "l_suppkey"], &["l_quantity"]).rename("l_quantity", "sum_qty");
+    (groups, joined.rows())
 }
 
 /// Pattern 2 on one segment: its groups ⋈ its `partsupp`, `2·ps_availqty > sum_qty`, distinct
 /// `ps_suppkey`.
 pub fn pattern2_local(groups: &Batch, partsupp_local: &Batch) -> Batch {
-    let joined = hash_join(groups, &["l_partkey", "l_suppkey"], partsupp_local, &["ps_partkey", "ps_suppkey"], &["sum_qty"]);
+    let joined =
+        hash_join(groups, &["l_partkey", "l_suppkey"], partsupp_local, &["ps_partkey", "ps_suppkey"], &["sum_qty"]);
     let (avail, sum) = (joined.col("ps_availqty"), joined.col("sum_qty"));
     let kept = filter(&joined, |i| 2 * avail[i] > sum[i]);
     hash_aggregate(&project(&kept, &[("ps_suppkey", "ps_suppkey")]), &["ps_suppkey"], &[])
@@ -60,7 +67,8 @@ pub fn tail_local(suppkeys_received: &Batch, supplier_local: &Batch, nation_key:
 /// At the master: the gathered `s_suppkey`s as answer rows, sorted by name.
 pub fn answer_rows(suppkeys: &Batch, supplier_text: &[(String, String)]) -> Vec<AnswerRow> {
     let sorted = sort(suppkeys, &["s_suppkey"]);
-    let mut rows: Vec<AnswerRow> = sorted.col("s_suppkey").iter().map(|&k| supplier_text[k as usize - 1].clone()).collect();
+    let mut rows: Vec<AnswerRow> =
+        sorted.col("s_suppkey").iter().map(|&k| supplier_text[k as usize - 1].clone()).collect();
     rows.sort();
     rows
 }

@@ -128,7 +128,11 @@ pub fn generate(scale_factor: f64, params: &Q20Params) -> Result<Q20Data, TpchEr
         scale_factor,
         part_fp: Batch::new(vec![("p_partkey", part_fp)]),
         lineitem_fp: Batch::new(vec![("l_partkey", l_partkey), ("l_suppkey", l_suppkey), ("l_quantity", l_quantity)]),
-        partsupp: Batch::new(vec![("ps_partkey", ps_partkey), ("ps_suppkey", ps_suppkey), ("ps_availqty", ps_availqty)]),
+        partsupp: Batch::new(vec![
+            ("ps_partkey", ps_partkey),
+            ("ps_suppkey", ps_suppkey),
+            ("ps_availqty", ps_availqty),
+        ]),
         supplier: Batch::new(vec![("s_suppkey", s_suppkey), ("s_nationkey", s_nationkey)]),
         supplier_text,
         nation_key,

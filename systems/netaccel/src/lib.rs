@@ -12,9 +12,20 @@
 //! - [`program`]: the switch program: join, group-by, overflow, barrier, drain, clearing.
 //! - [`overflow`]: the control plane's join and aggregation of the overflow.
 //! - [`offline`]: pattern 1 through the switch model alone (property tests, overflow tables).
+//! - [`hosts`]: the master, the segments (normal and accelerated plans, deparse and receive
+//!   operators) and the control plane, as sans-IO hosts.
+//! - [`calibration`]: the CPU costs they charge, measured from our code.
+//! - [`rack`]: the rack on the simulator, its settings and figures.
+//! - [`system`]: the harness's view (variants, settings, one point).
 
+pub mod calibration;
+pub mod hosts;
 pub mod layout;
 pub mod offline;
 pub mod overflow;
 pub mod program;
+pub mod rack;
+pub mod system;
 pub mod wire;
+
+pub use system::SYSTEM;

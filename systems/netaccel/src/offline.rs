@@ -112,7 +112,8 @@ pub fn run(
     for s in 0..layout.segments {
         push(Msg::new(Op::EndInner, s, counts[usize::from(s)][1], 0, 0), &mut arrivals);
     }
-    let wakeups = 4 * (u64::from(layout.group_slots) * u64::from(layout.group_positions) + u64::from(layout.join_slots)) + 1000;
+    let wakeups =
+        4 * (u64::from(layout.group_slots) * u64::from(layout.group_positions) + u64::from(layout.join_slots)) + 1000;
     let transmits = run_alone(&mut switch, arrivals, wakeups)?;
     let mut outcome = Outcome {
         switch_groups: Vec::new(),

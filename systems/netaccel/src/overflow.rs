@@ -32,7 +32,13 @@ pub struct Overflow {
 
 impl Default for Overflow {
     fn default() -> Self {
-        Overflow { keys: KeyTable::with_capacity(64), index: KeyTable::with_capacity(64), groups: Vec::new(), received: [0; 3], unmatched: 0 }
+        Overflow {
+            keys: KeyTable::with_capacity(64),
+            index: KeyTable::with_capacity(64),
+            groups: Vec::new(),
+            received: [0; 3],
+            unmatched: 0,
+        }
     }
 }
 

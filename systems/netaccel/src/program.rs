@@ -140,7 +140,10 @@ impl NetAccel {
             m.op = Op::Clear;
             m.index = 0;
             m.flags &= LOSS;
-            return PassDecision::EmitAndRecirculate { copy: Output::Multicast(GROUP_SEGMENTS), recirc: Recirc::Waiting };
+            return PassDecision::EmitAndRecirculate {
+                copy: Output::Multicast(GROUP_SEGMENTS),
+                recirc: Recirc::Waiting,
+            };
         }
         let g = m.low_flags();
         let (slot, loss) = (m.index, m.flags & LOSS);
@@ -156,10 +159,9 @@ impl NetAccel {
         (m.a, m.b, m.c) = (partkey as u32, suppkey as u32, sum as u32);
         let bucket = u64::from(bucket_of(pack2(partkey, suppkey)));
         match ctx.lookup(DIST_TABLE, bucket) {
-            Ok(Some(dst)) => PassDecision::EmitAndRecirculate {
-                copy: Output::Node(dst as u16),
-                recirc: Recirc::Waiting,
-            },
+            Ok(Some(dst)) => {
+                PassDecision::EmitAndRecirculate { copy: Output::Node(dst as u16), recirc: Recirc::Waiting }
+            }
             _ => PassDecision::Drop("no_distribution_entry"),
         }
     }

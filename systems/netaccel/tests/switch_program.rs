@@ -43,7 +43,12 @@ fn reference(outer: &[(u16, u32)], inner: &[(u16, u32, u32, u32)]) -> BTreeMap<(
     sums
 }
 
-fn data() -> impl Strategy<Value = (Layout, Vec<(u16, u32)>, Vec<(u16, u32, u32, u32)>)> {
+/// Outer tuples (segment, key).
+type Outer = Vec<(u16, u32)>;
+/// Inner tuples (segment, partkey, suppkey, quantity).
+type Inner = Vec<(u16, u32, u32, u32)>;
+
+fn data() -> impl Strategy<Value = (Layout, Outer, Inner)> {
     (1u8..=4, 1u8..=3, 1u32..=24, 1u32..=24, 1u16..=3).prop_flat_map(|(j, g, js, gs, segs)| {
         let layout = Layout { join_positions: j, group_positions: g, join_slots: js, group_slots: gs, segments: segs };
         let outer = proptest::collection::btree_set(1u32..=80, 0..50)

@@ -1,0 +1,57 @@
+//! The rack on the simulator: both plans give the reference's answer, for pattern 1 and for
+//! the whole of Q20; the same seed gives the same trace hash; bad settings are refused with
+//! the setting's name and the accepted values.
+
+use pisadb_netaccel::hosts::{Plan, Query};
+use pisadb_netaccel::rack::{run, RackConfig};
+
+fn small() -> RackConfig {
+    RackConfig { sf: 0.01, ..RackConfig::default() }
+}
+
+#[test]
+fn both_plans_compute_pattern_one_exactly() {
+    for plan in [Plan::Normal, Plan::Accelerated] {
+        let f = run(plan, &small()).expect("runs");
+        assert!(f.answer_ok, "{plan:?}: groups differ from the reference");
+        assert!(f.groups > 0 && f.response_ms > 0.0, "{plan:?}: {f:?}");
+        if plan == Plan::Accelerated {
+            assert!(f.overflow.iter().sum::<u64>() > 0, "2x2 at the paper's load factors overflows: {f:?}");
+        }
+    }
+}
+
+#[test]
+fn both_plans_answer_q20_as_the_reference_does() {
+    let cfg = RackConfig { sf: 0.02, query: Query::Q20, ..RackConfig::default() };
+    for plan in [Plan::Normal, Plan::Accelerated] {
+        let f = run(plan, &cfg).expect("runs");
+        assert!(f.answer_ok && f.answer_rows > 0, "{plan:?}: {f:?}");
+    }
+}
+
+#[test]
+fn the_same_seed_gives_the_same_trace_hash() {
+    let a = run(Plan::Accelerated, &small()).expect("runs");
+    let b = run(Plan::Accelerated, &small()).expect("runs");
+    assert_eq!(a.trace_hash, b.trace_hash);
+    assert_eq!(a.response_ms, b.response_ms);
+    let c = run(Plan::Accelerated, &RackConfig { seed: 2, ..small() }).expect("runs");
+    assert_ne!(a.trace_hash, c.trace_hash, "the seed moves the segments' start offsets");
+}
+
+#[test]
+fn bad_settings_name_the_setting_and_what_is_accepted() {
+    let cases = [
+        (RackConfig { sf: 0.0, ..small() }, "sf 0: accepted"),
+        (RackConfig { segments: 0, ..small() }, "segments 0: accepted 1..=16"),
+        (RackConfig { join_positions: 0, ..small() }, "join_positions 0: accepted 1..=16"),
+        (RackConfig { group_positions: 11, ..small() }, "group_positions 11: accepted 1..=10"),
+        (RackConfig { join_positions: 2, group_positions: 5, ..small() }, "need 13 stages"),
+        (RackConfig { link_gbps: 0.5, ..small() }, "link_gbps 0.5: accepted 1..=400"),
+    ];
+    for (cfg, expected) in cases {
+        let err = cfg.check().unwrap_err();
+        assert!(err.contains(expected), "{err} should contain {expected}");
+    }
+}
