@@ -19,6 +19,9 @@ use std::path::Path;
 pub(crate) enum Paper {
     /// P4DB (seed 000): YCSB, SmallBank, TPC-C and the microbenchmarks of §7.
     P4db,
+    /// NetAccel (seed 002): Fig. 7, Tables 1-2, Fig. 8 and a scale-factor sweep
+    /// (`systems/netaccel/src/experiments.rs`), reported in `results/netaccel.md`.
+    Netaccel,
 }
 
 /// Flags of `pisadb reproduce`.
@@ -61,7 +64,17 @@ fn expected_minutes(plans: &[Plan], seeds: u32, threads: usize) -> f64 {
 
 /// Runs `pisadb reproduce`.
 pub(crate) fn run(args: &Args) -> Result<(), String> {
-    let Paper::P4db = args.paper;
+    if args.paper == Paper::Netaccel {
+        eprintln!(
+            "reproducing NetAccel{}: about 1 minute (--quick) or 10 on a 2-core machine",
+            if args.common.quick { " (quick)" } else { "" }
+        );
+        let report = pisadb_netaccel::experiments::reproduce(args.common.quick, args.common.seed)?;
+        let path = args.common.out.join("netaccel.md");
+        write_file(&path, &report)?;
+        println!("{report}\nwrote {}", path.display());
+        return Ok(());
+    }
     let options = args.common.options();
     let plans: Vec<Plan> = Experiment::all().iter().map(|&e| plan(e, &options)).collect();
     let threads = args.common.threads();

@@ -17,8 +17,10 @@
 //! - [`calibration`]: the CPU costs they charge, measured from our code.
 //! - [`rack`]: the rack on the simulator, its settings and figures.
 //! - [`system`]: the harness's view (variants, settings, one point).
+//! - [`experiments`]: `pisadb reproduce netaccel`: Fig. 7, Tables 1–2, Fig. 8, an SF sweep.
 
 pub mod calibration;
+pub mod experiments;
 pub mod hosts;
 pub mod layout;
 pub mod offline;
