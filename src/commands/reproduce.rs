@@ -66,7 +66,7 @@ fn expected_minutes(plans: &[Plan], seeds: u32, threads: usize) -> f64 {
 pub(crate) fn run(args: &Args) -> Result<(), String> {
     if args.paper == Paper::Netaccel {
         eprintln!(
-            "reproducing NetAccel{}: about 1 minute (--quick) or 10 on a 2-core machine",
+            "reproducing NetAccel{}: about 10 s (--quick) or 1 minute on a 2-core machine",
             if args.common.quick { " (quick)" } else { "" }
         );
         let report = pisadb_netaccel::experiments::reproduce(args.common.quick, args.common.seed)?;

@@ -55,3 +55,37 @@ fn bad_settings_name_the_setting_and_what_is_accepted() {
         assert!(err.contains(expected), "{err} should contain {expected}");
     }
 }
+
+/// Restarts are never asked for: the plan below has no crashes.
+struct NoRestarts;
+
+impl pisadb_sim::Restarts<pisadb_netaccel::hosts::RackHost, pisadb_switch::Switch<pisadb_netaccel::program::NetAccel>>
+    for NoRestarts
+{
+    fn host(&mut self, id: u16, _log: &[()]) -> Result<pisadb_netaccel::hosts::RackHost, String> {
+        Err(format!("host {id} cannot restart: this plan has no crashes"))
+    }
+    fn switch(
+        &mut self,
+        id: u16,
+        _logs: &[Vec<()>],
+        _epoch: u16,
+    ) -> Result<pisadb_switch::Switch<pisadb_netaccel::program::NetAccel>, String> {
+        Err(format!("switch {id} cannot restart: this plan has no crashes"))
+    }
+}
+
+#[test]
+fn tuples_lost_on_the_way_to_the_switch_fail_the_query_instead_of_changing_its_answer() {
+    use pisadb_netaccel::calibration::CpuCosts;
+    use pisadb_netaccel::rack::{build_with, finish};
+    let cfg = small();
+    let data = pisadb_olap::tpch::generate(cfg.sf, &pisadb_olap::tpch::Q20Params::validation()).expect("generates");
+    // Lossy links while the inner stream starts (the outer stream and the barrier are done by
+    // then), healthy afterwards: lost tuples, but every later message arrives.
+    let faults = pisadb_sim::Faults { seed: 7, loss: 0.01, heal_at_ns: 60_000, ..Default::default() };
+    let mut world = build_with(Plan::Accelerated, &cfg, &data, CpuCosts::MEASURED).expect("builds");
+    world.inject(faults, Box::new(NoRestarts));
+    let err = finish(Plan::Accelerated, &cfg, world, &data).expect_err("a lost tuple must fail the query");
+    assert!(err.contains("lost"), "{err}");
+}
