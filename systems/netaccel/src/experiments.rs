@@ -95,7 +95,53 @@ pub fn reproduce(quick: bool, seed: u64) -> Result<String, String> {
     tables(&mut md, &base, &data)?;
     fig8(&mut md, &base, &data)?;
     sf_sweep(&mut md, quick, seed)?;
+    differences(&mut md);
     Ok(md)
+}
+
+/// Why our speedups differ from the paper's, from the calibrated costs and the wire model.
+fn differences(md: &mut String) {
+    let c = crate::calibration::CpuCosts::MEASURED;
+    let wire_ns = |gbps: f64| (tuple_wire_bytes() * 8) as f64 / gbps;
+    let cp_ns = c.stack_ns_per_datagram + c.control_plane_ns_per_tuple;
+    let _ = writeln!(md, "## Where we differ from the paper, and why\n");
+    let _ = writeln!(
+        md,
+        "- **The accelerated plan is slower here.** Our segments' executor joins `lineitem_FP` with `part_FP` \
+         at {:.1} ns per row (and aggregates the few joined rows at {:.1} ns), measured; the accelerated plan \
+         must put every `lineitem_FP` tuple on the wire, {} bytes a datagram, {:.1} ns at 25 Gbps and {:.1} \
+         ns at 100 Gbps, and deparse it ({:.1} ns). A plan whose per-row cost is below a tuple's wire time \
+         cannot be beaten by streaming the tuples, whatever the switch does. The paper's normal plan ran on \
+         Greenplum, whose per-row cost is far higher (its Fig. 8 puts Q20 at seconds at SF 100); \
+         `systems/netaccel/RESULTS.md` times DuckDB and our executor on the same pattern on this machine.",
+        c.join_probe_ns_per_row,
+        c.aggregate_ns_per_row,
+        tuple_wire_bytes(),
+        wire_ns(25.0),
+        wire_ns(100.0),
+        c.deparse_ns_per_tuple
+    );
+    let _ = writeln!(
+        md,
+        "- **The control plane is the bottleneck at 2×2.** Each overflow tuple costs its one core {:.0} ns \
+         (stack {:.0} + join or aggregation {:.1}, measured): at most {:.1} M tuples/s, against {:.1} M \
+         tuples/s of 92-byte datagrams that its 10 Gbps port carries and the ~22% of the inner stream that \
+         overflows at J = 2. With 4 or 5 join positions the overflow falls to 1-3% and one core keeps up, as \
+         the paper says.",
+        cp_ns,
+        c.stack_ns_per_datagram,
+        c.control_plane_ns_per_tuple,
+        1e3 / cp_ns,
+        1e3 / wire_ns(10.0)
+    );
+    let _ = writeln!(
+        md,
+        "- **Overflow matches.** The join's overflow depends only on the load factor, which our table sizes \
+         keep (2^17 join slots per position for SF 100's ~217k `part_FP` keys); at SF 1 our Tables 1-2 are \
+         within a few tenths of a point to about one point of the paper's. At SF 0.1 the sample of `part_FP` \
+         keys is small (190 for 131 slots, a load factor of 1.45 instead of 1.66) and the join overflows \
+         less.\n"
+    );
 }
 
 fn check(f: &Figures, what: &str) -> Result<(), String> {
@@ -114,13 +160,15 @@ fn fig7(md: &mut String, base: &RackConfig, data: &Q20Data) -> Result<(), String
     let normal = point(Plan::Normal, base, data)?;
     check(&normal, "fig 7 normal")?;
     let _ = writeln!(md, "| normal | – | {:.3} ms | – | – | 1.00× |", normal.response_ms);
-    for (j, g) in [(2, 2), (5, 1)] {
-        let cfg = RackConfig { join_positions: j, group_positions: g, ..base.clone() };
+    for (j, g, scheduled) in [(2, 2, false), (5, 1, false), (2, 2, true)] {
+        let cfg = RackConfig { join_positions: j, group_positions: g, schedule_split: scheduled, ..base.clone() };
         let f = point(Plan::Accelerated, &cfg, data)?;
         check(&f, "fig 7 accelerated")?;
+        let [j, g] = f.split;
+        let label = if scheduled { "accelerated, scheduler's split" } else { "accelerated" };
         let _ = writeln!(
             md,
-            "| accelerated | {j}×{g} | {:.3} ms | {:.2} / {:.2} / {:.2}% | {:.3} ms | {:.2}× |",
+            "| {label} | {j}×{g} | {:.3} ms | {:.2} / {:.2} / {:.2}% | {:.3} ms | {:.2}× |",
             f.response_ms,
             f.overflow_pct[0],
             f.overflow_pct[1],

@@ -16,6 +16,7 @@
 //!   operators) and the control plane, as sans-IO hosts.
 //! - [`calibration`]: the CPU costs they charge, measured from our code.
 //! - [`rack`]: the rack on the simulator, its settings and figures.
+//! - [`scheduler`]: the network scheduler's overflow cost model and its choice of (J, G).
 //! - [`system`]: the harness's view (variants, settings, one point).
 //! - [`experiments`]: `pisadb reproduce netaccel`: Fig. 7, Tables 1–2, Fig. 8, an SF sweep.
 
@@ -27,6 +28,7 @@ pub mod offline;
 pub mod overflow;
 pub mod program;
 pub mod rack;
+pub mod scheduler;
 pub mod system;
 pub mod wire;
 

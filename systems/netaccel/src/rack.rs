@@ -17,6 +17,7 @@ use crate::hosts::{ControlPlane, Master, NetEvent, Plan, Query, RackHost, Segmen
 use crate::layout::Layout;
 use crate::offline::{build_switch, control_plane_host, segment_host, MASTER};
 use crate::program::NetAccel;
+use crate::scheduler::{choose_split, Estimates};
 use pisadb_core::Nanos;
 use pisadb_net::{Endpoint, LinkParams, Topology};
 use pisadb_olap::q20::{reference, reference_pattern1};
@@ -48,6 +49,9 @@ pub struct RackConfig {
     pub control_plane_gbps: f64,
     /// What to compute: `pattern1` (Fig. 7) or `q20` (Fig. 8).
     pub query: Query,
+    /// Whether the master's network scheduler picks (J, G) from its overflow cost model
+    /// (`join_positions` and `group_positions` are then ignored).
+    pub schedule_split: bool,
     /// The seed of every random choice (the segments' start offsets).
     pub seed: u64,
 }
@@ -62,6 +66,7 @@ impl Default for RackConfig {
             link_gbps: 25.0,
             control_plane_gbps: 10.0,
             query: Query::Pattern1,
+            schedule_split: false,
             seed: 1,
         }
     }
@@ -101,9 +106,20 @@ impl RackConfig {
         Ok(())
     }
 
-    /// The switch program's shape for these settings.
+    /// The switch program's shape for these settings, before the scheduler (if asked) picks
+    /// the split.
     pub fn layout(&self) -> Layout {
         Layout::for_scale_factor(self.sf, self.join_positions, self.group_positions, self.segments)
+    }
+
+    /// The shape the switch is loaded with: the settings', or the scheduler's pick for `data`.
+    pub fn loaded_layout(&self, data: &Q20Data) -> Layout {
+        if !self.schedule_split {
+            return self.layout();
+        }
+        let part_rows = 200_000.0 * self.sf;
+        let est = Estimates::q20_pattern1(data.part_fp.rows(), data.lineitem_fp.rows(), part_rows);
+        choose_split(&est, self.sf, self.segments, SwitchProfile::tofino1().stages_per_pipe)
     }
 }
 
@@ -112,6 +128,8 @@ impl RackConfig {
 pub struct Figures {
     /// The plan that ran pattern 1.
     pub plan: Plan,
+    /// The split the switch was loaded with: join positions, group positions.
+    pub split: [u8; 2],
     /// Response time: when the master had what it waits for, in milliseconds.
     pub response_ms: f64,
     /// Groups of pattern 1 over all segments.
@@ -216,7 +234,7 @@ pub fn build_with(plan: Plan, cfg: &RackConfig, data: &Q20Data, costs: CpuCosts)
         hosts.push(RackHost::Segment(Box::new(seg)));
     }
     hosts.push(RackHost::ControlPlane(ControlPlane::new(n, costs)));
-    let switch = build_switch(SwitchProfile::tofino1(), cfg.layout())?;
+    let switch = build_switch(SwitchProfile::tofino1(), cfg.loaded_layout(data))?;
     let mut world = World::new(topology, hosts, vec![switch], RackObserver::default()).map_err(|e| e.to_string())?;
     world.set_controller(0, control_plane_host(n));
     Ok(world)
@@ -264,8 +282,10 @@ pub fn finish(plan: Plan, cfg: &RackConfig, mut world: RackWorld, data: &Q20Data
     let tuples = [data.part_fp.rows() as u64, data.lineitem_fp.rows() as u64];
     let pct = |n: u64, of: u64| if of == 0 { 0.0 } else { 100.0 * n as f64 / of as f64 };
     let stats = world.switch(0).stats().clone();
+    let layout = *world.switch(0).program().layout();
     Ok(Figures {
         plan,
+        split: [layout.join_positions, layout.group_positions],
         response_ms: done_ns as f64 / 1e6,
         groups: obs.groups,
         answer_rows: obs.answer_rows,

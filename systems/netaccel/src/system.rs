@@ -68,7 +68,7 @@ impl System for NetAccelSystem {
         let row = vec![
             ("variant".to_string(), variant.to_string()),
             ("sf".to_string(), format!("{}", cfg.sf)),
-            ("JxG".to_string(), format!("{}x{}", cfg.join_positions, cfg.group_positions)),
+            ("JxG".to_string(), format!("{}x{}", f.split[0], f.split[1])),
             ("link".to_string(), format!("{} Gbps", cfg.link_gbps)),
             ("response".to_string(), format!("{:.3} ms", f.response_ms)),
             ("groups".to_string(), f.groups.to_string()),
