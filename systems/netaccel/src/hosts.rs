@@ -23,9 +23,13 @@
 //!
 //! ## Q20 after pattern 1
 //!
-//! With the `q20` query both plans go on from the groups with the normal plan's steps 2 and 3
+//! With the `q20` query the normal plan goes on from the groups with its steps 2 and 3
 //! ([`pisadb_olap::q20`]): pattern 2 with the local `partsupp`, a redistribution of the
-//! distinct `suppkey`s, the tail, and a gather of the answer at the master.
+//! distinct `suppkey`s, the tail, and a gather of the answer at the master. The accelerated
+//! plan runs pattern 2 in the switch too: the switch keeps pattern 1's groups (reloading), and
+//! at its second `Go` each segment deparses its `partsupp`; the rows that pass arrive at the
+//! segment that owns their `suppkey`, from the switch and from the control plane, and the tail
+//! runs on them.
 //!
 //! The master only counts: its completion time is the response time.
 
@@ -150,6 +154,8 @@ pub struct Segment {
     suppkeys: Batch,
     /// Segments whose `suppkey`s are in.
     suppkey_sources: u16,
+    /// Whether the switch keeps pattern 1's groups for pattern 2 (the accelerated plan of Q20).
+    reload: bool,
 }
 
 impl Segment {
@@ -184,6 +190,7 @@ impl Segment {
             pattern1_done: false,
             suppkeys: Batch::empty(&["ps_suppkey"]),
             suppkey_sources: 0,
+            reload: plan == Plan::Accelerated && query == Query::Q20,
         }
     }
 
@@ -238,20 +245,19 @@ impl Segment {
 
     fn deparse_chunk(&mut self, now: Nanos, out: &mut HostOutbox<RackHost>) {
         let Some((op, next)) = self.deparse else { return };
-        let rows = if op == Op::Outer { self.data.part_fp.rows() } else { self.data.lineitem_fp.rows() };
+        let (batch, cols, end_op) = match op {
+            Op::Outer => (&self.data.part_fp, ["p_partkey", "p_partkey", "p_partkey"], Op::EndOuter),
+            Op::Inner => (&self.data.lineitem_fp, ["l_partkey", "l_suppkey", "l_quantity"], Op::EndInner),
+            _ => (&self.data.partsupp, ["ps_partkey", "ps_suppkey", "ps_availqty"], Op::EndProbe),
+        };
+        let rows = batch.rows();
         let end = (next + DEPARSE_CHUNK).min(rows);
+        let (a, b, c) = (batch.col(cols[0]), batch.col(cols[1]), batch.col(cols[2]));
         for row in next..end {
             let m = if op == Op::Outer {
-                Msg::new(Op::Outer, self.index, self.data.part_fp.col("p_partkey")[row] as u32, 0, 0)
+                Msg::new(op, self.index, a[row] as u32, 0, 0)
             } else {
-                let l = &self.data.lineitem_fp;
-                Msg::new(
-                    Op::Inner,
-                    self.index,
-                    l.col("l_partkey")[row] as u32,
-                    l.col("l_suppkey")[row] as u32,
-                    l.col("l_quantity")[row] as u32,
-                )
+                Msg::new(op, self.index, a[row] as u32, b[row] as u32, c[row] as u32)
             };
             out.sends.push(tuple_send(self.host(), &m));
         }
@@ -261,7 +267,6 @@ impl Segment {
             out.timers.push((now, Tick::Deparse));
             return;
         }
-        let end_op = if op == Op::Outer { Op::EndOuter } else { Op::EndInner };
         out.sends.push(tuple_send(self.host(), &Msg::new(end_op, self.index, rows as u32, 0, 0)));
         self.deparse = None;
     }
@@ -270,8 +275,12 @@ impl Segment {
         self.loss |= m.loss();
         match m.op {
             Op::Go => {
-                self.deparse = Some((Op::Inner, 0));
+                self.deparse = Some((if m.index == 2 { Op::Probe } else { Op::Inner }, 0));
                 out.timers.push((now, Tick::Deparse));
+            }
+            Op::Probe => {
+                self.suppkeys.push_row(&[i64::from(m.b)]);
+                out.cpu_ns += ns(1, self.costs.receive_ns_per_tuple);
             }
             Op::Drain => {
                 self.groups.push_row(&[i64::from(m.a), i64::from(m.b), i64::from(m.c)]);
@@ -286,9 +295,18 @@ impl Segment {
     }
 
     fn maybe_complete_accelerated(&mut self, out: &mut HostOutbox<RackHost>) {
-        if self.switch_drained && self.control_plane_done && !self.pattern1_done {
-            self.finish_pattern1(out);
+        if !self.switch_drained || !self.control_plane_done || self.pattern1_done {
+            return;
         }
+        if !self.reload {
+            return self.finish_pattern1(out);
+        }
+        // Both patterns ran in the switch: what arrived are pattern 2's rows, redistributed
+        // by suppkey; the master hears of a loss, then the tail runs.
+        self.pattern1_done = true;
+        let report = [0, u32::from(self.loss)];
+        self.send_motions(MASTER, Stream::Pattern1Done, 2, &report, out);
+        self.finish_tail(out);
     }
 
     fn finish_pattern1(&mut self, out: &mut HostOutbox<RackHost>) {
@@ -319,9 +337,13 @@ impl Segment {
             self.suppkeys.push_row(&[i64::from(k)]);
         }
         self.suppkey_sources += 1;
-        if self.suppkey_sources < self.segments {
-            return;
+        if self.suppkey_sources == self.segments {
+            self.finish_tail(out);
         }
+    }
+
+    /// The tail: the distinct `suppkey`s received, of suppliers in the nation, to the master.
+    fn finish_tail(&mut self, out: &mut HostOutbox<RackHost>) {
         let found = tail_local(&self.suppkeys, &self.data.supplier, self.nation_key);
         out.cpu_ns += ns(self.suppkeys.rows() + self.data.supplier.rows(), self.costs.aggregate_ns_per_row);
         let keys: Vec<u32> = found.col("s_suppkey").iter().map(|&k| k as u32).collect();
@@ -338,6 +360,15 @@ impl Segment {
                 }
                 if m.last {
                     self.part_arrived(out);
+                }
+            }
+            Stream::CpSuppkeys => {
+                for &k in &m.values {
+                    self.suppkeys.push_row(&[i64::from(k)]);
+                }
+                if m.last {
+                    self.control_plane_done = true;
+                    self.maybe_complete_accelerated(out);
                 }
             }
             Stream::CpGroups => {
@@ -459,6 +490,9 @@ pub struct ControlPlane {
     backlog_ns_max: Nanos,
     /// What it sends when the core gets to it.
     pending: Vec<Send>,
+    /// Whether the switch reloads pattern 1's groups (the control plane then answers pattern
+    /// 2's probes and sends `suppkey`s instead of groups).
+    reload: bool,
 }
 
 impl std::fmt::Debug for ControlPlane {
@@ -469,8 +503,8 @@ impl std::fmt::Debug for ControlPlane {
 
 impl ControlPlane {
     /// The control plane of a rack of `segments`.
-    pub fn new(segments: u16, costs: CpuCosts) -> Self {
-        ControlPlane { segments, costs, ..ControlPlane::default() }
+    pub fn new(segments: u16, costs: CpuCosts, reload: bool) -> Self {
+        ControlPlane { segments, costs, reload, ..ControlPlane::default() }
     }
 
     /// Its overflow work.
@@ -486,23 +520,36 @@ impl ControlPlane {
 
     fn on_switch(&mut self, now: Nanos, m: Msg, out: &mut HostOutbox<RackHost>) {
         self.serve(now, ns(1, self.costs.stack_ns_per_datagram) + ns(1, self.costs.control_plane_ns_per_tuple));
-        if m.op != Op::Drain {
-            if !self.overflow.take(&m) {
-                out.events.push(NetEvent::Ignored("control_plane_tuple_without_overflow_type"));
+        match m.op {
+            Op::Drain => {}
+            // Pattern 1's input is complete; its groups stay here for pattern 2's probes.
+            Op::Go => return,
+            _ => {
+                if !self.overflow.take(&m) {
+                    out.events.push(NetEvent::Ignored("control_plane_tuple_without_overflow_type"));
+                }
+                return;
             }
-            return;
         }
-        // The input is complete: every group goes to the segment that owns it.
+        // The input is complete: every group (or, reloading, every passing row's suppkey)
+        // goes to the segment that owns it.
         let n = usize::from(self.segments);
         let mut per_segment: Vec<Vec<u32>> = vec![Vec::new(); n];
-        for &(pk, sk, sum) in self.overflow.groups() {
-            per_segment[segment_of(pack2(i64::from(pk), i64::from(sk)), n)].extend([pk, sk, sum as u32]);
+        let (stream, width) = if self.reload { (Stream::CpSuppkeys, 1) } else { (Stream::CpGroups, 3) };
+        if self.reload {
+            for &(_, sk, _) in self.overflow.passing() {
+                per_segment[segment_of(u64::from(sk), n)].push(sk);
+            }
+        } else {
+            for &(pk, sk, sum) in self.overflow.groups() {
+                per_segment[segment_of(pack2(i64::from(pk), i64::from(sk)), n)].extend([pk, sk, sum as u32]);
+            }
         }
         let me = control_plane_host(self.segments);
         for (s, values) in per_segment.iter().enumerate() {
-            for batch in Motion::batches(Stream::CpGroups, me, 3, values) {
-                let cost =
-                    ns(1, self.costs.stack_ns_per_datagram) + ns(batch.values.len() / 3, self.costs.motion_ns_per_row);
+            for batch in Motion::batches(stream, me, width, values) {
+                let rows = batch.values.len() / usize::from(width);
+                let cost = ns(1, self.costs.stack_ns_per_datagram) + ns(rows, self.costs.motion_ns_per_row);
                 self.serve(now, cost);
                 self.pending.push(motion_send(me, segment_host(s as u16), &batch));
             }

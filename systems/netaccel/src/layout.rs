@@ -11,7 +11,7 @@
 //! stage J        chain_full  loss  presence[0]                        (lines 16-21; Alg. 2 stage 1)
 //! stage J+1+2g   keys[g]                                              (Alg. 2 stage 2)
 //! stage J+2+2g   sums[g]  presence[g+1]                               (Alg. 2 stage 3)
-//! stage J+2G     ... and the distribution table (drained groups' destinations)
+//! stage J+2G     ... group_full, and the distribution table (destinations by bucket)
 //! ```
 //!
 //! Each array depends on the result of the one before it in the packet's path (a chain
@@ -32,7 +32,11 @@
 //!   group's two keys in one pass: `presence[g]` gives the partkey, `keys[g]` the suppkey.
 //! - `keys[g]` (32-bit pair: partkey, suppkey): *insert* (no comparison), *match* (two
 //!   comparisons: both halves equal), *read-and-clear* (outputs the suppkey).
-//! - `sums[g]` (32-bit): *add*, *read-and-clear*.
+//! - `sums[g]` (32-bit): *add*, *read-and-clear*, *read*; `presence[g]` also has *read*: the
+//!   reloaded pattern probes the groups where they are.
+//! - `group_full` (8-bit, one per group slot): *set* when a group found no room (overflow
+//!   (iii)), *read*, *clear*: a probe of the reloaded pattern that misses in the switch must
+//!   look in the control plane only if its slot or its join chain overflowed.
 //! - `received` (32-bit, one cell per segment and stream): *count*, *check-and-reset* (the
 //!   END's count equals the cell). `ends` (one cell per stream): *arrive* (the last of
 //!   `segments` arrivals outputs 1 and resets the cell). `loss` (per stream): *add*,
@@ -60,6 +64,11 @@ pub const ENDS: u8 = 2;
 pub const LOSS_ACC: u8 = 3;
 /// Register id of the chain-full flags.
 pub const CHAIN_FULL: u8 = 4;
+/// Register id of the group-chain-full flags (a group found no room in its slot's positions).
+pub const GROUP_FULL: u8 = 5;
+/// Tuple streams the barrier counts: outer, inner, and the probe stream of the reloaded
+/// pattern (Q20's `partsupp`).
+pub const STREAMS: u32 = 3;
 /// Register id of join position 0 (position `k` is `JOIN0 + k`).
 pub const JOIN0: u8 = 10;
 /// Register id of presence position 0.
@@ -103,6 +112,8 @@ pub mod action {
     pub const MATCH: u8 = 1;
     /// `keys[g]`: read the suppkey and clear.
     pub const KEYS_READ_CLEAR: u8 = 2;
+    /// `presence[g]`, `sums[g]`: read (the reloaded pattern probes them).
+    pub const READ_ONLY: u8 = 2;
     /// `sums[g]`, `loss`: add.
     pub const ADD: u8 = 0;
     /// `received`: count.
@@ -214,7 +225,7 @@ impl Layout {
                 RECEIVED,
                 "received".into(),
                 0,
-                u32::from(self.segments) * 2,
+                u32::from(self.segments) * STREAMS,
                 32,
                 false,
                 vec![
@@ -232,7 +243,7 @@ impl Layout {
                 ENDS,
                 "ends".into(),
                 0,
-                2,
+                STREAMS,
                 32,
                 false,
                 vec![RegisterAction::when(
@@ -247,7 +258,7 @@ impl Layout {
                 LOSS_ACC,
                 "loss".into(),
                 self.flags_stage(),
-                2,
+                STREAMS,
                 32,
                 false,
                 vec![
@@ -313,6 +324,7 @@ impl Layout {
                         Branch::keep(Expr::LO),
                     ),
                     always("read_and_clear", zero, Expr::LO),
+                    RegisterAction::always("read", Branch::keep(Expr::LO)),
                 ],
             ));
             arrays.push(array(
@@ -344,9 +356,23 @@ impl Layout {
                 vec![
                     always("add", Expr::LO.plus(Expr::IN1), Expr::LO.plus(Expr::IN1)),
                     always("read_and_clear", zero, Expr::LO),
+                    RegisterAction::always("read", Branch::keep(Expr::LO)),
                 ],
             ));
         }
+        arrays.push(array(
+            GROUP_FULL,
+            "group_full".into(),
+            self.stages() - 1,
+            self.group_slots,
+            8,
+            false,
+            vec![
+                always("set", one, one),
+                RegisterAction::always("read", Branch::keep(Expr::LO)),
+                always("clear", zero, zero),
+            ],
+        ));
         let dist = TableSpec {
             id: DIST_TABLE,
             name: "distribution".into(),

@@ -28,11 +28,13 @@ pub fn control_plane_host(segments: u16) -> u16 {
     segments + 1
 }
 
-/// The switch loaded with `layout`'s program, its ports, multicast groups and distribution
+/// The switch loaded with `layout`'s program (reloading pattern 1's groups for a probe stream
+/// if `reload`), its ports, multicast groups and distribution
 /// table (bucket `b` → the segment `b % segments`, as [`pisadb_olap::ops::segment_of`]).
-pub fn build_switch(profile: SwitchProfile, layout: Layout) -> Result<Switch<NetAccel>, String> {
+pub fn build_switch(profile: SwitchProfile, layout: Layout, reload: bool) -> Result<Switch<NetAccel>, String> {
     layout.check()?;
-    let mut switch = Switch::new(profile, NetAccel::new(layout)).map_err(|e| e.to_string())?;
+    let program = if reload { NetAccel::reloading(layout) } else { NetAccel::new(layout) };
+    let mut switch = Switch::new(profile, program).map_err(|e| e.to_string())?;
     let segments: Vec<u16> = (0..layout.segments).map(segment_host).collect();
     switch.attach(MASTER);
     for &s in &segments {
@@ -63,6 +65,9 @@ pub fn tuple_datagram(m: &Msg) -> Vec<u8> {
 pub struct Outcome {
     /// Groups drained from the switch: (partkey, suppkey, sum, destination host).
     pub switch_groups: Vec<(u32, u32, i64, u16)>,
+    /// Probe rows of the reloaded pattern that passed in the switch: (partkey, suppkey,
+    /// availqty, destination host).
+    pub switch_passing: Vec<(u32, u32, u32, u16)>,
     /// The control plane's work.
     pub control_plane: Overflow,
     /// Outer and inner tuples sent.
@@ -88,7 +93,28 @@ pub fn run(
     inner: &[(u16, u32, u32, u32)],
     drop_inner: Option<usize>,
 ) -> Result<Outcome, String> {
-    let mut switch = build_switch(SwitchProfile::tofino1(), layout)?;
+    run_streams(layout, outer, inner, None, drop_inner)
+}
+
+/// Runs pattern 1 and then the reloaded pattern 2: `probe` (segment, partkey, suppkey,
+/// availqty) looks up the groups pattern 1 left in the switch.
+pub fn run_reloaded(
+    layout: Layout,
+    outer: &[(u16, u32)],
+    inner: &[(u16, u32, u32, u32)],
+    probe: &[(u16, u32, u32, u32)],
+) -> Result<Outcome, String> {
+    run_streams(layout, outer, inner, Some(probe), None)
+}
+
+fn run_streams(
+    layout: Layout,
+    outer: &[(u16, u32)],
+    inner: &[(u16, u32, u32, u32)],
+    probe: Option<&[(u16, u32, u32, u32)]>,
+    drop_inner: Option<usize>,
+) -> Result<Outcome, String> {
+    let mut switch = build_switch(SwitchProfile::tofino1(), layout, probe.is_some())?;
     let mut arrivals = Vec::new();
     let mut t = 0u64;
     let mut push = |m: Msg, arrivals: &mut Vec<(u64, u16, Vec<u8>)>| {
@@ -112,11 +138,22 @@ pub fn run(
     for s in 0..layout.segments {
         push(Msg::new(Op::EndInner, s, counts[usize::from(s)][1], 0, 0), &mut arrivals);
     }
+    if let Some(probe) = probe {
+        let mut probes = vec![0u32; usize::from(layout.segments)];
+        for &(s, pk, sk, avail) in probe {
+            probes[usize::from(s)] += 1;
+            push(Msg::new(Op::Probe, s, pk, sk, avail), &mut arrivals);
+        }
+        for s in 0..layout.segments {
+            push(Msg::new(Op::EndProbe, s, probes[usize::from(s)], 0, 0), &mut arrivals);
+        }
+    }
     let wakeups =
         4 * (u64::from(layout.group_slots) * u64::from(layout.group_positions) + u64::from(layout.join_slots)) + 1000;
     let transmits = run_alone(&mut switch, arrivals, wakeups)?;
     let mut outcome = Outcome {
         switch_groups: Vec::new(),
+        switch_passing: Vec::new(),
         control_plane: Overflow::default(),
         sent: [outer.len() as u64, inner.len() as u64],
         go: false,
@@ -132,6 +169,7 @@ pub fn run(
         outcome.loss |= m.loss();
         match (tx.port, m.op) {
             (Port::ControlPlane, Op::Drain) => outcome.control_plane_done = true,
+            (Port::ControlPlane, Op::Go) => {}
             (Port::ControlPlane, _) => {
                 if !outcome.control_plane.take(&m) {
                     return Err(format!("the control plane got a tuple without an overflow type: {m:?}"));
@@ -139,6 +177,7 @@ pub fn run(
             }
             (_, Op::Go) => outcome.go = true,
             (_, Op::Drain) => outcome.switch_groups.push((m.a, m.b, i64::from(m.c), tx.dst)),
+            (_, Op::Probe) => outcome.switch_passing.push((m.a, m.b, m.c, tx.dst)),
             (_, Op::Clear) => {
                 drained_to.insert(tx.dst);
             }

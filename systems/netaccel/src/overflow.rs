@@ -7,12 +7,15 @@
 //!   there, and aggregated if it matches (dropped otherwise);
 //! - (iii) an inner tuple that joined in the switch but whose group found no room: aggregated.
 //!
+//! - a probe tuple of the reloaded pattern (Q20's `partsupp`) whose group may be here: looked
+//!   up among its groups, and kept if `2·availqty > sum`.
+//!
 //! All of (i) arrive before any of (ii) (the switch's barrier; the CPU port is one FIFO
 //! link), so a probe never misses a key that is still on its way. The groups it ends with are
 //! disjoint from the switch's (see [`crate::program`]), and together they are pattern 1's
 //! answer. The structures are the executor's [`KeyTable`]s.
 
-use crate::program::{OVERFLOW_CHAIN, OVERFLOW_GROUP, OVERFLOW_OUTER};
+use crate::program::{OVERFLOW_CHAIN, OVERFLOW_GROUP, OVERFLOW_OUTER, OVERFLOW_PROBE};
 use crate::wire::Msg;
 use pisadb_olap::keytable::{pack2, KeyTable};
 
@@ -28,6 +31,11 @@ pub struct Overflow {
     pub received: [u64; 3],
     /// Type (ii) tuples that matched no key of (i).
     pub unmatched: u64,
+    /// Probe tuples of the reloaded pattern received.
+    pub probes: u64,
+    /// Probe tuples (partkey, suppkey, availqty) that found their group here and passed
+    /// `2·availqty > sum`.
+    passing: Vec<(u32, u32, u32)>,
 }
 
 impl Default for Overflow {
@@ -38,6 +46,8 @@ impl Default for Overflow {
             groups: Vec::new(),
             received: [0; 3],
             unmatched: 0,
+            probes: 0,
+            passing: Vec::new(),
         }
     }
 }
@@ -62,6 +72,15 @@ impl Overflow {
                 self.received[2] += 1;
                 self.aggregate(m);
             }
+            OVERFLOW_PROBE => {
+                self.probes += 1;
+                let key = pack2(i64::from(m.a), i64::from(m.b));
+                if let Some(i) = self.index.get(key) {
+                    if 2 * i64::from(m.c) > self.groups[i as usize].2 {
+                        self.passing.push((m.a, m.b, m.c));
+                    }
+                }
+            }
             _ => return false,
         }
         true
@@ -78,5 +97,10 @@ impl Overflow {
     /// The groups it holds: (partkey, suppkey, sum).
     pub fn groups(&self) -> &[(u32, u32, i64)] {
         &self.groups
+    }
+
+    /// The probe rows of the reloaded pattern that passed here: (partkey, suppkey, availqty).
+    pub fn passing(&self) -> &[(u32, u32, u32)] {
+        &self.passing
     }
 }

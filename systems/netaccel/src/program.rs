@@ -26,13 +26,27 @@
 //!   iterator, announcing it to the segments (every switch group has been sent before), which
 //!   clears `join[*]` and `chain_full` slot by slot and then ends.
 //!
+//! - **Reloading** (Q20's pattern 2, [`NetAccel::reloading`]): the last inner END does not
+//!   drain; pattern 1's groups stay where they are as the join state of pattern 2 (the paper
+//!   moves them into the next join's stages; ours are already laid out as a join on (partkey,
+//!   suppkey) → sum). The control plane is told pattern 1 is complete and the segments get a
+//!   `Go` for the probe stream: a `partsupp` tuple *probes* its partkey in the join arrays
+//!   (still holding `part_FP`: most rows stop there), then looks its group up (*read* presence,
+//!   *match* keys, *read* the sum), and a row with `2·availqty > sum` goes to the segment that
+//!   owns its `suppkey`. A miss goes to the control plane only if its join chain or its group
+//!   slot overflowed (the key or group can only be there); otherwise the row has no group and
+//!   fails the subquery. The last probe END starts the drain, which then only clears.
+//!
 //! Why a group is never split between switch and control plane: a group's slot, once taken,
 //! is never freed before the drain, so every later tuple of the group matches it; a group that
 //! found no slot finds all of them still taken by others. A join key is likewise either in the
 //! switch or (overflow (i)) in the control plane, never both, because `part_FP`'s keys are
 //! unique, and all outer tuples are in before the first inner one (the barrier).
 
-use crate::layout::{action, Layout, CHAIN_FULL, DIST_TABLE, ENDS, JOIN0, KEYS0, LOSS_ACC, PRESENCE0, RECEIVED, SUMS0};
+use crate::layout::{
+    action, Layout, CHAIN_FULL, DIST_TABLE, ENDS, GROUP_FULL, JOIN0, KEYS0, LOSS_ACC, PRESENCE0, RECEIVED, STREAMS,
+    SUMS0,
+};
 use crate::wire::{Msg, Op, LOSS, MSG_BYTES};
 use pisadb_olap::keytable::pack2;
 use pisadb_olap::ops::bucket_of;
@@ -51,18 +65,38 @@ pub const OVERFLOW_OUTER: u8 = 1;
 pub const OVERFLOW_CHAIN: u8 = 2;
 /// Overflow type (iii): an inner tuple whose group found no room.
 pub const OVERFLOW_GROUP: u8 = 3;
+/// A probe tuple of the reloaded pattern whose group may be in the control plane.
+pub const OVERFLOW_PROBE: u8 = 4;
 
 /// The NetAccel switch program.
 #[derive(Clone, Debug)]
 pub struct NetAccel {
     /// Its shape.
     layout: Layout,
+    /// Whether pattern 1's groups stay in the switch as the join state of the next pattern
+    /// (Q20's pattern 2, probed by `partsupp`) instead of being drained to the segments.
+    reload: bool,
+}
+
+/// The stream number of an op, for the barrier's counters.
+fn stream_of(op: Op) -> u32 {
+    match op {
+        Op::Outer | Op::EndOuter => 0,
+        Op::Inner | Op::EndInner => 1,
+        _ => 2,
+    }
 }
 
 impl NetAccel {
-    /// The program for `layout` (which must pass [`Layout::check`]).
+    /// The program for `layout` (which must pass [`Layout::check`]), draining pattern 1's
+    /// groups to the segments.
     pub fn new(layout: Layout) -> Self {
-        NetAccel { layout }
+        NetAccel { layout, reload: false }
+    }
+
+    /// The program for `layout` that keeps pattern 1's groups for the reloaded pattern 2.
+    pub fn reloading(layout: Layout) -> Self {
+        NetAccel { layout, reload: true }
     }
 
     /// Its shape.
@@ -110,13 +144,63 @@ impl NetAccel {
                 return PassDecision::Drop("aggregated");
             }
         }
+        exec(ctx, GROUP_FULL, action::SET, slot, 0, 0);
         m.flags = OVERFLOW_GROUP;
         PassDecision::ToControlPlane
     }
 
+    /// A `partsupp` tuple of the reloaded pattern: its partkey is probed in pattern 1's join
+    /// state (`ps_partkey in part_FP`), then its group (partkey, suppkey) is looked up where
+    /// pattern 1 left it; the row passes if `2·availqty > sum` and goes to the segment that
+    /// owns its `suppkey` (the redistribution of pattern 2's output). A key or group not in the
+    /// switch can only be in the control plane if its join chain or its group slot overflowed.
+    fn probe(&self, ctx: &mut PassContext<'_>, m: &mut Msg) -> PassDecision {
+        let l = &self.layout;
+        // `ps_partkey in part_FP`: pattern 1's join state is still here, so the probe first
+        // looks its partkey up there; most `partsupp` rows stop at this semi-join.
+        let join_index = l.join_index(m.a);
+        let key = i64::from(m.a);
+        let in_switch = (0..l.join_positions).any(|k| exec(ctx, JOIN0 + k, action::PROBE, join_index, key, 0) == 1);
+        if !in_switch {
+            if exec(ctx, CHAIN_FULL, action::READ, join_index, 0, 0) == 0 {
+                return PassDecision::Drop("not_a_build_key");
+            }
+            // The key may be among the control plane's (overflow (i)), and its groups too.
+            m.flags = OVERFLOW_PROBE;
+            return PassDecision::ToControlPlane;
+        }
+        let slot = l.group_index(m.a, m.b);
+        let (pk, sk) = (i64::from(m.a), i64::from(m.b));
+        let mut sum = None;
+        for g in 0..l.group_positions {
+            if exec(ctx, PRESENCE0 + g, action::READ_ONLY, slot, 0, 0) == 0 {
+                break;
+            }
+            if exec(ctx, KEYS0 + g, action::MATCH, slot, pk, sk) == 1 {
+                sum = Some(exec(ctx, SUMS0 + g, action::READ_ONLY, slot, 0, 0));
+                break;
+            }
+        }
+        let Some(sum) = sum else {
+            if exec(ctx, GROUP_FULL, action::READ, slot, 0, 0) != 0 {
+                m.flags = OVERFLOW_PROBE;
+                return PassDecision::ToControlPlane;
+            }
+            return PassDecision::Drop("no_group");
+        };
+        if 2 * i64::from(m.c) <= sum {
+            return PassDecision::Drop("not_above_half_the_sum");
+        }
+        match ctx.lookup(DIST_TABLE, u64::from(bucket_of(u64::from(m.b)))) {
+            Ok(Some(dst)) => PassDecision::SendTo(dst as u16),
+            _ => PassDecision::Drop("no_distribution_entry"),
+        }
+    }
+
     fn end(&self, ctx: &mut PassContext<'_>, m: &mut Msg) -> PassDecision {
-        let stream = u32::from(m.op == Op::EndInner);
-        let counted = exec(ctx, RECEIVED, action::CHECK_RESET, u32::from(m.segment) * 2 + stream, i64::from(m.a), 0);
+        let stream = stream_of(m.op);
+        let counted =
+            exec(ctx, RECEIVED, action::CHECK_RESET, u32::from(m.segment) * STREAMS + stream, i64::from(m.a), 0);
         let last = exec(ctx, ENDS, action::ARRIVE, stream, 0, 0) == 1;
         let lost = i64::from(counted != 1);
         let loss_action = if last { action::READ_CLEAR } else { action::ADD };
@@ -125,13 +209,25 @@ impl NetAccel {
             return PassDecision::Drop("end_counted");
         }
         m.flags = if any_loss { LOSS } else { 0 };
-        if m.op == Op::EndOuter {
-            m.op = Op::Go;
-            return PassDecision::Multicast(GROUP_ALL);
+        match m.op {
+            Op::EndOuter => {
+                m.op = Op::Go;
+                m.index = 1;
+                PassDecision::Multicast(GROUP_ALL)
+            }
+            // Pattern 1 is complete and its groups stay: the control plane is told (a copy),
+            // and the packet comes back round as the `Go` of the probe stream.
+            Op::EndInner if self.reload => {
+                m.op = Op::Go;
+                m.index = 2;
+                PassDecision::EmitAndRecirculate { copy: Output::ControlPlane, recirc: Recirc::Waiting }
+            }
+            _ => {
+                m.op = Op::Drain;
+                m.index = 0;
+                PassDecision::EmitAndRecirculate { copy: Output::ControlPlane, recirc: Recirc::Waiting }
+            }
         }
-        m.op = Op::Drain;
-        m.index = 0;
-        PassDecision::EmitAndRecirculate { copy: Output::ControlPlane, recirc: Recirc::Waiting }
     }
 
     fn drain(&self, ctx: &mut PassContext<'_>, m: &mut Msg) -> PassDecision {
@@ -150,10 +246,14 @@ impl NetAccel {
         let partkey = exec(ctx, PRESENCE0 + g, action::READ_CLEAR, slot, 0, 0);
         let suppkey = exec(ctx, KEYS0 + g, action::KEYS_READ_CLEAR, slot, 0, 0);
         let sum = exec(ctx, SUMS0 + g, action::READ_CLEAR, slot, 0, 0);
+        if g + 1 == l.group_positions {
+            exec(ctx, GROUP_FULL, action::CLEAR, slot, 0, 0);
+        }
         let (next_index, next_g) = if g + 1 == l.group_positions { (slot + 1, 0) } else { (slot, g + 1) };
         m.index = next_index;
         m.flags = loss | next_g;
-        if partkey == 0 {
+        if partkey == 0 || self.reload {
+            // An empty slot, or a group the reloaded pattern has already consumed.
             return PassDecision::Recirculate(Recirc::Waiting);
         }
         (m.a, m.b, m.c) = (partkey as u32, suppkey as u32, sum as u32);
@@ -204,6 +304,13 @@ impl Program for NetAccel {
         let m = Msg::decode(payload)?;
         match m.op {
             Op::Outer | Op::Inner | Op::EndOuter | Op::EndInner => {}
+            Op::Probe | Op::EndProbe if self.reload => {}
+            Op::Probe | Op::EndProbe => {
+                return Err(Reject::rule(
+                    "no_reloaded_pattern",
+                    "this program drains its groups; it has no probe stream",
+                ))
+            }
             Op::Go | Op::Drain | Op::Clear => {
                 return Err(Reject::rule("switch_op_from_a_host", format!("{:?} is made by the switch only", m.op)))
             }
@@ -214,7 +321,7 @@ impl Program for NetAccel {
                 format!("segment {} (accepted 0..{})", m.segment, self.layout.segments),
             ));
         }
-        if matches!(m.op, Op::Outer | Op::Inner) && m.a == 0 {
+        if matches!(m.op, Op::Outer | Op::Inner | Op::Probe) && m.a == 0 {
             return Err(Reject::rule("zero_key", "key 0 marks an empty slot; keys start at 1"));
         }
         Ok(m)
@@ -222,19 +329,19 @@ impl Program for NetAccel {
 
     fn execute_pass(&mut self, ctx: &mut PassContext<'_>, m: &mut Msg) -> PassDecision {
         match m.op {
-            Op::Outer | Op::Inner => {
-                let stream = u32::from(m.op == Op::Inner);
-                exec(ctx, RECEIVED, action::COUNT, u32::from(m.segment) * 2 + stream, 0, 0);
-                if m.op == Op::Outer {
-                    self.outer(ctx, m)
-                } else {
-                    self.inner(ctx, m)
+            Op::Outer | Op::Inner | Op::Probe => {
+                exec(ctx, RECEIVED, action::COUNT, u32::from(m.segment) * STREAMS + stream_of(m.op), 0, 0);
+                match m.op {
+                    Op::Outer => self.outer(ctx, m),
+                    Op::Inner => self.inner(ctx, m),
+                    _ => self.probe(ctx, m),
                 }
             }
-            Op::EndOuter | Op::EndInner => self.end(ctx, m),
+            Op::EndOuter | Op::EndInner | Op::EndProbe => self.end(ctx, m),
             Op::Drain => self.drain(ctx, m),
             Op::Clear => self.clear(ctx, m),
-            Op::Go => PassDecision::Drop("go_reentered"),
+            // The probe stream's `Go`, back from its recirculation (see `end`).
+            Op::Go => PassDecision::Multicast(GROUP_ALL),
         }
     }
 

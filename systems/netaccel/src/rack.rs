@@ -233,8 +233,9 @@ pub fn build_with(plan: Plan, cfg: &RackConfig, data: &Q20Data, costs: CpuCosts)
         let seg = Segment::new(s as u16, n, plan, cfg.query, costs, share, data.nation_key, start_ns);
         hosts.push(RackHost::Segment(Box::new(seg)));
     }
-    hosts.push(RackHost::ControlPlane(ControlPlane::new(n, costs)));
-    let switch = build_switch(SwitchProfile::tofino1(), cfg.loaded_layout(data))?;
+    let reload = plan == Plan::Accelerated && cfg.query == Query::Q20;
+    hosts.push(RackHost::ControlPlane(ControlPlane::new(n, costs, reload)));
+    let switch = build_switch(SwitchProfile::tofino1(), cfg.loaded_layout(data), reload)?;
     let mut world = World::new(topology, hosts, vec![switch], RackObserver::default()).map_err(|e| e.to_string())?;
     world.set_controller(0, control_plane_host(n));
     Ok(world)

@@ -14,7 +14,9 @@
 //! | `Outer` | segment | join key | a build-side tuple (`part_FP.partkey`) |
 //! | `Inner` | segment | partkey, suppkey, quantity | a probe-side tuple (`lineitem_FP`) |
 //! | `EndOuter`, `EndInner` | segment | tuples it sent | the end of its stream (barrier, loss check) |
-//! | `Go` | switch | – | every segment's outer stream is in: send the inner one |
+//! | `Probe` | segment | partkey, suppkey, availqty | a probe tuple of the reloaded pattern (`partsupp`); from the switch: a row that passed |
+//! | `EndProbe` | segment | tuples it sent | the end of its probe stream |
+//! | `Go` | switch | – | a barrier passed: send the next stream (`index`: 1 inner, 2 probe) |
 //! | `Drain` | switch | partkey, suppkey, sum | a drained group (the iterator's copy); to the control plane: input is complete |
 //! | `Clear` | switch | – | the iterator clears the join arrays; to a segment: every switch group was sent |
 //!
@@ -53,6 +55,11 @@ pub enum Op {
     Drain = 6,
     /// The clearing iterator, or its announcement that the drain is over.
     Clear = 7,
+    /// A probe tuple of the reloaded pattern (Q20's `partsupp`: partkey, suppkey, availqty);
+    /// from the switch to a segment: a row that passed `2·availqty > sum`.
+    Probe = 8,
+    /// The end of a segment's probe stream.
+    EndProbe = 9,
 }
 
 impl Op {
@@ -65,6 +72,8 @@ impl Op {
             5 => Op::Go,
             6 => Op::Drain,
             7 => Op::Clear,
+            8 => Op::Probe,
+            9 => Op::EndProbe,
             other => return Err(DecodeError::BadField { field: "netaccel_op", value: u64::from(other) }),
         })
     }
@@ -150,6 +159,8 @@ pub enum Stream {
     Suppkeys = 4,
     /// A segment's answer `s_suppkey`s gathered to the master.
     Answer = 5,
+    /// `suppkey`s of the rows that passed pattern 2 in the control plane, to their owners.
+    CpSuppkeys = 6,
 }
 
 impl Stream {
@@ -160,6 +171,7 @@ impl Stream {
             3 => Stream::Pattern1Done,
             4 => Stream::Suppkeys,
             5 => Stream::Answer,
+            6 => Stream::CpSuppkeys,
             other => return Err(DecodeError::BadField { field: "motion_stream", value: u64::from(other) }),
         })
     }

@@ -112,3 +112,47 @@ fn small_tables_overflow_all_three_ways_and_the_answer_is_still_exact() {
     union.extend(out.control_plane.groups().iter().map(|g| ((g.0, g.1), g.2)));
     assert_eq!(union, reference(&outer, &inner));
 }
+
+/// Probe tuples (segment, partkey, suppkey, availqty) of the reloaded pattern.
+type Probe = Vec<(u16, u32, u32, u32)>;
+
+fn reloaded() -> impl Strategy<Value = (Layout, Outer, Inner, Probe)> {
+    data().prop_flat_map(|(layout, outer, inner)| {
+        let segs = layout.segments;
+        let probe = proptest::collection::vec((0..segs, 1u32..=90, 1u32..=6, 1u32..=120), 0..200);
+        (Just(layout), Just(outer), Just(inner), probe)
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+    #[test]
+    fn the_reloaded_pattern_passes_exactly_the_rows_above_half_their_groups_sum(
+        (layout, outer, inner, probe) in reloaded()
+    ) {
+        let out = pisadb_netaccel::offline::run_reloaded(layout, &outer, &inner, &probe).expect("runs");
+        prop_assert!(out.drained && out.control_plane_done && !out.loss);
+        prop_assert!(out.switch_groups.is_empty(), "reloaded groups are consumed in the switch, not drained");
+        let sums = reference(&outer, &inner);
+        let mut expected: Vec<(u32, u32, u32)> = probe
+            .iter()
+            .filter(|p| sums.get(&(p.1, p.2)).is_some_and(|&sum| 2 * i64::from(p.3) > sum))
+            .map(|p| (p.1, p.2, p.3))
+            .collect();
+        let mut got: Vec<(u32, u32, u32)> = Vec::new();
+        for &(pk, sk, avail, dst) in &out.switch_passing {
+            let owner = segment_of(u64::from(sk), usize::from(layout.segments));
+            prop_assert_eq!(dst, segment_host(owner as u16), "a passing row goes to its suppkey's segment");
+            got.push((pk, sk, avail));
+        }
+        got.extend(out.control_plane.passing().iter().copied());
+        expected.sort_unstable();
+        got.sort_unstable();
+        prop_assert_eq!(got, expected);
+        for array in &layout.spec().arrays {
+            for i in 0..array.entries {
+                prop_assert_eq!(out.switch.registers().read(array.id, i), Ok((0, 0)), "{} not clear at {}", array.name, i);
+            }
+        }
+    }
+}
