@@ -55,6 +55,38 @@ pub fn pattern2_local(groups: &Batch, partsupp_local: &Batch) -> Batch {
     hash_aggregate(&project(&kept, &[("ps_suppkey", "ps_suppkey")]), &["ps_suppkey"], &[])
 }
 
+/// The first steps of Greenplum's own plan for Q20 ("orig" in the paper's Fig. 8) on one
+/// segment: it joins `part_FP` with `partsupp` first and aggregates *all* of its
+/// `lineitem_FP` by (partkey, suppkey) before joining (it does not push the join with
+/// `part_FP` below the group-by), then keeps `2·ps_availqty > sum` and takes the distinct
+/// `ps_suppkey`s. Returns them, and the rows it aggregated and joined (for the cost model).
+pub fn orig_local(part_fp_all: &Batch, lineitem_local: &Batch, partsupp_local: &Batch) -> (Batch, usize) {
+    let ps_fp = semi_join(part_fp_all, &["p_partkey"], partsupp_local, &["ps_partkey"]);
+    let sums =
+        hash_aggregate(lineitem_local, &["l_partkey", "l_suppkey"], &["l_quantity"]).rename("l_quantity", "sum_qty");
+    let joined = hash_join(&sums, &["l_partkey", "l_suppkey"], &ps_fp, &["ps_partkey", "ps_suppkey"], &["sum_qty"]);
+    let (avail, sum) = (joined.col("ps_availqty"), joined.col("sum_qty"));
+    let kept = filter(&joined, |i| 2 * avail[i] > sum[i]);
+    let distinct = hash_aggregate(&project(&kept, &[("ps_suppkey", "ps_suppkey")]), &["ps_suppkey"], &[]);
+    (distinct, lineitem_local.rows() + sums.rows() + partsupp_local.rows())
+}
+
+/// Greenplum's own plan ([`orig_local`] then the same redistribution and tail), in process.
+pub fn run_orig(segments: &[SegmentData], data: &Q20Data) -> Vec<AnswerRow> {
+    let part_all = gather(&segments.iter().map(|s| s.part_fp.clone()).collect::<Vec<_>>());
+    let n = segments.len();
+    let mut inbox = vec![Batch::empty(&["ps_suppkey"]); n];
+    for seg in segments {
+        let (distinct, _) = orig_local(&part_all, &seg.lineitem_fp, &seg.partsupp);
+        for (to, part) in redistribute(&distinct, &["ps_suppkey"], n).iter().enumerate() {
+            inbox[to].append(part);
+        }
+    }
+    let found: Vec<Batch> =
+        inbox.iter().zip(segments).map(|(b, seg)| tail_local(b, &seg.supplier, data.nation_key)).collect();
+    answer_rows(&gather(&found), &data.supplier_text)
+}
+
 /// The tail on one segment: the distinct `suppkey`s it received that are its suppliers of the
 /// nation `nation_key`.
 pub fn tail_local(suppkeys_received: &Batch, supplier_local: &Batch, nation_key: i64) -> Batch {

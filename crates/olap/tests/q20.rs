@@ -2,7 +2,7 @@
 //! factors, in `cargo test`), and against tpchgen's bundled answer at SF 1 (ignored: run with
 //! `cargo test --release -p pisadb-olap -- --ignored`).
 
-use pisadb_olap::q20::{bundled_sf1_answer, reference, reference_pattern1, run_normal, trimmed};
+use pisadb_olap::q20::{bundled_sf1_answer, reference, reference_pattern1, run_normal, run_orig, trimmed};
 use pisadb_olap::tpch::{distribute, generate, Q20Params};
 use std::collections::BTreeMap;
 
@@ -14,6 +14,7 @@ fn the_normal_plan_equals_the_reference_on_every_segment_count() {
     for segments in [1, 3, 4] {
         let segs = distribute(&data, segments);
         assert_eq!(run_normal(&segs, &data), expected, "{segments} segments");
+        assert_eq!(run_orig(&segs, &data), expected, "{segments} segments, Greenplum's own plan");
     }
 }
 

@@ -42,7 +42,7 @@ use pisadb_host::{Host, HostOutbox, Route, Send};
 use pisadb_olap::batch::Batch;
 use pisadb_olap::keytable::pack2;
 use pisadb_olap::ops::segment_of;
-use pisadb_olap::q20::{answer_rows, pattern1_counted, pattern2_local, tail_local, AnswerRow};
+use pisadb_olap::q20::{answer_rows, orig_local, pattern1_counted, pattern2_local, tail_local, AnswerRow};
 use pisadb_olap::tpch::SegmentData;
 use pisadb_wire::{Frame, Kind, SWITCH_ID};
 use serde::{Deserialize, Serialize};
@@ -57,6 +57,9 @@ pub enum Plan {
     Normal,
     /// Both relations through the switch.
     Accelerated,
+    /// Greenplum's own plan for Q20 (the paper's "orig"): `part_FP` ⋈ `partsupp` first, all of
+    /// `lineitem_FP` aggregated before the join (Q20 only).
+    Orig,
 }
 
 /// What the run computes.
@@ -213,7 +216,7 @@ impl Segment {
 
     fn start(&mut self, now: Nanos, out: &mut HostOutbox<RackHost>) {
         match self.plan {
-            Plan::Normal => {
+            Plan::Normal | Plan::Orig => {
                 let keys: Vec<u32> = self.data.part_fp.col("p_partkey").iter().map(|&k| k as u32).collect();
                 for other in (0..self.segments).filter(|&s| s != self.index) {
                     self.send_motions(segment_host(other), Stream::PartFp, 1, &keys, out);
@@ -233,6 +236,14 @@ impl Segment {
         self.part_sources += 1;
         if self.part_sources < self.segments {
             return;
+        }
+        if self.plan == Plan::Orig {
+            let (distinct, rows) = orig_local(&self.part_all, &self.data.lineitem_fp, &self.data.partsupp);
+            out.cpu_ns += ns(rows, self.costs.aggregate_ns_per_row)
+                + ns(self.data.partsupp.rows(), self.costs.join_probe_ns_per_row);
+            self.pattern1_done = true;
+            self.send_motions(MASTER, Stream::Pattern1Done, 2, &[0, 0], out);
+            return self.redistribute_suppkeys(&distinct, out);
         }
         let (groups, joined) = pattern1_counted(&self.part_all, &self.data.lineitem_fp);
         self.groups = groups;
@@ -316,6 +327,13 @@ impl Segment {
         if self.query == Query::Q20 {
             let distinct = pattern2_local(&self.groups, &self.data.partsupp);
             out.cpu_ns += ns(self.data.partsupp.rows(), self.costs.pattern2_ns_per_row);
+            self.redistribute_suppkeys(&distinct, out);
+        }
+    }
+
+    /// Pattern 2's motion: each distinct `suppkey` to the segment that owns it.
+    fn redistribute_suppkeys(&mut self, distinct: &Batch, out: &mut HostOutbox<RackHost>) {
+        {
             let keys = distinct.col("ps_suppkey");
             for to in 0..self.segments {
                 let mine: Vec<u32> = keys

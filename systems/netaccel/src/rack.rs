@@ -217,6 +217,11 @@ pub fn build(plan: Plan, cfg: &RackConfig) -> Result<(RackWorld, Q20Data), Strin
 /// The world of one run over `data` with `costs`.
 pub fn build_with(plan: Plan, cfg: &RackConfig, data: &Q20Data, costs: CpuCosts) -> Result<RackWorld, String> {
     cfg.check()?;
+    if plan == Plan::Orig && cfg.query != Query::Q20 {
+        return Err(
+            "variant orig is Greenplum's plan for the whole of Q20: set query=q20 (accepted for orig: q20)".into()
+        );
+    }
     let n = cfg.segments;
     let link = LinkParams { gbps: cfg.link_gbps, ..LinkParams::twenty_five_gbe() };
     let cpu_link = LinkParams { gbps: cfg.control_plane_gbps, ..LinkParams::ten_gbe() };

@@ -24,6 +24,11 @@ const VARIANTS: &[Variant] = &[
         summary: "segments deparse part_FP and lineitem_FP through the switch's join and group-by",
     },
     Variant { name: "normal", summary: "broadcast part_FP, hash join and hash aggregation on the segments" },
+    Variant {
+        name: "orig",
+        summary:
+            "Greenplum's own Q20 plan: part_FP joins partsupp first, all of lineitem_FP is aggregated (query=q20 only)",
+    },
 ];
 
 fn run_error(why: impl Into<String>) -> HarnessError {
@@ -35,7 +40,8 @@ pub fn plan_of(variant: &str) -> Result<Plan, String> {
     match variant {
         "accelerated" => Ok(Plan::Accelerated),
         "normal" => Ok(Plan::Normal),
-        other => Err(format!("variant `{other}`: accepted accelerated, normal")),
+        "orig" => Ok(Plan::Orig),
+        other => Err(format!("variant `{other}`: accepted accelerated, normal, orig")),
     }
 }
 

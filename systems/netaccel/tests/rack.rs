@@ -24,10 +24,12 @@ fn both_plans_compute_pattern_one_exactly() {
 #[test]
 fn both_plans_answer_q20_as_the_reference_does() {
     let cfg = RackConfig { sf: 0.02, query: Query::Q20, ..RackConfig::default() };
-    for plan in [Plan::Normal, Plan::Accelerated] {
+    for plan in [Plan::Normal, Plan::Accelerated, Plan::Orig] {
         let f = run(plan, &cfg).expect("runs");
         assert!(f.answer_ok && f.answer_rows > 0, "{plan:?}: {f:?}");
     }
+    let err = run(Plan::Orig, &RackConfig { query: Query::Pattern1, ..cfg }).unwrap_err();
+    assert!(err.contains("set query=q20"), "{err}");
 }
 
 #[test]
