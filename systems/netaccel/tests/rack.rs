@@ -91,3 +91,16 @@ fn tuples_lost_on_the_way_to_the_switch_fail_the_query_instead_of_changing_its_a
     let err = finish(Plan::Accelerated, &cfg, world, &data).expect_err("a lost tuple must fail the query");
     assert!(err.contains("lost"), "{err}");
 }
+
+/// Pinned figures of the default shape at SF 0.01: a change to the program, the hosts, the
+/// costs or the simulator that moves them must say why (as `tests/goldens.rs` does for P4DB).
+#[test]
+fn pinned_figures_at_sf_0_01() {
+    let a = run(Plan::Accelerated, &small()).expect("runs");
+    let n = run(Plan::Normal, &small()).expect("runs");
+    let q = run(Plan::Accelerated, &RackConfig { query: Query::Q20, ..small() }).expect("runs");
+    let ns = |ms: f64| (ms * 1e6).round() as u64;
+    let got = (a.trace_hash.as_str(), a.overflow, n.trace_hash.as_str(), q.trace_hash.as_str(), q.answer_rows);
+    assert_eq!(got, ("8d86202ad705dceb", [1, 878, 41], "33605be32766f4c3", "129b3fd7f8fa8b3e", 1));
+    assert_eq!((ns(a.response_ms), ns(n.response_ms), ns(q.response_ms)), (327_475, 79_892, 568_186));
+}
