@@ -21,7 +21,7 @@
 //!
 //! ## The checks
 //!
-//! [`reference`] computes Q20 from the undistributed tables with ordered maps and no executor
+//! [`reference()`] computes Q20 from the undistributed tables with ordered maps and no executor
 //! code; [`bundled_sf1_answer`] is tpchgen's copy of the TPC-H answer at SF 1 (186 rows).
 
 use crate::batch::Batch;

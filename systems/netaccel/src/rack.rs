@@ -132,7 +132,8 @@ pub struct Figures {
     pub split: [u8; 2],
     /// Response time: when the master had what it waits for, in milliseconds.
     pub response_ms: f64,
-    /// Groups of pattern 1 over all segments.
+    /// Groups of pattern 1 the segments received or computed (0 when they never reach the
+    /// segments: the accelerated plan of Q20 consumes them in the switch, `orig` has none).
     pub groups: u64,
     /// Q20's answer rows (0 for pattern 1 alone).
     pub answer_rows: usize,
