@@ -25,6 +25,9 @@ pub(crate) enum Paper {
     P4db,
     /// Gotthard (seed 004): Fig. 2 and the delay sweeps, run by the system's own experiments.
     Gotthard,
+    /// NetAccel (seed 002): Fig. 7, Tables 1-2, Fig. 8 and a scale-factor sweep
+    /// (`systems/netaccel/src/experiments.rs`), reported in `results/netaccel.md`.
+    Netaccel,
 }
 
 /// Flags of `pisadb reproduce`.
@@ -69,6 +72,17 @@ fn expected_minutes(plans: &[Plan], seeds: u32, threads: usize) -> f64 {
 pub(crate) fn run(args: &Args) -> Result<(), String> {
     if args.paper == Paper::Gotthard {
         return super::sweep::run_system_reproduce("gotthard", &args.common);
+    }
+    if args.paper == Paper::Netaccel {
+        eprintln!(
+            "reproducing NetAccel{}: about 10 s (--quick) or 1 minute on a 2-core machine",
+            if args.common.quick { " (quick)" } else { "" }
+        );
+        let report = pisadb_netaccel::experiments::reproduce(args.common.quick, args.common.seed)?;
+        let path = args.common.out.join("netaccel.md");
+        write_file(&path, &report)?;
+        println!("{report}\nwrote {}", path.display());
+        return Ok(());
     }
     let options = args.common.options();
     let setups: Vec<(Setup, Vec<Plan>)> =

@@ -44,6 +44,9 @@ pub enum Kind {
     Control = 4,
     /// A Gotthard request or reply (client, switch, store; systems/gotthard).
     Gotthard = 5,
+    /// A NetAccel tuple, barrier, drained group or iterator (segments, switch, control plane;
+    /// systems/netaccel).
+    NetAccel = 6,
 }
 
 impl Kind {
@@ -54,6 +57,7 @@ impl Kind {
             3 => Ok(Kind::Lock),
             4 => Ok(Kind::Control),
             5 => Ok(Kind::Gotthard),
+            6 => Ok(Kind::NetAccel),
             other => Err(DecodeError::UnknownKind(other)),
         }
     }
@@ -184,7 +188,7 @@ mod tests {
 
     #[test]
     fn every_kind_round_trips_and_control_is_kind_4() {
-        for kind in [Kind::Forward, Kind::P4dbTxn, Kind::Lock, Kind::Control, Kind::Gotthard] {
+        for kind in [Kind::Forward, Kind::P4dbTxn, Kind::Lock, Kind::Control, Kind::Gotthard, Kind::NetAccel] {
             let mut bytes = Vec::new();
             Frame { kind, src: 1, dst: SWITCH_ID }.encode(&mut bytes);
             assert_eq!(Frame::decode(&bytes).unwrap().0.kind, kind);

@@ -310,7 +310,7 @@ impl Node {
             Kind::Lock => LockPacket::decode(payload).map(|p| TxnId::from_bits(p.txn_id)).ok(),
             Kind::Forward => NodeMsg::decode(payload).ok().filter(NodeMsg::is_reply).map(|m| TxnId::from_bits(m.txn())),
             // A node is no controller: the datagram is rejected by whichever core takes it.
-            Kind::Control | Kind::Gotthard => None,
+            Kind::Control | Kind::Gotthard | Kind::NetAccel => None,
         };
         match txn {
             Some(id) if !id.is_tagged() && started_on(id, self.cfg.id) => Route::Core(id.worker()),
@@ -384,6 +384,7 @@ impl Node {
             },
             Kind::Control => self.reject("control_message_to_a_node"),
             Kind::Gotthard => self.reject("gotthard_message_to_a_node"),
+            Kind::NetAccel => self.reject("netaccel_message_to_a_node"),
         }
     }
 
