@@ -70,19 +70,17 @@ fn expected_minutes(plans: &[Plan], seeds: u32, threads: usize) -> f64 {
 
 /// Runs `pisadb reproduce`.
 pub(crate) fn run(args: &Args) -> Result<(), String> {
-    if args.paper == Paper::Gotthard {
-        return super::sweep::run_system_reproduce("gotthard", &args.common);
-    }
-    if args.paper == Paper::Netaccel {
-        eprintln!(
-            "reproducing NetAccel{}: about 10 s (--quick) or 1 minute on a 2-core machine",
-            if args.common.quick { " (quick)" } else { "" }
-        );
-        let report = pisadb_netaccel::experiments::reproduce(args.common.quick, args.common.seed)?;
-        let path = args.common.out.join("netaccel.md");
-        write_file(&path, &report)?;
-        println!("{report}\nwrote {}", path.display());
-        return Ok(());
+    // The other papers' experiments are their systems' own (the harness's `System::reproduce`).
+    match args.paper {
+        Paper::P4db => {}
+        Paper::Gotthard => return super::sweep::run_system_reproduce("gotthard", &args.common),
+        Paper::Netaccel => {
+            eprintln!(
+                "reproducing NetAccel{}: about 10 s (--quick) or 1 minute on a 2-core machine",
+                if args.common.quick { " (quick)" } else { "" }
+            );
+            return super::sweep::run_system_reproduce("netaccel", &args.common);
+        }
     }
     let options = args.common.options();
     let setups: Vec<(Setup, Vec<Plan>)> =

@@ -76,9 +76,8 @@ pub fn lower_bound_ms(data: &Q20Data, segments: u16, gbps: f64) -> f64 {
 
 /// Runs every experiment and returns the report (markdown).
 pub fn reproduce(quick: bool, seed: u64) -> Result<String, String> {
-    let sf = if quick { 0.1 } else { 1.0 };
-    let base = RackConfig { sf, seed, ..RackConfig::default() };
-    let data = generate(sf, &Q20Params::validation()).map_err(|e| e.to_string())?;
+    let (base, data) = setup(quick, seed)?;
+    let sf = base.sf;
     let mut md = String::new();
     let _ = writeln!(md, "# NetAccel (seed 002) on PisaDB: our figures beside the paper's\n");
     let _ = writeln!(
@@ -99,6 +98,42 @@ pub fn reproduce(quick: bool, seed: u64) -> Result<String, String> {
     sf_sweep(&mut md, quick, seed)?;
     differences(&mut md);
     Ok(md)
+}
+
+/// The experiments `pisadb sweep --system netaccel` runs one at a time: (name, summary).
+pub const EXPERIMENTS: [(&str, &str); 4] = [
+    ("fig7", "pattern 1, normal vs accelerated plan at 25 Gbps (Fig. 7)"),
+    ("overflow", "overflow by type for every J x G split with J + G <= 5 (Tables 1-2)"),
+    ("fig8", "the whole Q20 against the link rate: orig, normal, accelerated, lower bound (Fig. 8)"),
+    ("sf-sweep", "overflow and speedup as the scale factor grows"),
+];
+
+/// One of [`EXPERIMENTS`], its section of the report as Markdown.
+pub fn sweep(experiment: &str, quick: bool, seed: u64) -> Result<String, String> {
+    let mut md = String::new();
+    if experiment == "sf-sweep" {
+        sf_sweep(&mut md, quick, seed)?;
+        return Ok(md);
+    }
+    let (base, data) = setup(quick, seed)?;
+    match experiment {
+        "fig7" => fig7(&mut md, &base, &data)?,
+        "overflow" => tables(&mut md, &base, &data)?,
+        "fig8" => fig8(&mut md, &base, &data)?,
+        other => {
+            let names: Vec<&str> = EXPERIMENTS.iter().map(|(n, _)| *n).collect();
+            return Err(format!("no NetAccel experiment `{other}`; accepted: {}", names.join(", ")));
+        }
+    }
+    Ok(md)
+}
+
+/// The rack and the data every experiment starts from: SF 0.1 with `quick`, else SF 1.
+fn setup(quick: bool, seed: u64) -> Result<(RackConfig, Q20Data), String> {
+    let sf = if quick { 0.1 } else { 1.0 };
+    let base = RackConfig { sf, seed, ..RackConfig::default() };
+    let data = generate(sf, &Q20Params::validation()).map_err(|e| e.to_string())?;
+    Ok((base, data))
 }
 
 /// Why our speedups differ from the paper's, from the calibrated costs and the wire model.

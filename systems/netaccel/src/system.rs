@@ -8,7 +8,7 @@
 
 use crate::hosts::Plan;
 use crate::rack::{run, RackConfig};
-use pisadb_harness::{HarnessError, PointReport, System, Variant};
+use pisadb_harness::{ExperimentName, ExperimentOptions, HarnessError, PointReport, System, Variant};
 use serde_json::Value;
 
 /// The system, for the registry.
@@ -93,5 +93,37 @@ impl System for NetAccelSystem {
             figures: serde_json::to_value(&f).map_err(|e| run_error(e.to_string()))?,
             row,
         })
+    }
+
+    fn experiments(&self) -> &'static [ExperimentName] {
+        const NAMES: [ExperimentName; 4] = {
+            let e = crate::experiments::EXPERIMENTS;
+            [
+                ExperimentName { name: e[0].0, summary: e[0].1 },
+                ExperimentName { name: e[1].0, summary: e[1].1 },
+                ExperimentName { name: e[2].0, summary: e[2].1 },
+                ExperimentName { name: e[3].0, summary: e[3].1 },
+            ]
+        };
+        &NAMES
+    }
+
+    /// One experiment, its section written to `<out>/netaccel-<experiment>.md`.
+    fn sweep(&self, experiment: &str, options: &ExperimentOptions) -> Result<String, HarnessError> {
+        let section = crate::experiments::sweep(experiment, options.quick, options.seed).map_err(run_error)?;
+        let path = options.out.join(format!("netaccel-{experiment}.md"));
+        let written = std::fs::create_dir_all(&options.out).and_then(|()| std::fs::write(&path, &section));
+        written.map_err(|e| run_error(format!("cannot write {}: {e}", path.display())))?;
+        Ok(format!("{section}\nwrote {}", path.display()))
+    }
+
+    /// Fig. 7, Tables 1–2, Fig. 8 and the scale-factor sweep, reported in
+    /// `<out>/netaccel.md` (SF 0.1 with `--quick`, else SF 1).
+    fn reproduce(&self, options: &ExperimentOptions) -> Result<String, HarnessError> {
+        let report = crate::experiments::reproduce(options.quick, options.seed).map_err(run_error)?;
+        let path = options.out.join("netaccel.md");
+        let written = std::fs::create_dir_all(&options.out).and_then(|()| std::fs::write(&path, &report));
+        written.map_err(|e| run_error(format!("cannot write {}: {e}", path.display())))?;
+        Ok(format!("{report}\nwrote {}", path.display()))
     }
 }
