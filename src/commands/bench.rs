@@ -7,7 +7,7 @@ use pisadb_harness::{apply_set, PointReport, System};
 use pisadb_p4db::node::{Cc, Engine, Mode};
 use pisadb_p4db::programs::p4db::{FineLocks, P4dbConfig, RecirculationModel};
 use pisadb_p4db::{testbed, LayoutChoice, RunConfig, RunResult, WorkloadSpec};
-use pisadb_workload::{Scheme, SmallBankConfig, TpccConfig, YcsbConfig, YcsbMix};
+use pisadb_workload::{RemoteRule, Scheme, SmallBankConfig, TpccConfig, YcsbConfig, YcsbMix};
 use serde::Serialize;
 
 /// The system under test, as spelled on the command line.
@@ -420,23 +420,28 @@ impl RackArgs {
 
     /// One line describing the rack and workload.
     pub(crate) fn describe(&self) -> String {
+        // What the remote probability means under each rule.
+        let remote = |p: f64, rule: RemoteRule, unit: &str| match rule {
+            RemoteRule::PerTransaction => format!("{:.0}% distributed", p * 100.0),
+            RemoteRule::PerKey => format!("each {unit} remote with {:.0}%", p * 100.0),
+        };
         let cfg = self.config(Mode::P4db);
         let workload = match &cfg.workload {
             WorkloadSpec::Ycsb(c) => format!(
-                "YCSB-{:?}, {} rows, {} hot per node, {:.0}% hot, {:.0}% distributed, {:?}",
+                "YCSB-{:?}, {} rows, {} hot per node, {:.0}% hot, {}, {:?}",
                 c.mix,
                 c.rows,
                 c.hot_per_node,
                 c.hot_prob * 100.0,
-                c.remote_prob * 100.0,
+                remote(c.remote_prob, c.remote_rule, "key"),
                 c.partitioning
             ),
             WorkloadSpec::SmallBank(c) => format!(
-                "SmallBank, {} accounts, {} hot per node, {:.0}% hot, {:.0}% distributed, {:?}",
+                "SmallBank, {} accounts, {} hot per node, {:.0}% hot, {}, {:?}",
                 c.accounts,
                 c.hot_per_node,
                 c.hot_prob * 100.0,
-                c.remote_prob * 100.0,
+                remote(c.remote_prob, c.remote_rule, "account"),
                 c.partitioning
             ),
             WorkloadSpec::Tpcc(c) => format!(
