@@ -386,7 +386,7 @@ pub(crate) fn plan(experiment: Experiment, o: &Options) -> Plan {
             grid(&mut points, &mixes, mix_name, &remote, &ALL_MODES, |mix, r, mode| o.base(ycsb(mix, r, 75), mode, 20));
             (
                 "YCSB: speedup over No-Switch by distributed share (cf. P4DB Fig. 11, lower row)",
-                ("distributed transactions", Unit::Percent),
+                ("remote: distributed transactions (per key on the testbed)", Unit::Percent),
                 vec![Chart::Speedup, Chart::Throughput],
                 Baseline::Series("No-Switch"),
             )
@@ -396,7 +396,7 @@ pub(crate) fn plan(experiment: Experiment, o: &Options) -> Plan {
             let hot: Vec<u32> = o.pick(&HOT_FULL, &HOT_QUICK);
             grid(&mut points, &mixes, mix_name, &hot, &ALL_MODES, |mix, h, mode| o.base(ycsb(mix, 20, h), mode, 20));
             (
-                "YCSB: throughput by share of hot transactions, 20% distributed (cf. P4DB Fig. 15a/b)",
+                "YCSB: throughput by share of hot transactions, 20% remote (cf. P4DB Fig. 15a/b)",
                 ("hot transactions", Unit::Percent),
                 vec![Chart::Throughput, Chart::Speedup],
                 Baseline::Series("No-Switch"),
@@ -419,7 +419,7 @@ pub(crate) fn plan(experiment: Experiment, o: &Options) -> Plan {
             grid(&mut points, &hot, hot_accounts, &remote, &TWO_MODES, |h, r, mode| o.base(smallbank(h, r), mode, 20));
             (
                 "SmallBank: speedup over No-Switch by distributed share (cf. P4DB Fig. 13, lower row)",
-                ("distributed transactions", Unit::Percent),
+                ("remote: distributed transactions (per account on the testbed)", Unit::Percent),
                 vec![Chart::Speedup, Chart::Throughput],
                 Baseline::Series("No-Switch"),
             )
