@@ -1,11 +1,14 @@
-//! `pisadb reproduce p4db [--quick]`: every experiment of the P4DB paper's evaluation, one
-//! after another on a shared [`Runner`] (a configuration two figures need runs once), each
-//! written to `results/<experiment>.csv` and `.svg`, and a report `results/p4db.md` that puts
-//! each of our headline figures beside the one the paper states in its text.
+//! `pisadb reproduce p4db [--quick]`: every experiment of the P4DB paper's evaluation in three
+//! setups ([`Setup`]: the prototype's testbed with its switch as the paper ran it, faithful P4DB
+//! on that testbed, faithful P4DB on PisaDB's model), one after another on a shared [`Runner`]
+//! (a configuration two figures need runs once), each written to
+//! `results/<setup>/<experiment>.csv` and `.svg`, and a report `results/p4db.md` that puts, per
+//! claim, the paper's statement, the prototype's own published measurement and ours in each
+//! setup side by side, and lists the headlines that hold only with the prototype's switch.
 //!
-//! The headline figures ([`claims`]) are computed from the results, never typed in; the paper's
-//! side is quoted from its text (seed 000, §7). Where the paper gives no number for a figure,
-//! the report says so and shows ours.
+//! The headline figures ([`claims`]) say what they compute ([`Measure`]) and are computed from
+//! the results, never typed in; the paper's side is quoted from its text (seed 000, §7). Where
+//! the paper gives no number for a figure, the report says so and shows ours.
 
 use super::bench::Preset;
 use super::experiments::Options;
@@ -21,7 +24,8 @@ use std::path::Path;
 /// Which paper to reproduce.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Paper {
-    /// P4DB (seed 000): YCSB, SmallBank, TPC-C and the microbenchmarks of §7.
+    /// P4DB (seed 000): YCSB, SmallBank, TPC-C and the microbenchmarks of §7, in three setups
+    /// (the testbed as the paper ran it, faithful P4DB on the testbed, PisaDB's model).
     P4db,
     /// Gotthard (seed 004): Fig. 2 and the delay sweeps, run by the system's own experiments.
     Gotthard,
