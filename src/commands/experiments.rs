@@ -497,7 +497,7 @@ pub(crate) fn plan(experiment: Experiment, o: &Options) -> Plan {
                 }
             }
             (
-                "P4DB under the declustered and a random layout (cf. P4DB Fig. 16)",
+                "P4DB under its best layout and a random one (cf. P4DB Fig. 16)",
                 ("workers per node", Unit::Integer),
                 vec![Chart::Throughput, Chart::MeanLatency],
                 Baseline::Series("random layout"),
