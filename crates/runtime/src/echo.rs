@@ -31,7 +31,7 @@
 use crate::error::{Result, RuntimeError};
 use crate::host_proc::{self, HostRun};
 use crate::network::Network;
-use crate::supervisor::{free_ports, Launch, Supervisor};
+use crate::supervisor::{free_ports, ConfigLaunch, Supervisor};
 use crate::switch_proc::{self, SwitchReport};
 use crate::{read_json, write_json, RackConfig, Role};
 use pisadb_core::{Nanos, TraceBytes, TraceHash};
@@ -42,7 +42,6 @@ use pisadb_switch::{PassDecision, Program, ProgramSpec, Reject, Switch, SwitchPr
 use pisadb_wire::{Frame, Kind, FRAME_BYTES};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 /// The system name in an echo rack's config.
@@ -423,44 +422,6 @@ pub struct LineResult {
     pub switches: Vec<SwitchReport>,
 }
 
-/// How an echo rack's processes start.
-struct EchoLaunch {
-    config: PathBuf,
-    data_dir: PathBuf,
-}
-
-impl Launch for EchoLaunch {
-    fn args(&self, role: Role, _life: u16) -> Vec<OsString> {
-        let config: OsString = self.config.clone().into();
-        match role {
-            Role::Switch(id) => {
-                let report = self.data_dir.join(format!("switch-{id}.json"));
-                vec![
-                    "switch".into(),
-                    "--config".into(),
-                    config,
-                    "--id".into(),
-                    id.to_string().into(),
-                    "--report".into(),
-                    report.into(),
-                ]
-            }
-            Role::Host(id) => {
-                let dir = self.data_dir.join(format!("host-{id}"));
-                vec![
-                    "node".into(),
-                    "--config".into(),
-                    config,
-                    "--id".into(),
-                    id.to_string().into(),
-                    "--data-dir".into(),
-                    dir.into(),
-                ]
-            }
-        }
-    }
-}
-
 /// Runs an echo rack of switches in a line with hosts on each (see the module documentation)
 /// on loopback, and collects every process's report. A caller that wants Ctrl-C to stop the
 /// rack in order installs [`crate::install_stop_signals`] first.
@@ -485,7 +446,7 @@ pub fn run_line(opts: &LineOptions) -> Result<LineResult> {
     };
     let config = opts.data_dir.join("rack.json");
     cfg.save(&config)?;
-    let launch = EchoLaunch { config, data_dir: opts.data_dir.clone() };
+    let launch = ConfigLaunch { config, data_dir: opts.data_dir.clone() };
     let mut supervisor = Supervisor::new("echo", opts.exe.clone(), launch, &opts.data_dir, None);
     for id in 0..opts.switches {
         supervisor.spawn(Role::Switch(id))?;
@@ -496,11 +457,11 @@ pub fn run_line(opts: &LineOptions) -> Result<LineResult> {
     supervisor.start_together(opts.seconds)?;
     supervisor.wait_for_hosts()?;
     supervisor.stop_switches()?;
-    let hosts = (0..hosts)
-        .map(|id| read_json(&opts.data_dir.join(format!("host-{id}")).join("report.json")))
+    let hosts = (0..hosts as u16)
+        .map(|id| read_json(&ConfigLaunch::host_dir(&opts.data_dir, id).join("report.json")))
         .collect::<Result<Vec<EchoReport>>>()?;
     let switches = (0..opts.switches)
-        .map(|id| read_json(&opts.data_dir.join(format!("switch-{id}.json"))))
+        .map(|id| read_json(&ConfigLaunch::switch_report(&opts.data_dir, id)))
         .collect::<Result<Vec<SwitchReport>>>()?;
     Ok(LineResult { network, hosts, switches })
 }

@@ -48,6 +48,50 @@ pub trait Launch {
     }
 }
 
+/// The usual [`Launch`]: every process reads one rack file and writes its report under one data
+/// directory — `pisadb switch --config C --id I --report <data>/switch-<I>.json` and
+/// `pisadb node --config C --id I --data-dir <data>/host-<I>` ([`ConfigLaunch::host_dir`],
+/// [`ConfigLaunch::switch_report`]). A system whose processes need more says so with a
+/// [`Launch`] of its own.
+#[derive(Clone, Debug)]
+pub struct ConfigLaunch {
+    /// The rack file every process reads.
+    pub config: PathBuf,
+    /// Where the processes write their data and reports.
+    pub data_dir: PathBuf,
+}
+
+impl ConfigLaunch {
+    /// Host `id`'s data directory.
+    pub fn host_dir(data_dir: &Path, id: u16) -> PathBuf {
+        data_dir.join(format!("host-{id}"))
+    }
+
+    /// Switch `id`'s report file.
+    pub fn switch_report(data_dir: &Path, id: u16) -> PathBuf {
+        data_dir.join(format!("switch-{id}.json"))
+    }
+}
+
+impl Launch for ConfigLaunch {
+    fn args(&self, role: Role, _life: u16) -> Vec<OsString> {
+        let (command, id, out_flag, out): (&str, u16, &str, PathBuf) = match role {
+            Role::Switch(id) => ("switch", id, "--report", Self::switch_report(&self.data_dir, id)),
+            Role::Host(id) => ("node", id, "--data-dir", Self::host_dir(&self.data_dir, id)),
+        };
+        let config: OsString = self.config.clone().into();
+        vec![
+            command.into(),
+            "--config".into(),
+            config,
+            "--id".into(),
+            id.to_string().into(),
+            out_flag.into(),
+            out.into(),
+        ]
+    }
+}
+
 /// A crash to inject: `kill -9` the process of `role` this many seconds into the run and
 /// restart it after `down_s`.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -29,14 +29,13 @@ use crate::rack::{
 };
 use crate::store::Store;
 use pisadb_runtime::host_proc::{self, HostRun};
-use pisadb_runtime::supervisor::{free_ports, Launch, Supervisor};
+use pisadb_runtime::supervisor::{free_ports, ConfigLaunch, Supervisor};
 use pisadb_runtime::switch_proc::{self, SwitchReport};
 use pisadb_runtime::wal_file::WalFile;
 use pisadb_runtime::wire::PortWire;
 use pisadb_runtime::{read_json, write_json, Network, RackConfig as RealConfig, Role, RuntimeError};
 use pisadb_switch::{Switch, SwitchProfile};
 use serde::{Deserialize, Serialize};
-use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
@@ -181,41 +180,9 @@ pub struct ClusterResult {
     pub failure: Option<String>,
 }
 
-/// How a Gotthard rack's processes start.
-struct GotthardLaunch {
-    config: PathBuf,
-    data_dir: PathBuf,
-}
-
-impl Launch for GotthardLaunch {
-    fn args(&self, role: Role, _life: u16) -> Vec<OsString> {
-        let config: OsString = self.config.clone().into();
-        match role {
-            Role::Switch(id) => vec![
-                "switch".into(),
-                "--config".into(),
-                config,
-                "--id".into(),
-                id.to_string().into(),
-                "--report".into(),
-                self.data_dir.join("switch.json").into(),
-            ],
-            Role::Host(id) => vec![
-                "node".into(),
-                "--config".into(),
-                config,
-                "--id".into(),
-                id.to_string().into(),
-                "--data-dir".into(),
-                host_dir(&self.data_dir, id).into(),
-            ],
-        }
-    }
-}
-
 /// Host `id`'s data directory under `data_dir`.
 pub fn host_dir(data_dir: &Path, id: u16) -> PathBuf {
-    data_dir.join(format!("host-{id}"))
+    ConfigLaunch::host_dir(data_dir, id)
 }
 
 /// Runs a real Gotthard rack on loopback for `opts.seconds`, collects every process's report
@@ -237,7 +204,7 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult, RuntimeError>
     };
     let config = opts.data_dir.join("rack.json");
     cfg.save(&config)?;
-    let launch = GotthardLaunch { config, data_dir: opts.data_dir.clone() };
+    let launch = ConfigLaunch { config, data_dir: opts.data_dir.clone() };
     let mut supervisor = Supervisor::new(SYSTEM, opts.exe.clone(), launch, &opts.data_dir, None);
     supervisor.spawn(Role::Switch(0))?;
     for id in 0..HOSTS {
@@ -249,7 +216,7 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult, RuntimeError>
     let hosts = (0..HOSTS)
         .map(|id| read_json(&host_dir(&opts.data_dir, id).join("report.json")))
         .collect::<Result<Vec<HostReport>, RuntimeError>>()?;
-    let switch: SwitchReport = read_json(&opts.data_dir.join("switch.json"))?;
+    let switch: SwitchReport = read_json(&ConfigLaunch::switch_report(&opts.data_dir, 0))?;
     let final_value = hosts[usize::from(STORE_HOST)].final_value.unwrap_or(0);
     let mut ledger = Ledger::default();
     hosts.iter().for_each(|h| ledger.merge(h.ledger.clone()));
