@@ -241,3 +241,46 @@ fn a_gotthard_rack_on_loopback_with_port_delays_and_loss_passes_the_simulators_o
     assert!(f["aborts_switch_optimistic"].as_u64().unwrap() > 0, "the switch aborted: {f}");
     assert_eq!(v["final_value"].as_u64(), f["write_commits"].as_u64(), "one increment per counted write");
 }
+
+fn netaccel_cluster(dir: &Path, extra: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_pisadb"))
+        .args(["cluster", "--system", "netaccel", "--json", "--tuple-gap-ns", "20000", "--set", "sf=0.01"])
+        .arg("--data-dir")
+        .arg(dir)
+        .args(extra)
+        .output()
+        .expect("pisadb runs")
+}
+
+#[test]
+fn a_netaccel_rack_on_loopback_streams_real_tuples_through_the_switch_and_answers_q20() {
+    // Segments, master and control plane as processes; every part_FP and lineitem_FP tuple a
+    // datagram through the switch process, the overflow out of its CPU port to the control
+    // plane's process, the groups drained back, then pattern 2 reloaded: Q20's rows must
+    // equal the plain reference, and the run ends by itself once the master has them.
+    let dir = tempfile::tempdir().unwrap();
+    let out = netaccel_cluster(dir.path(), &["--variant", "accelerated", "--set", "query=q20"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "cluster failed: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert_eq!(v["failure"], Value::Null, "{v}");
+    assert_eq!(v["answer_ok"], true);
+    assert!(v["answer_rows"].as_u64().unwrap() > 0, "Q20 has rows at SF 0.01: {}", v["answer_rows"]);
+    let tuples: u64 = v["tuples"].as_array().unwrap().iter().map(|t| t.as_u64().unwrap()).sum();
+    assert!(v["switch"]["datagrams_in"].as_u64().unwrap() >= tuples, "every tuple crossed the switch process");
+    let overflow: u64 = v["overflow"].as_array().unwrap().iter().map(|t| t.as_u64().unwrap()).sum();
+    assert!(overflow > 0, "the 2x2 split overflows to the control-plane process");
+}
+
+#[test]
+fn a_netaccel_rack_runs_the_normal_plan_and_refuses_orig_without_q20() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = netaccel_cluster(dir.path(), &["--variant", "normal"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {:?}", out));
+    assert_eq!((v["failure"].clone(), v["answer_ok"].clone()), (Value::Null, Value::Bool(true)), "{v}");
+    assert!(v["groups"].as_u64().unwrap() > 0);
+
+    let out = netaccel_cluster(dir.path(), &["--variant", "orig"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("query=q20"), "{stderr}");
+}

@@ -6,7 +6,10 @@
 //! and hand over to that system's process (P4DB's, Gotthard's, or the runtime's own echo
 //! system that its tests run). `cluster --system gotthard` runs Gotthard's rack
 //! (`pisadb_gotthard::real`) with `--variant`, `--set`, `--seconds`, `--loss`, `--jitter-us`,
-//! `--data-dir` and `--json`.
+//! `--data-dir` and `--json`; `cluster --system netaccel` runs NetAccel's rack
+//! (`pisadb_netaccel::real`: segments streaming real tuples through the switch process until
+//! the query is answered) with `--variant`, `--set`, `--tuple-gap-ns`, `--seconds` (a
+//! deadline), `--data-dir` and `--json`.
 
 use crate::commands::bench::{CcArg, FineLocksArg, LayoutArg, ModeArg, PartitioningArg, Preset, RackArgs, WorkloadArg};
 use clap::Args as ClapArgs;
@@ -203,6 +206,12 @@ pub(crate) struct ClusterArgs {
     /// repeatable.
     #[arg(long = "set")]
     sets: Vec<String>,
+    /// For NetAccel: the least time between two tuples a segment streams, in ns (on loopback
+    /// nothing else paces the segments, and a software switch fed faster than it forwards
+    /// loses datagrams, which fails the query). NetAccel's query ends by itself; `--seconds`
+    /// is then its deadline beyond the time this pacing needs.
+    #[arg(long, default_value_t = pisadb_netaccel::real::TUPLE_GAP_NS)]
+    tuple_gap_ns: u64,
 }
 
 fn parse_kill_node(s: &str) -> Result<(u16, f64), RuntimeError> {
@@ -262,8 +271,13 @@ fn port_wires(args: &ClusterArgs) -> Result<Vec<PortWire>, RuntimeError> {
 
 /// The error of a config whose system this binary does not run.
 fn unknown_system(system: &str) -> RuntimeError {
-    let accepted =
-        format!("{:?}, {:?} or {:?}", pisadb_p4db::real::SYSTEM, pisadb_gotthard::real::SYSTEM, echo::SYSTEM);
+    let accepted = format!(
+        "{:?}, {:?}, {:?} or {:?}",
+        pisadb_p4db::real::SYSTEM,
+        pisadb_gotthard::real::SYSTEM,
+        pisadb_netaccel::real::SYSTEM,
+        echo::SYSTEM
+    );
     bad_flag("system in the rack config", format!("{system:?}"), accepted)
 }
 
@@ -284,6 +298,9 @@ fn serve_switch(args: &SwitchArgs) -> Result<(), RealError> {
         }
         pisadb_gotthard::real::SYSTEM => {
             pisadb_gotthard::real::serve_switch(&RackConfig::load(&args.config)?, args.id, args.report.as_deref())?;
+        }
+        pisadb_netaccel::real::SYSTEM => {
+            pisadb_netaccel::real::serve_switch(&RackConfig::load(&args.config)?, args.id, args.report.as_deref())?;
         }
         echo::SYSTEM => {
             echo::serve_switch(&RackConfig::load(&args.config)?, args.id, args.report.as_deref())?;
@@ -308,6 +325,9 @@ fn serve_node(args: &NodeArgs) -> Result<(), RealError> {
         pisadb_gotthard::real::SYSTEM => {
             pisadb_gotthard::real::serve_host(&RackConfig::load(&args.config)?, args.id, &args.data_dir)?;
         }
+        pisadb_netaccel::real::SYSTEM => {
+            pisadb_netaccel::real::serve_host(&RackConfig::load(&args.config)?, args.id, &args.data_dir)?;
+        }
         echo::SYSTEM => {
             echo::serve_host(&RackConfig::load(&args.config)?, args.id, &args.data_dir)?;
         }
@@ -320,6 +340,9 @@ fn serve_node(args: &NodeArgs) -> Result<(), RealError> {
 pub(crate) fn run_cluster_command(args: &ClusterArgs) -> Result<(), String> {
     if args.system == pisadb_gotthard::real::SYSTEM {
         return gotthard_cluster(args);
+    }
+    if args.system == pisadb_netaccel::real::SYSTEM {
+        return netaccel_cluster(args);
     }
     super::bench::require_p4db(&args.system, "real mode")?;
     cluster(args).map_err(|e| e.to_string())
@@ -376,6 +399,61 @@ fn gotthard_cluster(args: &ClusterArgs) -> Result<(), String> {
         println!("store's hot key: {}   switch: {} passes", r.final_value, r.switch.passes);
         match &r.failure {
             None => println!("ok   serializable, nothing committed or counted twice, every client finished"),
+            Some(why) => println!("FAIL {why}"),
+        }
+        println!("\ndata: {} (reports in {}/…)", opts.data_dir.display(), host_dir(&opts.data_dir, 0).display());
+    }
+    match r.failure {
+        None => Ok(()),
+        Some(why) => Err(format!("the checks failed: {why}")),
+    }
+}
+
+/// `pisadb cluster --system netaccel`: NetAccel's rack as processes on loopback, until the
+/// query is answered.
+fn netaccel_cluster(args: &ClusterArgs) -> Result<(), String> {
+    use pisadb_harness::System;
+    use pisadb_netaccel::real::{host_dir, run_cluster, ClusterOptions, Spec};
+    check_seconds(args.seconds).map_err(|e| e.to_string())?;
+    let system = &pisadb_netaccel::SYSTEM;
+    let variant = match &args.variant {
+        Some(v) => system.variant(v).map_err(|e| e.to_string())?.name,
+        None => system.variants()[0].name,
+    };
+    let plan = pisadb_netaccel::system::plan_of(variant)?;
+    let rack: pisadb_netaccel::rack::RackConfig =
+        pisadb_harness::read_back(system.default_settings(), &args.sets).map_err(|e| e.to_string())?;
+    rack.check().map_err(|e| format!("--set: {e}"))?;
+    if args.tuple_gap_ns > 1_000_000 {
+        return Err(bad_flag("--tuple-gap-ns", args.tuple_gap_ns, "at most 1000000 (1 ms)").to_string());
+    }
+    let data_dir = args.data_dir.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("pisadb-netaccel-{}-{}", std::process::id(), pisadb_runtime::unix_now_ns()))
+    });
+    install_stop_signals().map_err(|e| e.to_string())?;
+    let opts = ClusterOptions {
+        spec: Spec { plan, rack, tuple_gap_ns: args.tuple_gap_ns },
+        seconds: args.seconds,
+        data_dir,
+        exe: this_binary().map_err(|e| e.to_string())?,
+    };
+    let r = run_cluster(&opts).map_err(|e| e.to_string())?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&r).expect("a result serializes"));
+    } else {
+        let rack = &opts.spec.rack;
+        println!(
+            "NetAccel ({variant}, {:?}) on loopback: SF {}, {} segments, split {}x{}, one tuple per {} ns per segment\n",
+            rack.query, rack.sf, rack.segments, r.split[0], r.split[1], args.tuple_gap_ns
+        );
+        let response = r.response_ms.map_or("–".to_string(), |ms| format!("{ms:.1} ms"));
+        println!(
+            "response {response}   groups {}   answer rows {}   tuples {}/{}   overflow i/ii/iii {:.2}/{:.2}/{:.2}%",
+            r.groups, r.answer_rows, r.tuples[0], r.tuples[1], r.overflow_pct[0], r.overflow_pct[1], r.overflow_pct[2]
+        );
+        println!("switch: {} datagrams in, {} out", r.switch.datagrams_in, r.switch.datagrams_out);
+        match &r.failure {
+            None => println!("ok   the answer equals the plain reference; every host drained"),
             Some(why) => println!("FAIL {why}"),
         }
         println!("\ndata: {} (reports in {}/…)", opts.data_dir.display(), host_dir(&opts.data_dir, 0).display());

@@ -256,6 +256,13 @@ impl<L: Launch> Supervisor<L> {
     /// it tells them they may leave (see "Leaving together" in [`crate::host_proc`]). Returns
     /// when the stop was asked for, if it was.
     pub fn wait_for_hosts(&mut self) -> Result<Option<u64>> {
+        self.wait_for_hosts_or(|| false)
+    }
+
+    /// [`Supervisor::wait_for_hosts`], and asks the hosts to stop as soon as `done()` says
+    /// the rack's work is complete, before its stop time: a run with an end of its own (a
+    /// query answered) needs no fixed length.
+    pub fn wait_for_hosts_or(&mut self, mut done: impl FnMut() -> bool) -> Result<Option<u64>> {
         let hosts: Vec<Role> = self.children.keys().copied().filter(|r| matches!(r, Role::Host(_))).collect();
         let mut asked = None;
         let mut last_drain = None;
@@ -285,7 +292,7 @@ impl<L: Launch> Supervisor<L> {
                 let _ = std::fs::write(self.rendezvous.join(DONE_FILE), b"");
             }
             last_drain = drain;
-            if stop_requested() && asked.is_none() {
+            if asked.is_none() && (stop_requested() || done()) {
                 asked = Some(unix_now_ns());
                 for role in &hosts {
                     let child = self.children.get_mut(role).expect("a started host");

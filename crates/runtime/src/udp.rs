@@ -21,6 +21,12 @@ pub const BATCH: usize = 64;
 /// The largest datagram we send or accept (a P4DB packet of 32 instructions is ~300 bytes).
 pub const MAX_DATAGRAM: usize = 2048;
 
+/// The receive buffer every socket asks for. The kernel's default (about 200 KB) holds a few
+/// hundred small datagrams: a burst of that many while the process waits for a core (two
+/// cores shared by a whole rack of processes) would be lost. 8 MB holds tens of thousands.
+/// Root gets it (`SO_RCVBUFFORCE`); anyone else gets what `net.core.rmem_max` allows.
+pub const RECEIVE_BUFFER: usize = 8 << 20;
+
 /// A bound UDP socket with batched I/O, IPv4 only (loopback and our own namespaces).
 pub struct BatchSocket {
     socket: UdpSocket,
@@ -35,11 +41,18 @@ impl BatchSocket {
             return Err(RuntimeError::bad_setting("address", addr, "an IPv4 address (loopback or a namespace's)"));
         }
         let socket = UdpSocket::bind(addr).map_err(|source| RuntimeError::Bind { addr, source })?;
+        grow_receive_buffer(&socket, RECEIVE_BUFFER);
         Ok(BatchSocket {
             socket,
             buffers: vec![[0; MAX_DATAGRAM]; BATCH],
             headers: MultiHeaders::preallocate(BATCH, None),
         })
+    }
+
+    /// The receive buffer the kernel gave the socket, in bytes (it reports twice what was
+    /// granted, for its own bookkeeping).
+    pub fn receive_buffer(&self) -> usize {
+        nix::sys::socket::getsockopt(&self.socket, nix::sys::socket::sockopt::RcvBuf).unwrap_or(0)
     }
 
     /// The socket's descriptor, to wait on several sockets at once (`poll`).
@@ -109,5 +122,15 @@ impl BatchSocket {
             }
         }
         sent
+    }
+}
+
+/// Asks for a receive buffer of `bytes`: forced past `net.core.rmem_max` where allowed (root),
+/// else as much as the limit allows. Best effort: a smaller buffer only risks losses the
+/// protocols already handle or report.
+fn grow_receive_buffer(socket: &UdpSocket, bytes: usize) {
+    use nix::sys::socket::{setsockopt, sockopt};
+    if setsockopt(socket, sockopt::RcvBufForce, &bytes).is_err() {
+        let _ = setsockopt(socket, sockopt::RcvBuf, &bytes);
     }
 }

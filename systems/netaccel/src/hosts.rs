@@ -159,6 +159,11 @@ pub struct Segment {
     suppkey_sources: u16,
     /// Whether the switch keeps pattern 1's groups for pattern 2 (the accelerated plan of Q20).
     reload: bool,
+    /// The least time between two deparsed tuples (0: as fast as the host runs). The
+    /// simulator needs none, since the link serializes each tuple at its line rate; on
+    /// loopback nothing does, and a software switch fed faster than it forwards drops
+    /// datagrams, so real mode paces the stream here ([`Segment::pace`]).
+    tuple_gap_ns: Nanos,
 }
 
 impl Segment {
@@ -194,7 +199,13 @@ impl Segment {
             suppkeys: Batch::empty(&["ps_suppkey"]),
             suppkey_sources: 0,
             reload: plan == Plan::Accelerated && query == Query::Q20,
+            tuple_gap_ns: 0,
         }
+    }
+
+    /// Paces the deparse operator: at least `tuple_gap_ns` between two tuples it streams.
+    pub fn pace(&mut self, tuple_gap_ns: Nanos) {
+        self.tuple_gap_ns = tuple_gap_ns;
     }
 
     /// Its groups of pattern 1 (complete once the master heard from it).
@@ -275,7 +286,7 @@ impl Segment {
         out.cpu_ns += ns(end - next, self.costs.deparse_ns_per_tuple);
         if end < rows {
             self.deparse = Some((op, end));
-            out.timers.push((now, Tick::Deparse));
+            out.timers.push((now + (end - next) as Nanos * self.tuple_gap_ns, Tick::Deparse));
             return;
         }
         out.sends.push(tuple_send(self.host(), &Msg::new(end_op, self.index, rows as u32, 0, 0)));

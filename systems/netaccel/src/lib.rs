@@ -19,6 +19,8 @@
 //! - [`scheduler`]: the network scheduler's overflow cost model and its choice of (J, G).
 //! - [`system`]: the harness's view (variants, settings, one point).
 //! - [`experiments`]: `pisadb reproduce netaccel`: Fig. 7, Tables 1–2, Fig. 8, an SF sweep.
+//! - [`real`]: real mode: the same hosts and switch as processes streaming real datagrams on
+//!   loopback (`pisadb cluster --system netaccel`).
 
 pub mod calibration;
 pub mod experiments;
@@ -28,6 +30,7 @@ pub mod offline;
 pub mod overflow;
 pub mod program;
 pub mod rack;
+pub mod real;
 pub mod scheduler;
 pub mod system;
 pub mod wire;

@@ -183,16 +183,17 @@ pub struct RackObserver {
     ignored: BTreeMap<&'static str, u64>,
 }
 
-impl Observer<RackHost, Switch<NetAccel>> for RackObserver {
-    fn on_event(&mut self, _host: u16, event: NetEvent, moment: Moment) -> Result<(), String> {
+impl RackObserver {
+    /// Keeps what `event`, seen at `at`, says (the simulator's and real mode's one path).
+    pub fn record(&mut self, event: NetEvent, at: Nanos) {
         match event {
             NetEvent::Pattern1Complete { groups } => {
                 self.groups = groups;
-                self.pattern1_ns = Some(moment.at);
+                self.pattern1_ns = Some(at);
             }
             NetEvent::Answered { rows } => {
                 self.answer_rows = rows;
-                self.answer_ns = Some(moment.at);
+                self.answer_ns = Some(at);
             }
             NetEvent::LossDetected => self.loss = true,
             NetEvent::ControlPlaneDone { received, groups, backlog_ns_max } => {
@@ -200,8 +201,70 @@ impl Observer<RackHost, Switch<NetAccel>> for RackObserver {
             }
             NetEvent::Ignored(why) => *self.ignored.entry(why).or_default() += 1,
         }
+    }
+
+    /// When the query `query` completed (the master heard the last of it), if it did.
+    pub fn completed_ns(&self, query: Query) -> Option<Nanos> {
+        match query {
+            Query::Pattern1 => self.pattern1_ns,
+            Query::Q20 => self.answer_ns,
+        }
+    }
+
+    /// Whether a barrier detected lost tuples.
+    pub fn loss_detected(&self) -> bool {
+        self.loss
+    }
+
+    /// The control plane's overflow tuples by type, its groups and the longest wait for its
+    /// core (zeros if it did not report).
+    pub fn control_plane(&self) -> ([u64; 3], u64, u64) {
+        self.control_plane.unwrap_or(([0; 3], 0, 0))
+    }
+
+    /// Groups and answer rows the master counted.
+    pub fn counted(&self) -> (u64, usize) {
+        (self.groups, self.answer_rows)
+    }
+
+    /// Datagrams ignored, by reason.
+    pub fn ignored(&self) -> &BTreeMap<&'static str, u64> {
+        &self.ignored
+    }
+}
+
+impl Observer<RackHost, Switch<NetAccel>> for RackObserver {
+    fn on_event(&mut self, _host: u16, event: NetEvent, moment: Moment) -> Result<(), String> {
+        self.record(event, moment.at);
         Ok(())
     }
+}
+
+/// The error of a query whose barrier counted fewer tuples than were sent.
+pub const LOSS_ERROR: &str = "tuples were lost between the segments and the switch (a barrier's per-stream counts disagree): the query fails rather than answer from incomplete input";
+
+/// Overflow as the paper's tables give it: (i) as % of outer tuples, (ii) and (iii) as % of
+/// inner tuples (Table 2), and all overflow as % of all tuples (Table 1).
+pub fn overflow_shares(overflow: [u64; 3], tuples: [u64; 2]) -> ([f64; 3], f64) {
+    let pct = |n: u64, of: u64| if of == 0 { 0.0 } else { 100.0 * n as f64 / of as f64 };
+    let by_type = [pct(overflow[0], tuples[0]), pct(overflow[1], tuples[1]), pct(overflow[2], tuples[1])];
+    (by_type, pct(overflow.iter().sum(), tuples[0] + tuples[1]))
+}
+
+/// Whether pattern 1's groups, as (`l_partkey`, `l_suppkey`, `sum_qty`) rows from every
+/// segment, equal the plain reference over `data`.
+pub fn groups_equal_reference(rows: impl IntoIterator<Item = [i64; 3]>, data: &Q20Data) -> bool {
+    let got: BTreeMap<(i64, i64), i64> = rows.into_iter().map(|[p, s, q]| ((p, s), q)).collect();
+    got == reference_pattern1(data)
+}
+
+/// A segment's groups as rows.
+pub fn group_rows(segment: &Segment) -> impl Iterator<Item = [i64; 3]> + '_ {
+    let g = segment.groups();
+    (0..g.rows()).map(move |i| {
+        let r = g.row(i);
+        [r[0], r[1], r[2]]
+    })
 }
 
 /// The simulated rack of one run.
@@ -232,6 +295,17 @@ pub fn build_with(plan: Plan, cfg: &RackConfig, data: &Q20Data, costs: CpuCosts)
         topology.connect(Endpoint::Host(segment_host(s)), Endpoint::Switch(0), &link);
     }
     topology.connect(Endpoint::Host(control_plane_host(n)), Endpoint::Switch(0), &cpu_link);
+    let switch = rack_switch(plan, cfg, data)?;
+    let hosts = hosts(plan, cfg, data, costs);
+    let mut world = World::new(topology, hosts, vec![switch], RackObserver::default()).map_err(|e| e.to_string())?;
+    world.set_controller(0, control_plane_host(n));
+    Ok(world)
+}
+
+/// The hosts of one run over `data`, by id: the master, the segments (each with its share
+/// of the tables), the control plane.
+pub fn hosts(plan: Plan, cfg: &RackConfig, data: &Q20Data, costs: CpuCosts) -> Vec<RackHost> {
+    let n = cfg.segments;
     let mut rng = pisadb_core::rng::derive(cfg.seed, "segment-start");
     let mut hosts = vec![RackHost::Master(Master::new(n, cfg.query, data.supplier_text.clone()))];
     for (s, share) in distribute(data, usize::from(n)).into_iter().enumerate() {
@@ -239,12 +313,20 @@ pub fn build_with(plan: Plan, cfg: &RackConfig, data: &Q20Data, costs: CpuCosts)
         let seg = Segment::new(s as u16, n, plan, cfg.query, costs, share, data.nation_key, start_ns);
         hosts.push(RackHost::Segment(Box::new(seg)));
     }
-    let reload = plan == Plan::Accelerated && cfg.query == Query::Q20;
-    hosts.push(RackHost::ControlPlane(ControlPlane::new(n, costs, reload)));
-    let switch = build_switch(SwitchProfile::tofino1(), cfg.loaded_layout(data), reload)?;
-    let mut world = World::new(topology, hosts, vec![switch], RackObserver::default()).map_err(|e| e.to_string())?;
-    world.set_controller(0, control_plane_host(n));
-    Ok(world)
+    hosts.push(RackHost::ControlPlane(ControlPlane::new(n, costs, reloads(plan, cfg))));
+    hosts
+}
+
+/// Whether the switch keeps pattern 1's groups as pattern 2's join state (the accelerated
+/// plan of the whole of Q20).
+fn reloads(plan: Plan, cfg: &RackConfig) -> bool {
+    plan == Plan::Accelerated && cfg.query == Query::Q20
+}
+
+/// The rack's switch for `plan` over `data`: the NetAccel program in the layout loaded (the
+/// settings' or the scheduler's); in the normal and orig plans it only forwards.
+pub fn rack_switch(plan: Plan, cfg: &RackConfig, data: &Q20Data) -> Result<Switch<NetAccel>, String> {
+    build_switch(SwitchProfile::tofino1(), cfg.loaded_layout(data), reloads(plan, cfg))
 }
 
 /// Runs one point to completion and returns its figures.
@@ -258,36 +340,27 @@ pub fn finish(plan: Plan, cfg: &RackConfig, mut world: RackWorld, data: &Q20Data
     world.run(0, Nanos::MAX / 2, EVENTS_MAX).map_err(|e| e.to_string())?;
     let obs = world.observer();
     if obs.loss {
-        return Err("tuples were lost between the segments and the switch (a barrier's per-stream counts disagree): the query fails rather than answer from incomplete input".into());
+        return Err(LOSS_ERROR.into());
     }
-    let done_ns = match cfg.query {
-        Query::Pattern1 => obs.pattern1_ns,
-        Query::Q20 => obs.answer_ns,
-    };
-    let done_ns =
-        done_ns.ok_or_else(|| format!("the query did not complete (ignored datagrams: {:?})", obs.ignored))?;
+    let done_ns = obs
+        .completed_ns(cfg.query)
+        .ok_or_else(|| format!("the query did not complete (ignored datagrams: {:?})", obs.ignored))?;
     let answer_ok = match cfg.query {
         Query::Pattern1 => {
-            let mut got = BTreeMap::new();
-            for host in world.hosts() {
-                if let RackHost::Segment(s) = host {
-                    let g = s.groups();
-                    for i in 0..g.rows() {
-                        let r = g.row(i);
-                        got.insert((r[0], r[1]), r[2]);
-                    }
-                }
-            }
-            got == reference_pattern1(data)
+            let segments = world.hosts().iter().filter_map(|h| match h {
+                RackHost::Segment(s) => Some(s),
+                _ => None,
+            });
+            groups_equal_reference(segments.flat_map(|s| group_rows(s)), data)
         }
         Query::Q20 => match &world.hosts()[usize::from(MASTER)] {
             RackHost::Master(m) => m.answer() == Some(reference(data).as_slice()),
             _ => false,
         },
     };
-    let (overflow, control_plane_groups, backlog_ns) = obs.control_plane.unwrap_or(([0; 3], 0, 0));
+    let (overflow, control_plane_groups, backlog_ns) = obs.control_plane();
     let tuples = [data.part_fp.rows() as u64, data.lineitem_fp.rows() as u64];
-    let pct = |n: u64, of: u64| if of == 0 { 0.0 } else { 100.0 * n as f64 / of as f64 };
+    let (overflow_pct, overflow_pct_total) = overflow_shares(overflow, tuples);
     let stats = world.switch(0).stats().clone();
     let layout = *world.switch(0).program().layout();
     Ok(Figures {
@@ -300,8 +373,8 @@ pub fn finish(plan: Plan, cfg: &RackConfig, mut world: RackWorld, data: &Q20Data
         loss_detected: obs.loss,
         tuples,
         overflow,
-        overflow_pct: [pct(overflow[0], tuples[0]), pct(overflow[1], tuples[1]), pct(overflow[2], tuples[1])],
-        overflow_pct_total: pct(overflow.iter().sum(), tuples[0] + tuples[1]),
+        overflow_pct,
+        overflow_pct_total,
         control_plane_groups,
         control_plane_backlog_ms: backlog_ns as f64 / 1e6,
         passes: stats.passes,

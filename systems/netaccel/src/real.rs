@@ -1,0 +1,334 @@
+//! NetAccel in real mode: the master, the segments and the control plane as processes, the
+//! switch as a software-switch process running the same [`NetAccel`] program, all on
+//! loopback, through the generic runtime (`pisadb_runtime`: host and switch processes,
+//! supervisor, rendezvous). Real tuples travel as real UDP datagrams, one per tuple, from
+//! the segments' deparse operators through the switch; what overflows goes out of the
+//! switch's CPU port to the control-plane process; the drained groups come back to the
+//! segments; the master gathers Q20's rows.
+//!
+//! Every process generates the same TPC-H data from the scale factor (tpchgen is
+//! deterministic) and keeps its own share, so nothing but the query's own traffic moves
+//! between them. The hosts are the simulator's state machines ([`crate::rack::hosts`]), the
+//! switch is the simulator's ([`crate::rack::rack_switch`]).
+//!
+//! **Pacing.** On a simulated link each tuple takes its serialization time; on loopback
+//! nothing slows a segment down, and a software switch fed faster than it forwards loses
+//! datagrams in its socket's buffer. The barrier's per-stream counts catch such a loss and
+//! the query fails with [`LOSS_ERROR`] instead of answering from incomplete input; to make
+//! it not happen, each segment here leaves `tuple_gap_ns` between two tuples (a deparse
+//! operator throttled to the rate the software switch keeps up with, as the real one is to
+//! its NIC's). Response times are therefore the software rack's, not a Tofino's: real mode
+//! shows the system working end to end with real datagrams, the simulator gives the figures.
+//!
+//! **End.** A query ends by itself: when the master has what it waits for (or a barrier
+//! reports a loss) it leaves a mark in its data directory, the cluster sees it and asks every
+//! host to stop ([`pisadb_runtime::supervisor::Supervisor::wait_for_hosts_or`]); `seconds` is
+//! only the longest the query may take.
+//!
+//! **Checks.** The cluster computes the plain reference itself and compares: pattern 1's
+//! groups as the segments hold them, or Q20's rows as the master has them.
+
+use crate::calibration::CpuCosts;
+use crate::hosts::{NetEvent, Plan, Query, RackHost};
+use crate::offline::{control_plane_host, MASTER};
+use crate::program::NetAccel;
+use crate::rack::{
+    group_rows, groups_equal_reference, hosts, overflow_shares, rack_switch, RackConfig, RackObserver, LOSS_ERROR,
+};
+use pisadb_core::Nanos;
+use pisadb_olap::q20::{reference, AnswerRow};
+use pisadb_olap::tpch::{generate, Q20Data, Q20Params};
+use pisadb_runtime::host_proc::{self, HostRun};
+use pisadb_runtime::supervisor::{free_ports, ConfigLaunch, Supervisor};
+use pisadb_runtime::switch_proc::{self, SwitchReport};
+use pisadb_runtime::wal_file::WalFile;
+use pisadb_runtime::{read_json, write_json, Network, RackConfig as RealConfig, Role, RuntimeError};
+use pisadb_switch::Switch;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The system name in a NetAccel rack's config.
+pub const SYSTEM: &str = "netaccel";
+
+/// The gap between two deparsed tuples a real rack leaves by default. On the project machine
+/// (2 cores for a switch process, 5 host processes and whatever else runs) 3 segments at one
+/// tuple per 4 µs each (750k datagrams/s) pass without loss when the machine is otherwise
+/// idle, and lose datagrams in the switch's 16 MB socket buffer while compilers run beside
+/// them; one per 10 µs leaves room for that.
+pub const TUPLE_GAP_NS: Nanos = 10_000;
+
+/// The mark the master (or a segment that detected a loss) leaves in its data directory when
+/// the query has ended.
+const ENDED_MARK: &str = "ended";
+
+/// What every process of a real NetAccel rack is built from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Spec {
+    /// The plan of pattern 1.
+    pub plan: Plan,
+    /// The rack's settings, as the simulator takes them.
+    pub rack: RackConfig,
+    /// The least time between two tuples a segment deparses (see the module docs).
+    pub tuple_gap_ns: Nanos,
+}
+
+impl Spec {
+    /// The number of host processes: the master, the segments, the control plane.
+    pub fn hosts(&self) -> u16 {
+        self.rack.segments + 2
+    }
+}
+
+/// What a host process reports when it stops (`report.json` in its data directory).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HostReport {
+    /// The host.
+    pub id: u16,
+    /// When the query completed, in ns of rack time (the master only).
+    pub completed_ns: Option<Nanos>,
+    /// Whether a barrier here detected lost tuples.
+    pub loss_detected: bool,
+    /// Groups and answer rows the master counted.
+    pub counted: (u64, usize),
+    /// The control plane's overflow tuples by type, its groups, the longest wait for its core.
+    pub control_plane: ([u64; 3], u64, u64),
+    /// Pattern 1's groups this segment holds: `l_partkey`, `l_suppkey`, `sum_qty`.
+    pub groups: Vec<[i64; 3]>,
+    /// Q20's rows, if this is the master and it has them.
+    pub answer: Option<Vec<AnswerRow>>,
+    /// Datagrams it ignored, by reason.
+    pub ignored: BTreeMap<String, u64>,
+    /// Whether it drained: nothing in flight when it left.
+    pub drained: bool,
+    /// Datagrams received from and sent to the switch.
+    pub datagrams: (u64, u64),
+}
+
+fn bad_id(id: u16, what: &str, count: u16) -> RuntimeError {
+    RuntimeError::bad_setting("--id", id, format!("{what} of the rack: 0..{count}"))
+}
+
+fn bad_spec(e: String) -> RuntimeError {
+    RuntimeError::bad_setting("rack settings", "the config's spec", e)
+}
+
+/// The query's data, as every process generates it.
+fn data(spec: &Spec) -> Result<Q20Data, RuntimeError> {
+    spec.rack.check().map_err(bad_spec)?;
+    generate(spec.rack.sf, &Q20Params::validation()).map_err(|e| bad_spec(e.to_string()))
+}
+
+/// Runs host `id` of the rack `cfg` until the query has ended and every host drained; writes
+/// its report to `<data_dir>/report.json` and returns it.
+pub fn serve_host(cfg: &RealConfig<Spec>, id: u16, data_dir: &Path) -> Result<HostReport, RuntimeError> {
+    let spec = &cfg.spec;
+    if id >= spec.hosts() {
+        return Err(bad_id(id, "a host", spec.hosts()));
+    }
+    let data = data(spec)?;
+    let mut host = hosts(spec.plan, &spec.rack, &data, CpuCosts::MEASURED).swap_remove(usize::from(id));
+    drop(data);
+    if let RackHost::Segment(s) = &mut host {
+        s.pace(spec.tuple_gap_ns);
+    }
+    std::fs::create_dir_all(data_dir).map_err(|e| RuntimeError::io(data_dir, e))?;
+    let mark = data_dir.join(ENDED_MARK);
+    let query = spec.rack.query;
+    let mut observer = RackObserver::default();
+    let name = format!("netaccel host {id}");
+    let run: HostRun = host_proc::serve(cfg, id, &name, &mut host, None::<&mut WalFile<()>>, |now, event| {
+        let ends = matches!(event, NetEvent::LossDetected)
+            || matches!((query, &event), (Query::Pattern1, NetEvent::Pattern1Complete { .. }))
+            || matches!((query, &event), (Query::Q20, NetEvent::Answered { .. }));
+        observer.record(event, now);
+        if ends {
+            // Best effort: without the mark the rack still stops at its deadline.
+            let _ = std::fs::write(&mark, b"");
+        }
+    })?;
+    let (groups, answer) = match &host {
+        RackHost::Segment(s) => (group_rows(s).collect(), None),
+        RackHost::Master(m) => (Vec::new(), m.answer().map(<[AnswerRow]>::to_vec)),
+        RackHost::ControlPlane(_) => (Vec::new(), None),
+    };
+    let report = HostReport {
+        id,
+        completed_ns: observer.completed_ns(query),
+        loss_detected: observer.loss_detected(),
+        counted: observer.counted(),
+        control_plane: observer.control_plane(),
+        groups,
+        answer,
+        ignored: observer.ignored().iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        drained: run.drained,
+        datagrams: (run.datagrams_in, run.datagrams_out),
+    };
+    write_json(&data_dir.join("report.json"), &report)?;
+    Ok(report)
+}
+
+/// Runs the switch of the rack `cfg` (the NetAccel program in the rack's layout, the control
+/// plane behind its CPU port) until SIGINT/SIGTERM; writes its report to `report` if given.
+pub fn serve_switch(cfg: &RealConfig<Spec>, id: u16, report: Option<&Path>) -> Result<SwitchReport, RuntimeError> {
+    if id != 0 {
+        return Err(bad_id(id, "a switch", 1));
+    }
+    let spec = &cfg.spec;
+    let mut switch: Switch<NetAccel> = rack_switch(spec.plan, &spec.rack, &data(spec)?).map_err(bad_spec)?;
+    switch.set_controller(control_plane_host(spec.rack.segments));
+    let out = switch_proc::serve(cfg, id, &mut switch, spec.rack.seed)?;
+    if let Some(path) = report {
+        write_json(path, &out)?;
+    }
+    Ok(out)
+}
+
+/// What to run with [`run_cluster`].
+#[derive(Clone, Debug)]
+pub struct ClusterOptions {
+    /// The rack.
+    pub spec: Spec,
+    /// The longest the query may take beyond what pacing needs, in seconds (it ends by
+    /// itself before).
+    pub seconds: f64,
+    /// Where the config, the reports and the hosts' data directories go.
+    pub data_dir: PathBuf,
+    /// The `pisadb` binary to start the processes from.
+    pub exe: PathBuf,
+}
+
+/// What [`run_cluster`] saw.
+#[derive(Clone, Debug, Serialize)]
+pub struct ClusterResult {
+    /// The plan that ran pattern 1.
+    pub plan: Plan,
+    /// The split the switch was loaded with: join positions, group positions.
+    pub split: [u8; 2],
+    /// When the master had what it waits for, in ms after the rack's start.
+    pub response_ms: Option<f64>,
+    /// Groups of pattern 1 the segments hold.
+    pub groups: u64,
+    /// Q20's answer rows the master has.
+    pub answer_rows: usize,
+    /// Whether the groups (pattern 1) or the rows (Q20) equal the plain reference.
+    pub answer_ok: bool,
+    /// Whether a barrier detected lost tuples (the query then fails).
+    pub loss_detected: bool,
+    /// `part_FP` and `lineitem_FP` tuples.
+    pub tuples: [u64; 2],
+    /// Overflow tuples (i), (ii), (iii) the control-plane process received.
+    pub overflow: [u64; 3],
+    /// (i) as % of outer tuples, (ii) and (iii) as % of inner tuples.
+    pub overflow_pct: [f64; 3],
+    /// Each host's report, by id.
+    pub hosts: Vec<HostReport>,
+    /// The switch's report.
+    pub switch: SwitchReport,
+    /// Why the run failed, if it did.
+    pub failure: Option<String>,
+}
+
+/// Host `id`'s data directory under `data_dir`.
+pub fn host_dir(data_dir: &Path, id: u16) -> PathBuf {
+    ConfigLaunch::host_dir(data_dir, id)
+}
+
+/// Runs a real NetAccel rack on loopback until the query has ended (at most `opts.seconds`),
+/// collects every process's report and checks the answer against the reference. A caller
+/// that wants Ctrl-C to stop the rack in order installs `pisadb_runtime::install_stop_signals`
+/// first.
+pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult, RuntimeError> {
+    let spec = &opts.spec;
+    let data = data(spec)?;
+    if spec.plan == Plan::Orig && spec.rack.query != Query::Q20 {
+        return Err(RuntimeError::bad_setting("--variant", "orig", "orig runs the whole of Q20: add --set query=q20"));
+    }
+    std::fs::create_dir_all(&opts.data_dir).map_err(|e| RuntimeError::io(&opts.data_dir, e))?;
+    let n = spec.hosts();
+    let addrs = free_ports(1 + usize::from(n))?;
+    let cfg = RealConfig {
+        system: SYSTEM.to_string(),
+        spec: spec.clone(),
+        network: Network::rack(addrs[0], addrs[1..].to_vec()),
+        epoch_unix_ns: 0,
+        stop_unix_ns: 0,
+        durable: false,
+        rendezvous: Some(opts.data_dir.clone()),
+    };
+    let config = opts.data_dir.join("rack.json");
+    cfg.save(&config)?;
+    let launch = ConfigLaunch { config, data_dir: opts.data_dir.clone() };
+    let mut supervisor = Supervisor::new(SYSTEM, opts.exe.clone(), launch, &opts.data_dir, None);
+    supervisor.spawn(Role::Switch(0))?;
+    for id in 0..n {
+        supervisor.spawn(Role::Host(id))?;
+    }
+    supervisor.start_together(opts.seconds + pacing_s(spec, &data))?;
+    let marks: Vec<PathBuf> = (0..n).map(|id| host_dir(&opts.data_dir, id).join(ENDED_MARK)).collect();
+    supervisor.wait_for_hosts_or(|| marks.iter().any(|m| m.exists()))?;
+    supervisor.stop_switches()?;
+    let hosts = (0..n)
+        .map(|id| read_json(&host_dir(&opts.data_dir, id).join("report.json")))
+        .collect::<Result<Vec<HostReport>, RuntimeError>>()?;
+    let switch: SwitchReport = read_json(&ConfigLaunch::switch_report(&opts.data_dir, 0))?;
+    Ok(judge(spec, &data, hosts, switch))
+}
+
+/// How long the segments' pacing alone makes the query take, in seconds (the deadline adds
+/// it to `seconds`): a segment's share of every stream it deparses, with some slack for
+/// uneven shares.
+fn pacing_s(spec: &Spec, data: &Q20Data) -> f64 {
+    let mut tuples = data.part_fp.rows() + data.lineitem_fp.rows();
+    if spec.rack.query == Query::Q20 {
+        tuples += data.partsupp.rows();
+    }
+    1.5 * tuples as f64 / f64::from(spec.rack.segments) * spec.tuple_gap_ns as f64 / 1e9
+}
+
+/// The run's figures from the hosts' reports, and its verdict.
+fn judge(spec: &Spec, data: &Q20Data, hosts: Vec<HostReport>, switch: SwitchReport) -> ClusterResult {
+    let master = &hosts[usize::from(MASTER)];
+    let control_plane = &hosts[usize::from(control_plane_host(spec.rack.segments))];
+    let loss_detected = hosts.iter().any(|h| h.loss_detected);
+    let answer_ok = match spec.rack.query {
+        Query::Pattern1 => groups_equal_reference(hosts.iter().flat_map(|h| h.groups.iter().copied()), data),
+        Query::Q20 => master.answer.as_deref() == Some(reference(data).as_slice()),
+    };
+    let tuples = [data.part_fp.rows() as u64, data.lineitem_fp.rows() as u64];
+    let overflow = control_plane.control_plane.0;
+    let layout = spec.rack.loaded_layout(data);
+    let failure = if loss_detected {
+        Some(format!("{LOSS_ERROR} (try a larger --tuple-gap-ns than {})", spec.tuple_gap_ns))
+    } else if master.completed_ns.is_none() {
+        let sent: u64 = hosts.iter().map(|h| h.datagrams.1).sum();
+        Some(if switch.datagrams_in < sent {
+            format!(
+                "the query did not complete before the deadline: the switch received {} of the {sent} datagrams the \
+                 hosts sent (lost on loopback; a larger --tuple-gap-ns than {} paces the segments more)",
+                switch.datagrams_in, spec.tuple_gap_ns
+            )
+        } else {
+            "the query did not complete before the deadline (--seconds)".to_string()
+        })
+    } else if !answer_ok {
+        Some("the answer differs from the plain reference".to_string())
+    } else {
+        hosts.iter().find(|h| !h.drained).map(|h| format!("host {} left with work in flight", h.id))
+    };
+    ClusterResult {
+        plan: spec.plan,
+        split: [layout.join_positions, layout.group_positions],
+        response_ms: master.completed_ns.map(|ns| ns as f64 / 1e6),
+        groups: hosts.iter().map(|h| h.groups.len() as u64).sum(),
+        answer_rows: master.answer.as_ref().map_or(0, Vec::len),
+        answer_ok,
+        loss_detected,
+        tuples,
+        overflow,
+        overflow_pct: overflow_shares(overflow, tuples).0,
+        hosts,
+        switch,
+        failure,
+    }
+}
