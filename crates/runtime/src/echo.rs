@@ -31,9 +31,9 @@
 use crate::error::{Result, RuntimeError};
 use crate::host_proc::{self, HostRun};
 use crate::network::Network;
-use crate::supervisor::{free_ports, ConfigLaunch, Supervisor};
+use crate::supervisor::{free_ports, ConfigLaunch};
 use crate::switch_proc::{self, SwitchReport};
-use crate::{read_json, write_json, RackConfig, Role};
+use crate::{write_json, RackConfig};
 use pisadb_core::{Nanos, TraceBytes, TraceHash};
 use pisadb_host::{DecodedLog, Host, HostOutbox, LogCodec, Route, Send};
 use pisadb_net::{LinkParams, Topology};
@@ -387,11 +387,7 @@ pub fn serve_switch(cfg: &RackConfig<EchoSpec>, id: u16, report: Option<&Path>) 
     }
     let mut switch = Switch::new(SwitchProfile::tofino1(), Forwarder)
         .map_err(|e| RuntimeError::bad_setting("program", "forwarder", e.to_string()))?;
-    let out = switch_proc::serve(cfg, id, &mut switch, 0)?;
-    if let Some(path) = report {
-        write_json(path, &out)?;
-    }
-    Ok(out)
+    switch_proc::serve_and_report(cfg, id, &mut switch, 0, report)
 }
 
 /// What to run with [`run_line`].
@@ -426,43 +422,21 @@ pub struct LineResult {
 /// on loopback, and collects every process's report. A caller that wants Ctrl-C to stop the
 /// rack in order installs [`crate::install_stop_signals`] first.
 pub fn run_line(opts: &LineOptions) -> Result<LineResult> {
-    std::fs::create_dir_all(&opts.data_dir).map_err(|e| RuntimeError::io(&opts.data_dir, e))?;
     let link = LinkParams::ten_gbe();
     let topology = Topology::line(opts.switches, opts.hosts_per_switch, &link, &link).map_err(|e| {
         RuntimeError::bad_setting("line", format!("{} x {}", opts.switches, opts.hosts_per_switch), e.to_string())
     })?;
-    let hosts = usize::from(opts.switches) * usize::from(opts.hosts_per_switch);
-    let addrs = free_ports(usize::from(opts.switches) + hosts)?;
+    let hosts = opts.switches * opts.hosts_per_switch;
+    let addrs = free_ports(usize::from(opts.switches + hosts))?;
     let (switch_addrs, host_addrs) = addrs.split_at(usize::from(opts.switches));
     let network = Network::from_topology(&topology, switch_addrs.to_vec(), host_addrs.to_vec())?;
-    let cfg = RackConfig {
-        system: SYSTEM.to_string(),
-        spec: opts.spec.clone(),
-        network: network.clone(),
-        epoch_unix_ns: 0,
-        stop_unix_ns: 0,
-        durable: false,
-        rendezvous: Some(opts.data_dir.clone()),
-    };
-    let config = opts.data_dir.join("rack.json");
-    cfg.save(&config)?;
-    let launch = ConfigLaunch { config, data_dir: opts.data_dir.clone() };
-    let mut supervisor = Supervisor::new("echo", opts.exe.clone(), launch, &opts.data_dir, None);
-    for id in 0..opts.switches {
-        supervisor.spawn(Role::Switch(id))?;
-    }
-    for id in 0..hosts as u16 {
-        supervisor.spawn(Role::Host(id))?;
-    }
+    let mut supervisor =
+        ConfigLaunch::start(SYSTEM, opts.spec.clone(), network.clone(), &opts.data_dir, opts.exe.clone())?;
     supervisor.start_together(opts.seconds)?;
     supervisor.wait_for_hosts()?;
     supervisor.stop_switches()?;
-    let hosts = (0..hosts as u16)
-        .map(|id| read_json(&ConfigLaunch::host_dir(&opts.data_dir, id).join("report.json")))
-        .collect::<Result<Vec<EchoReport>>>()?;
-    let switches = (0..opts.switches)
-        .map(|id| read_json(&ConfigLaunch::switch_report(&opts.data_dir, id)))
-        .collect::<Result<Vec<SwitchReport>>>()?;
+    let hosts = ConfigLaunch::host_reports(&opts.data_dir, hosts)?;
+    let switches = ConfigLaunch::switch_reports(&opts.data_dir, opts.switches)?;
     Ok(LineResult { network, hosts, switches })
 }
 

@@ -19,7 +19,14 @@
 use crate::error::{Result, RuntimeError};
 use crate::host_proc::DrainStatus;
 use crate::netns::Netns;
-use crate::{stop_requested, unix_now_ns, write_atomically, Go, Role, DONE_FILE, DRAIN_DIR, GO_FILE, READY_DIR};
+use crate::network::Network;
+use crate::switch_proc::SwitchReport;
+use crate::{
+    read_json, stop_requested, unix_now_ns, write_atomically, Go, RackConfig, Role, DONE_FILE, DRAIN_DIR, GO_FILE,
+    READY_DIR,
+};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::net::{SocketAddr, UdpSocket};
@@ -70,6 +77,48 @@ impl ConfigLaunch {
     /// Switch `id`'s report file.
     pub fn switch_report(data_dir: &Path, id: u16) -> PathBuf {
         data_dir.join(format!("switch-{id}.json"))
+    }
+
+    /// Starts a rack of `system` on `network` the usual way: writes `<data_dir>/rack.json`
+    /// (the `spec`, the network, the rendezvous in `data_dir`; the epoch and stop time come
+    /// with the go), then starts every switch and every host of the network from `exe`. The
+    /// caller gives the go ([`Supervisor::start_together`]), waits, and reads the reports
+    /// ([`ConfigLaunch::host_reports`], [`ConfigLaunch::switch_reports`]).
+    pub fn start<S: Clone + Serialize + DeserializeOwned>(
+        system: &str,
+        spec: S,
+        network: Network,
+        data_dir: &Path,
+        exe: PathBuf,
+    ) -> Result<Supervisor<ConfigLaunch>> {
+        std::fs::create_dir_all(data_dir).map_err(|e| RuntimeError::io(data_dir, e))?;
+        let (switches, hosts) = (network.switches.len() as u16, network.hosts.len() as u16);
+        let cfg = RackConfig {
+            system: system.to_string(),
+            spec,
+            network,
+            epoch_unix_ns: 0,
+            stop_unix_ns: 0,
+            durable: false,
+            rendezvous: Some(data_dir.to_path_buf()),
+        };
+        let config = data_dir.join("rack.json");
+        cfg.save(&config)?;
+        let launch = ConfigLaunch { config, data_dir: data_dir.to_path_buf() };
+        let mut supervisor = Supervisor::new(system, exe, launch, data_dir, None);
+        (0..switches).try_for_each(|id| supervisor.spawn(Role::Switch(id)))?;
+        (0..hosts).try_for_each(|id| supervisor.spawn(Role::Host(id)))?;
+        Ok(supervisor)
+    }
+
+    /// The `report.json` every one of `hosts` hosts wrote in its data directory, by id.
+    pub fn host_reports<R: DeserializeOwned>(data_dir: &Path, hosts: u16) -> Result<Vec<R>> {
+        (0..hosts).map(|id| read_json(&Self::host_dir(data_dir, id).join("report.json"))).collect()
+    }
+
+    /// The report every one of `switches` switches wrote, by id.
+    pub fn switch_reports(data_dir: &Path, switches: u16) -> Result<Vec<SwitchReport>> {
+        (0..switches).map(|id| read_json(&Self::switch_report(data_dir, id))).collect()
     }
 }
 

@@ -112,6 +112,26 @@ pub fn connect<S: SwitchDevice>(switch: &mut S, network: &Network, id: u16) -> R
     Ok(())
 }
 
+/// [`serve`], then writes the report to `report` if given (the `--report` file of
+/// [`crate::supervisor::ConfigLaunch`]).
+pub fn serve_and_report<S, C>(
+    cfg: &RackConfig<C>,
+    id: u16,
+    switch: &mut S,
+    wire_seed: u64,
+    report: Option<&std::path::Path>,
+) -> Result<SwitchReport>
+where
+    S: SwitchDevice,
+    C: Clone + Serialize + serde::de::DeserializeOwned,
+{
+    let out = serve(cfg, id, switch, wire_seed)?;
+    if let Some(path) = report {
+        crate::write_json(path, &out)?;
+    }
+    Ok(out)
+}
+
 /// Runs `switch` as switch `id` of `cfg` until SIGINT/SIGTERM (see the module documentation);
 /// the wires behind its ports draw from generators derived from `wire_seed`.
 pub fn serve<S, C>(cfg: &RackConfig<C>, id: u16, switch: &mut S, wire_seed: u64) -> Result<SwitchReport>

@@ -29,11 +29,11 @@ use crate::rack::{
 };
 use crate::store::Store;
 use pisadb_runtime::host_proc::{self, HostRun};
-use pisadb_runtime::supervisor::{free_ports, ConfigLaunch, Supervisor};
+use pisadb_runtime::supervisor::{free_ports, ConfigLaunch};
 use pisadb_runtime::switch_proc::{self, SwitchReport};
 use pisadb_runtime::wal_file::WalFile;
 use pisadb_runtime::wire::PortWire;
-use pisadb_runtime::{read_json, write_json, Network, RackConfig as RealConfig, Role, RuntimeError};
+use pisadb_runtime::{write_json, Network, RackConfig as RealConfig, RuntimeError};
 use pisadb_switch::{Switch, SwitchProfile};
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
@@ -143,11 +143,7 @@ pub fn serve_switch(cfg: &RealConfig<Spec>, id: u16, report: Option<&Path>) -> R
     let mut switch = Switch::new(SwitchProfile::tofino1(), Gotthard::new())
         .map_err(|e| RuntimeError::bad_setting("program", "gotthard", e.to_string()))?;
     switch.set_controller(CONTROLLER_HOST);
-    let out = switch_proc::serve(cfg, id, &mut switch, cfg.spec.rack.seed)?;
-    if let Some(path) = report {
-        write_json(path, &out)?;
-    }
-    Ok(out)
+    switch_proc::serve_and_report(cfg, id, &mut switch, cfg.spec.rack.seed, report)
 }
 
 /// What to run with [`run_cluster`].
@@ -191,32 +187,14 @@ pub fn host_dir(data_dir: &Path, id: u16) -> PathBuf {
 pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult, RuntimeError> {
     mode_of(&opts.spec.variant).map_err(|e| RuntimeError::bad_setting("--variant", &opts.spec.variant, e))?;
     opts.extra.validate()?;
-    std::fs::create_dir_all(&opts.data_dir).map_err(|e| RuntimeError::io(&opts.data_dir, e))?;
     let addrs = free_ports(1 + usize::from(HOSTS))?;
-    let cfg = RealConfig {
-        system: SYSTEM.to_string(),
-        spec: opts.spec.clone(),
-        network: network(addrs[0], addrs[1..].to_vec(), &opts.spec.rack, &opts.extra),
-        epoch_unix_ns: 0,
-        stop_unix_ns: 0,
-        durable: false,
-        rendezvous: Some(opts.data_dir.clone()),
-    };
-    let config = opts.data_dir.join("rack.json");
-    cfg.save(&config)?;
-    let launch = ConfigLaunch { config, data_dir: opts.data_dir.clone() };
-    let mut supervisor = Supervisor::new(SYSTEM, opts.exe.clone(), launch, &opts.data_dir, None);
-    supervisor.spawn(Role::Switch(0))?;
-    for id in 0..HOSTS {
-        supervisor.spawn(Role::Host(id))?;
-    }
+    let network = network(addrs[0], addrs[1..].to_vec(), &opts.spec.rack, &opts.extra);
+    let mut supervisor = ConfigLaunch::start(SYSTEM, opts.spec.clone(), network, &opts.data_dir, opts.exe.clone())?;
     supervisor.start_together(opts.seconds)?;
     supervisor.wait_for_hosts()?;
     supervisor.stop_switches()?;
-    let hosts = (0..HOSTS)
-        .map(|id| read_json(&host_dir(&opts.data_dir, id).join("report.json")))
-        .collect::<Result<Vec<HostReport>, RuntimeError>>()?;
-    let switch: SwitchReport = read_json(&ConfigLaunch::switch_report(&opts.data_dir, 0))?;
+    let hosts: Vec<HostReport> = ConfigLaunch::host_reports(&opts.data_dir, HOSTS)?;
+    let switch = ConfigLaunch::switch_reports(&opts.data_dir, 1)?.remove(0);
     let final_value = hosts[usize::from(STORE_HOST)].final_value.unwrap_or(0);
     let mut ledger = Ledger::default();
     hosts.iter().for_each(|h| ledger.merge(h.ledger.clone()));

@@ -39,10 +39,10 @@ use pisadb_core::Nanos;
 use pisadb_olap::q20::{reference, AnswerRow};
 use pisadb_olap::tpch::{generate, Q20Data, Q20Params};
 use pisadb_runtime::host_proc::{self, HostRun};
-use pisadb_runtime::supervisor::{free_ports, ConfigLaunch, Supervisor};
+use pisadb_runtime::supervisor::{free_ports, ConfigLaunch};
 use pisadb_runtime::switch_proc::{self, SwitchReport};
 use pisadb_runtime::wal_file::WalFile;
-use pisadb_runtime::{read_json, write_json, Network, RackConfig as RealConfig, Role, RuntimeError};
+use pisadb_runtime::{write_json, Network, RackConfig as RealConfig, RuntimeError};
 use pisadb_switch::Switch;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -177,11 +177,7 @@ pub fn serve_switch(cfg: &RealConfig<Spec>, id: u16, report: Option<&Path>) -> R
     let spec = &cfg.spec;
     let mut switch: Switch<NetAccel> = rack_switch(spec.plan, &spec.rack, &data(spec)?).map_err(bad_spec)?;
     switch.set_controller(control_plane_host(spec.rack.segments));
-    let out = switch_proc::serve(cfg, id, &mut switch, spec.rack.seed)?;
-    if let Some(path) = report {
-        write_json(path, &out)?;
-    }
-    Ok(out)
+    switch_proc::serve_and_report(cfg, id, &mut switch, spec.rack.seed, report)
 }
 
 /// What to run with [`run_cluster`].
@@ -244,34 +240,16 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult, RuntimeError>
     if spec.plan == Plan::Orig && spec.rack.query != Query::Q20 {
         return Err(RuntimeError::bad_setting("--variant", "orig", "orig runs the whole of Q20: add --set query=q20"));
     }
-    std::fs::create_dir_all(&opts.data_dir).map_err(|e| RuntimeError::io(&opts.data_dir, e))?;
     let n = spec.hosts();
     let addrs = free_ports(1 + usize::from(n))?;
-    let cfg = RealConfig {
-        system: SYSTEM.to_string(),
-        spec: spec.clone(),
-        network: Network::rack(addrs[0], addrs[1..].to_vec()),
-        epoch_unix_ns: 0,
-        stop_unix_ns: 0,
-        durable: false,
-        rendezvous: Some(opts.data_dir.clone()),
-    };
-    let config = opts.data_dir.join("rack.json");
-    cfg.save(&config)?;
-    let launch = ConfigLaunch { config, data_dir: opts.data_dir.clone() };
-    let mut supervisor = Supervisor::new(SYSTEM, opts.exe.clone(), launch, &opts.data_dir, None);
-    supervisor.spawn(Role::Switch(0))?;
-    for id in 0..n {
-        supervisor.spawn(Role::Host(id))?;
-    }
+    let network = Network::rack(addrs[0], addrs[1..].to_vec());
+    let mut supervisor = ConfigLaunch::start(SYSTEM, spec.clone(), network, &opts.data_dir, opts.exe.clone())?;
     supervisor.start_together(opts.seconds + pacing_s(spec, &data))?;
     let marks: Vec<PathBuf> = (0..n).map(|id| host_dir(&opts.data_dir, id).join(ENDED_MARK)).collect();
     supervisor.wait_for_hosts_or(|| marks.iter().any(|m| m.exists()))?;
     supervisor.stop_switches()?;
-    let hosts = (0..n)
-        .map(|id| read_json(&host_dir(&opts.data_dir, id).join("report.json")))
-        .collect::<Result<Vec<HostReport>, RuntimeError>>()?;
-    let switch: SwitchReport = read_json(&ConfigLaunch::switch_report(&opts.data_dir, 0))?;
+    let hosts = ConfigLaunch::host_reports(&opts.data_dir, n)?;
+    let switch = ConfigLaunch::switch_reports(&opts.data_dir, 1)?.remove(0);
     Ok(judge(spec, &data, hosts, switch))
 }
 
