@@ -350,18 +350,8 @@ pub(crate) fn run_cluster_command(args: &ClusterArgs) -> Result<(), String> {
 
 /// `pisadb cluster --system gotthard`: Gotthard's rack as processes on loopback.
 fn gotthard_cluster(args: &ClusterArgs) -> Result<(), String> {
-    use pisadb_gotthard::real::{host_dir, run_cluster, ClusterOptions, Spec};
-    use pisadb_harness::System;
-    check_seconds(args.seconds).map_err(|e| e.to_string())?;
-    let system = &pisadb_gotthard::SYSTEM;
-    let variant = match &args.variant {
-        Some(v) => system.variant(v).map_err(|e| e.to_string())?.name,
-        None => system.variants()[0].name,
-    };
-    let rack = pisadb_harness::read_back(system.default_settings(), &args.sets).map_err(|e| e.to_string())?;
-    let data_dir = args.data_dir.clone().unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("pisadb-gotthard-{}-{}", std::process::id(), pisadb_runtime::unix_now_ns()))
-    });
+    use pisadb_gotthard::real::{run_cluster, ClusterOptions, Spec};
+    let (variant, rack, data_dir) = system_cluster_inputs(&pisadb_gotthard::SYSTEM, args)?;
     install_stop_signals().map_err(|e| e.to_string())?;
     let opts = ClusterOptions {
         spec: Spec { variant: variant.to_string(), rack },
@@ -397,39 +387,22 @@ fn gotthard_cluster(args: &ClusterArgs) -> Result<(), String> {
             f.latency_ms_p99
         );
         println!("store's hot key: {}   switch: {} passes", r.final_value, r.switch.passes);
-        match &r.failure {
-            None => println!("ok   serializable, nothing committed or counted twice, every client finished"),
-            Some(why) => println!("FAIL {why}"),
-        }
-        println!("\ndata: {} (reports in {}/…)", opts.data_dir.display(), host_dir(&opts.data_dir, 0).display());
     }
-    match r.failure {
-        None => Ok(()),
-        Some(why) => Err(format!("the checks failed: {why}")),
-    }
+    let ok = "serializable, nothing committed or counted twice, every client finished";
+    cluster_verdict(r.failure, ok, &opts.data_dir, args.json)
 }
 
 /// `pisadb cluster --system netaccel`: NetAccel's rack as processes on loopback, until the
 /// query is answered.
 fn netaccel_cluster(args: &ClusterArgs) -> Result<(), String> {
-    use pisadb_harness::System;
-    use pisadb_netaccel::real::{host_dir, run_cluster, ClusterOptions, Spec};
-    check_seconds(args.seconds).map_err(|e| e.to_string())?;
-    let system = &pisadb_netaccel::SYSTEM;
-    let variant = match &args.variant {
-        Some(v) => system.variant(v).map_err(|e| e.to_string())?.name,
-        None => system.variants()[0].name,
-    };
+    use pisadb_netaccel::real::{run_cluster, ClusterOptions, Spec};
+    let (variant, rack, data_dir) =
+        system_cluster_inputs::<pisadb_netaccel::rack::RackConfig>(&pisadb_netaccel::SYSTEM, args)?;
     let plan = pisadb_netaccel::system::plan_of(variant)?;
-    let rack: pisadb_netaccel::rack::RackConfig =
-        pisadb_harness::read_back(system.default_settings(), &args.sets).map_err(|e| e.to_string())?;
     rack.check().map_err(|e| format!("--set: {e}"))?;
     if args.tuple_gap_ns > 1_000_000 {
         return Err(bad_flag("--tuple-gap-ns", args.tuple_gap_ns, "at most 1000000 (1 ms)").to_string());
     }
-    let data_dir = args.data_dir.clone().unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("pisadb-netaccel-{}-{}", std::process::id(), pisadb_runtime::unix_now_ns()))
-    });
     install_stop_signals().map_err(|e| e.to_string())?;
     let opts = ClusterOptions {
         spec: Spec { plan, rack, tuple_gap_ns: args.tuple_gap_ns },
@@ -452,13 +425,42 @@ fn netaccel_cluster(args: &ClusterArgs) -> Result<(), String> {
             r.groups, r.answer_rows, r.tuples[0], r.tuples[1], r.overflow_pct[0], r.overflow_pct[1], r.overflow_pct[2]
         );
         println!("switch: {} datagrams in, {} out", r.switch.datagrams_in, r.switch.datagrams_out);
-        match &r.failure {
-            None => println!("ok   the answer equals the plain reference; every host drained"),
+    }
+    cluster_verdict(r.failure, "the answer equals the plain reference; every host drained", &opts.data_dir, args.json)
+}
+
+/// What a registered system's `cluster` takes from the flags: its variant (`--variant`, or
+/// its first), its settings (the defaults with every `--set` applied) and the data directory
+/// (`--data-dir`, or a new one under the temporary directory). Checks `--seconds` too.
+fn system_cluster_inputs<T: serde::de::DeserializeOwned>(
+    system: &dyn pisadb_harness::System,
+    args: &ClusterArgs,
+) -> Result<(&'static str, T, PathBuf), String> {
+    check_seconds(args.seconds).map_err(|e| e.to_string())?;
+    let variant = match &args.variant {
+        Some(v) => system.variant(v).map_err(|e| e.to_string())?.name,
+        None => system.variants()[0].name,
+    };
+    let settings = pisadb_harness::read_back(system.default_settings(), &args.sets).map_err(|e| e.to_string())?;
+    let data_dir = args.data_dir.clone().unwrap_or_else(|| {
+        let unique = format!("pisadb-{}-{}-{}", system.name(), std::process::id(), pisadb_runtime::unix_now_ns());
+        std::env::temp_dir().join(unique)
+    });
+    Ok((variant, settings, data_dir))
+}
+
+/// A system cluster's last lines (the verdict and where its data is, unless `json`) and the
+/// command's outcome: an error naming the check that failed.
+fn cluster_verdict(failure: Option<String>, ok: &str, data_dir: &std::path::Path, json: bool) -> Result<(), String> {
+    if !json {
+        match &failure {
+            None => println!("ok   {ok}"),
             Some(why) => println!("FAIL {why}"),
         }
-        println!("\ndata: {} (reports in {}/…)", opts.data_dir.display(), host_dir(&opts.data_dir, 0).display());
+        let reports = pisadb_runtime::supervisor::ConfigLaunch::host_dir(data_dir, 0);
+        println!("\ndata: {} (reports in {}/…)", data_dir.display(), reports.display());
     }
-    match r.failure {
+    match failure {
         None => Ok(()),
         Some(why) => Err(format!("the checks failed: {why}")),
     }
