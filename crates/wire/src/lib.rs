@@ -47,6 +47,12 @@ pub enum Kind {
     /// A NetAccel tuple, barrier, drained group or iterator (segments, switch, control plane;
     /// systems/netaccel).
     NetAccel = 6,
+    /// A SwitchTx coordination or data message (servers and the gather-and-scatter switches;
+    /// systems/switchtx).
+    SwitchTx = 7,
+    /// A TransKV transaction, reply or cache-control message (clients, switches, storage nodes
+    /// and the controller; systems/transkv).
+    TransKv = 8,
 }
 
 impl Kind {
@@ -58,6 +64,8 @@ impl Kind {
             4 => Ok(Kind::Control),
             5 => Ok(Kind::Gotthard),
             6 => Ok(Kind::NetAccel),
+            7 => Ok(Kind::SwitchTx),
+            8 => Ok(Kind::TransKv),
             other => Err(DecodeError::UnknownKind(other)),
         }
     }
@@ -188,7 +196,16 @@ mod tests {
 
     #[test]
     fn every_kind_round_trips_and_control_is_kind_4() {
-        for kind in [Kind::Forward, Kind::P4dbTxn, Kind::Lock, Kind::Control, Kind::Gotthard, Kind::NetAccel] {
+        for kind in [
+            Kind::Forward,
+            Kind::P4dbTxn,
+            Kind::Lock,
+            Kind::Control,
+            Kind::Gotthard,
+            Kind::NetAccel,
+            Kind::SwitchTx,
+            Kind::TransKv,
+        ] {
             let mut bytes = Vec::new();
             Frame { kind, src: 1, dst: SWITCH_ID }.encode(&mut bytes);
             assert_eq!(Frame::decode(&bytes).unwrap().0.kind, kind);

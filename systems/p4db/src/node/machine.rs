@@ -310,7 +310,7 @@ impl Node {
             Kind::Lock => LockPacket::decode(payload).map(|p| TxnId::from_bits(p.txn_id)).ok(),
             Kind::Forward => NodeMsg::decode(payload).ok().filter(NodeMsg::is_reply).map(|m| TxnId::from_bits(m.txn())),
             // A node is no controller: the datagram is rejected by whichever core takes it.
-            Kind::Control | Kind::Gotthard | Kind::NetAccel => None,
+            Kind::Control | Kind::Gotthard | Kind::NetAccel | Kind::SwitchTx | Kind::TransKv => None,
         };
         match txn {
             Some(id) if !id.is_tagged() && started_on(id, self.cfg.id) => Route::Core(id.worker()),
@@ -385,6 +385,8 @@ impl Node {
             Kind::Control => self.reject("control_message_to_a_node"),
             Kind::Gotthard => self.reject("gotthard_message_to_a_node"),
             Kind::NetAccel => self.reject("netaccel_message_to_a_node"),
+            Kind::SwitchTx => self.reject("switchtx_message_to_a_node"),
+            Kind::TransKv => self.reject("transkv_message_to_a_node"),
         }
     }
 

@@ -382,7 +382,9 @@ impl Host for Sender {
                 Ok(NodeMsg::LockReadReply { txn, .. }) => self.answered(now, txn, out),
                 _ => out.events.push(LoadEvent::Unexpected),
             },
-            Kind::Lock | Kind::Control | Kind::Gotthard | Kind::NetAccel => out.events.push(LoadEvent::Unexpected),
+            Kind::Lock | Kind::Control | Kind::Gotthard | Kind::NetAccel | Kind::SwitchTx | Kind::TransKv => {
+                out.events.push(LoadEvent::Unexpected)
+            }
         }
         self.fill(now, out);
     }
