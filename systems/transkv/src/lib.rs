@@ -1,0 +1,2 @@
+//! TransKV (seed 003) on PisaDB: a hierarchy of switches caching hot keys and ordering
+//! transactions by timestamp. Work in progress (issue 19): not yet registered with the CLI.
