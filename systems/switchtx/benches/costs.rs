@@ -1,0 +1,2 @@
+//! Placeholder, filled in with the host handlers.
+fn main() {}

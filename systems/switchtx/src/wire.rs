@@ -1,0 +1,539 @@
+//! SwitchTx's wire format: one fixed control message the switches parse, and the data
+//! messages they only route.
+//!
+//! **Control messages** (§3.2.2, Figure 6) carry the coordination of one attempt: which slot
+//! of the switches' registers it owns and its 16-bit tag there, the message type (the phase
+//! result: `lock_ok`, `validate_ok`, `replicate_ok`, `commit_ok`, `fail`, or the client's
+//! `init`), and, per switch of the tree, the switch's part of the gather-and-scatter: its
+//! threshold, its role (leaf: forward the last message up; root: scatter) and its scatter
+//! group. The layout is fixed (zerocopy, network byte order) so a parser reads it at fixed
+//! offsets; [`CONTROL_BYTES`] is 58 bytes with room for [`MAX_SWITCHES`] switches, well under
+//! the 224-byte parser limit (a test proves it; an earlier design used 40 bytes without the
+//! host-side fields).
+//!
+//! ```text
+//! msg u8 | flags u8 | slot u16 | tag u16 | client u8 | thread u8 | sender u8 | class u8
+//! | attempt u32 | txn u64 | throughput u32 | 8 × (threshold u8 | role u8 | scatter u16)
+//! ```
+//!
+//! **Data messages** are reliable host-to-host traffic (RDMA RC in the paper): execute-phase
+//! reads and their replies, and the client's `prepare` at the start of the lock phase that
+//! hands each participant its write set, its read set with versions and the coordination
+//! info (which servers are write primaries, write backups and read primaries, and how the
+//! transaction is coordinated), so the switches can drive the rest without the client.
+//!
+//! Decoding never panics: every length, count and type is checked and an error names the
+//! field (`DecodeError::reason` is the counter name).
+
+use pisadb_wire::{DecodeError, Frame, Kind, FRAME_BYTES};
+use zerocopy::network_endian::{U16, U32, U64};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
+
+/// Switches a control message has an entry for (switch ids `0..MAX_SWITCHES`).
+pub const MAX_SWITCHES: usize = 8;
+/// The parser limit of a Tofino: 224 bytes of header (seed 001 §2.4).
+pub const PARSER_LIMIT_BYTES: usize = 224;
+/// Most items (keys) in one data message.
+pub const MAX_ITEMS: usize = 64;
+
+/// Flag: the message comes down the tree from the root (scatter): switches only multicast it.
+pub const FLAG_DOWN: u8 = 1;
+/// Flag: the message belongs to a retrying transaction (high priority, §3.4.1).
+pub const FLAG_RETRY: u8 = 2;
+/// Every flag bit in use.
+const FLAGS_KNOWN: u8 = FLAG_DOWN | FLAG_RETRY;
+
+/// A switch's role for one transaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Role {
+    /// Not on the transaction's tree: forward.
+    None = 0,
+    /// A leaf below the root: gather, then send the last message up.
+    Leaf = 1,
+    /// The root: gather, then scatter.
+    Root = 2,
+}
+
+/// The message types: control (`0..16`) and data (`16..`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum MsgType {
+    /// The client (re)claims its slot: install the tag, clear flag and counter.
+    Init = 1,
+    /// A write primary locked its keys (gathered: `#W_P`; scattered: validate, to `R_P`).
+    LockOk = 2,
+    /// A read primary validated its versions (`#R_P`; then commit backup, to `W_B`).
+    ValidateOk = 3,
+    /// A write backup logged the redo record (`#W_B`; then commit primary, to `W_P`).
+    ReplicateOk = 4,
+    /// A write primary installed and unlocked (`#W_P`; then to the client).
+    CommitOk = 5,
+    /// A participant failed (threshold 1; to the write participants and the client).
+    Fail = 6,
+    /// Execute phase: read keys (data).
+    Read = 16,
+    /// The values, versions and lock bits of a read (data).
+    ReadReply = 17,
+    /// Start of the lock phase: a participant's write and read sets (data).
+    Prepare = 18,
+}
+
+impl MsgType {
+    fn from_u8(byte: u8) -> Result<Self, DecodeError> {
+        Ok(match byte {
+            1 => MsgType::Init,
+            2 => MsgType::LockOk,
+            3 => MsgType::ValidateOk,
+            4 => MsgType::ReplicateOk,
+            5 => MsgType::CommitOk,
+            6 => MsgType::Fail,
+            16 => MsgType::Read,
+            17 => MsgType::ReadReply,
+            18 => MsgType::Prepare,
+            other => return Err(DecodeError::BadField { field: "msg_type", value: u64::from(other) }),
+        })
+    }
+
+    /// Whether switches coordinate on it (else they route it).
+    pub fn is_control(self) -> bool {
+        (self as u8) < 16
+    }
+}
+
+/// One switch's part of a control message.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub struct SwitchEntry {
+    /// Messages to gather before the switch moves on (0: not involved in this phase).
+    pub threshold: u8,
+    /// A [`Role`] as a byte.
+    pub role: u8,
+    /// The multicast group to scatter to (root) or to pass a down message on to (leaf).
+    pub scatter: U16,
+}
+
+impl SwitchEntry {
+    /// The entry of a switch in `role` with `threshold` and `scatter`.
+    pub fn new(role: Role, threshold: u8, scatter: u16) -> Self {
+        SwitchEntry { threshold, role: role as u8, scatter: U16::new(scatter) }
+    }
+
+    /// The role (an unknown byte reads as [`Role::None`]; decoding rejects it anyway).
+    pub fn role(&self) -> Role {
+        match self.role {
+            1 => Role::Leaf,
+            2 => Role::Root,
+            _ => Role::None,
+        }
+    }
+}
+
+/// The fixed control message, as it is on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub struct Control {
+    /// A control [`MsgType`] as a byte.
+    pub msg: u8,
+    /// `FLAG_*` bits.
+    pub flags: u8,
+    /// The register slot of the attempt (from client server, thread and lane).
+    pub slot: U16,
+    /// The attempt's tag in the slot (never 0: a zeroed register holds no attempt).
+    pub tag: U16,
+    /// The client's server.
+    pub client: u8,
+    /// The client's thread (participants run the attempt's work on the same thread index).
+    pub thread: u8,
+    /// The server that sent it (the client for `init`).
+    pub sender: u8,
+    /// The priority class (0 low, 1 medium, 2 high), read by the egress queues.
+    pub class: u8,
+    /// The attempt number of the slot, in full (the tag is its low 16 bits, 0 skipped).
+    pub attempt: U32,
+    /// The transaction id of the attempt (unique, never 0: the version it writes).
+    pub txn: U64,
+    /// The sender's throughput of the last epoch, in commits per millisecond (piggybacked).
+    pub throughput: U32,
+    /// Per switch id, its part.
+    pub entries: [SwitchEntry; MAX_SWITCHES],
+}
+
+/// Bytes of a control message after the frame.
+pub const CONTROL_BYTES: usize = std::mem::size_of::<Control>();
+
+impl Control {
+    /// A control message of type `msg` with every field zero but those given.
+    pub fn new(msg: MsgType, slot: u16, tag: u16, attempt: u32, txn: u64) -> Self {
+        Control {
+            msg: msg as u8,
+            flags: 0,
+            slot: U16::new(slot),
+            tag: U16::new(tag),
+            client: 0,
+            thread: 0,
+            sender: 0,
+            class: 0,
+            attempt: U32::new(attempt),
+            txn: U64::new(txn),
+            throughput: U32::new(0),
+            entries: [SwitchEntry::default(); MAX_SWITCHES],
+        }
+    }
+
+    /// The message type (checked at decode).
+    pub fn msg_type(&self) -> MsgType {
+        MsgType::from_u8(self.msg).unwrap_or(MsgType::Fail)
+    }
+
+    /// Reads a control payload; rejects wrong lengths, data types, unknown flags and roles.
+    pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
+        if bytes.len() < CONTROL_BYTES {
+            return Err(DecodeError::TooShort { need: CONTROL_BYTES, got: bytes.len() });
+        }
+        if bytes.len() > CONTROL_BYTES {
+            return Err(DecodeError::TrailingBytes { extra: bytes.len() - CONTROL_BYTES });
+        }
+        let c = Control::read_from_bytes(bytes).map_err(|_| DecodeError::TooShort { need: CONTROL_BYTES, got: 0 })?;
+        let msg = MsgType::from_u8(c.msg)?;
+        if !msg.is_control() {
+            return Err(DecodeError::BadField { field: "control_type", value: u64::from(c.msg) });
+        }
+        if c.flags & !FLAGS_KNOWN != 0 {
+            return Err(DecodeError::BadField { field: "flags", value: u64::from(c.flags) });
+        }
+        if c.tag.get() == 0 {
+            return Err(DecodeError::BadField { field: "tag", value: 0 });
+        }
+        if c.class > 2 {
+            return Err(DecodeError::BadField { field: "class", value: u64::from(c.class) });
+        }
+        if let Some(e) = c.entries.iter().find(|e| e.role > 2) {
+            return Err(DecodeError::BadField { field: "role", value: u64::from(e.role) });
+        }
+        Ok(c)
+    }
+
+    /// The datagram `src -> dst` carrying it.
+    pub fn datagram(&self, src: u16, dst: u16) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(FRAME_BYTES + CONTROL_BYTES);
+        Frame { kind: Kind::SwitchTx, src, dst }.encode(&mut bytes);
+        bytes.extend_from_slice(self.as_bytes());
+        bytes
+    }
+}
+
+/// A key with its value and version (the writer's transaction id; 0: initial).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Item {
+    /// The key: `server << 40 | record * columns + column`.
+    pub key: u64,
+    /// The value.
+    pub value: u64,
+    /// The version.
+    pub version: u64,
+    /// Whether the record was locked (read replies).
+    pub locked: bool,
+}
+
+/// A data message: routed by the switches, reliable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Data {
+    /// [`MsgType::Read`], [`MsgType::ReadReply`] or [`MsgType::Prepare`].
+    pub msg: MsgType,
+    /// The attempt's slot.
+    pub slot: u16,
+    /// Its tag.
+    pub tag: u16,
+    /// Its attempt number.
+    pub attempt: u32,
+    /// Its transaction id.
+    pub txn: u64,
+    /// The client's server.
+    pub client: u8,
+    /// The client's thread.
+    pub thread: u8,
+    /// `FLAG_RETRY` or 0.
+    pub flags: u8,
+    /// Prepare: how the transaction is coordinated (a [`crate::tree::Coordination`] byte).
+    pub coord: u8,
+    /// Prepare: servers that are write primaries (bit per server).
+    pub wp: u8,
+    /// Prepare: servers that are write backups.
+    pub wb: u8,
+    /// Prepare: servers that are read primaries.
+    pub rp: u8,
+    /// Read: keys (value, version 0); reply: what was read; prepare: the writes
+    /// (key, new value) then the reads (key, version read), split by `writes`.
+    pub items: Vec<Item>,
+    /// Prepare: how many of `items` are writes (the rest are reads).
+    pub writes: u8,
+}
+
+/// Bytes of a data message's header.
+pub const DATA_HEADER_BYTES: usize = 26;
+/// Bytes of one item.
+pub const ITEM_BYTES: usize = 25;
+
+impl Data {
+    /// A data message of type `msg` with no items.
+    pub fn new(msg: MsgType, slot: u16, tag: u16, attempt: u32, txn: u64) -> Self {
+        Data {
+            msg,
+            slot,
+            tag,
+            attempt,
+            txn,
+            client: 0,
+            thread: 0,
+            flags: 0,
+            coord: 0,
+            wp: 0,
+            wb: 0,
+            rp: 0,
+            items: Vec::new(),
+            writes: 0,
+        }
+    }
+
+    /// Bytes of the payload.
+    pub fn payload_bytes(&self) -> usize {
+        DATA_HEADER_BYTES + ITEM_BYTES * self.items.len()
+    }
+
+    /// Appends the payload. More than [`MAX_ITEMS`] items is a bug of the caller.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        debug_assert!(self.items.len() <= MAX_ITEMS);
+        out.push(self.msg as u8);
+        out.extend_from_slice(&self.slot.to_be_bytes());
+        out.extend_from_slice(&self.tag.to_be_bytes());
+        out.extend_from_slice(&self.attempt.to_be_bytes());
+        out.extend_from_slice(&self.txn.to_be_bytes());
+        out.extend_from_slice(&[self.client, self.thread, self.flags, self.coord, self.wp, self.wb, self.rp]);
+        out.push(self.writes);
+        out.push(u8::try_from(self.items.len()).unwrap_or(u8::MAX));
+        for item in &self.items {
+            out.extend_from_slice(&item.key.to_be_bytes());
+            out.extend_from_slice(&item.value.to_be_bytes());
+            out.extend_from_slice(&item.version.to_be_bytes());
+            out.push(u8::from(item.locked));
+        }
+    }
+
+    /// The datagram `src -> dst` carrying it.
+    pub fn datagram(&self, src: u16, dst: u16) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(FRAME_BYTES + self.payload_bytes());
+        Frame { kind: Kind::SwitchTx, src, dst }.encode(&mut bytes);
+        self.encode(&mut bytes);
+        bytes
+    }
+
+    /// Reads a data payload; rejects control types, bad counts, flags and lengths.
+    pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
+        if bytes.len() < DATA_HEADER_BYTES {
+            return Err(DecodeError::TooShort { need: DATA_HEADER_BYTES, got: bytes.len() });
+        }
+        let msg = MsgType::from_u8(bytes[0])?;
+        if msg.is_control() {
+            return Err(DecodeError::BadField { field: "data_type", value: u64::from(bytes[0]) });
+        }
+        let u16_at = |at: usize| u16::from_be_bytes([bytes[at], bytes[at + 1]]);
+        let u32_at = |at: usize| u32::from_be_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+        let u64_at = |at: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&bytes[at..at + 8]);
+            u64::from_be_bytes(w)
+        };
+        let flags = bytes[19];
+        if flags & !FLAG_RETRY != 0 {
+            return Err(DecodeError::BadField { field: "flags", value: u64::from(flags) });
+        }
+        let count = usize::from(bytes[25]);
+        if count > MAX_ITEMS {
+            return Err(DecodeError::BadCount { count, max: MAX_ITEMS });
+        }
+        let writes = bytes[24];
+        if usize::from(writes) > count {
+            return Err(DecodeError::BadField { field: "writes", value: u64::from(writes) });
+        }
+        let need = DATA_HEADER_BYTES + ITEM_BYTES * count;
+        if bytes.len() < need {
+            return Err(DecodeError::TooShort { need, got: bytes.len() });
+        }
+        if bytes.len() > need {
+            return Err(DecodeError::TrailingBytes { extra: bytes.len() - need });
+        }
+        let items = (0..count)
+            .map(|i| {
+                let at = DATA_HEADER_BYTES + ITEM_BYTES * i;
+                match bytes[at + 24] {
+                    0 | 1 => Ok(Item {
+                        key: u64_at(at),
+                        value: u64_at(at + 8),
+                        version: u64_at(at + 16),
+                        locked: bytes[at + 24] == 1,
+                    }),
+                    other => Err(DecodeError::BadField { field: "locked", value: u64::from(other) }),
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Data {
+            msg,
+            slot: u16_at(1),
+            tag: u16_at(3),
+            attempt: u32_at(5),
+            txn: u64_at(9),
+            client: bytes[17],
+            thread: bytes[18],
+            flags,
+            coord: bytes[20],
+            wp: bytes[21],
+            wb: bytes[22],
+            rp: bytes[23],
+            items,
+            writes,
+        })
+    }
+}
+
+/// Any SwitchTx message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Message {
+    /// A control message.
+    Control(Control),
+    /// A data message.
+    Data(Data),
+}
+
+impl Message {
+    /// Reads a payload of either kind (the first byte tells which).
+    pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
+        let first = *bytes.first().ok_or(DecodeError::TooShort { need: 1, got: 0 })?;
+        if MsgType::from_u8(first)?.is_control() {
+            Control::decode(bytes).map(Message::Control)
+        } else {
+            Data::decode(bytes).map(Message::Data)
+        }
+    }
+
+    /// Reads a whole datagram: a `SwitchTx` frame and its message.
+    pub fn open(bytes: &[u8]) -> Result<(Frame, Message), DecodeError> {
+        let (frame, payload) = Frame::decode(bytes)?;
+        if frame.kind != Kind::SwitchTx {
+            return Err(DecodeError::WrongKind(frame.kind));
+        }
+        Ok((frame, Message::decode(payload)?))
+    }
+}
+
+/// The priority class of a datagram (§3.4.1), for the strict-priority egress queues: 2 high
+/// (`replicate_ok`, `fail`, `lock_ok`, `init`, anything of a retrying transaction), 0 low
+/// (execute-phase reads and their replies, `commit_ok`), 1 medium (the rest). Anything
+/// unreadable is medium.
+pub fn classify(bytes: &[u8]) -> u8 {
+    let Some(payload) = bytes.get(FRAME_BYTES..) else { return 1 };
+    match Message::decode(payload) {
+        Ok(Message::Control(c)) => c.class,
+        Ok(Message::Data(d)) => class_of(d.msg, d.flags & FLAG_RETRY != 0),
+        Err(_) => 1,
+    }
+}
+
+/// The class of a message of type `msg`, of a retrying transaction or not.
+pub fn class_of(msg: MsgType, retry: bool) -> u8 {
+    if retry {
+        return 2;
+    }
+    match msg {
+        MsgType::ReplicateOk | MsgType::Fail | MsgType::LockOk | MsgType::Init => 2,
+        MsgType::Read | MsgType::ReadReply | MsgType::CommitOk => 0,
+        MsgType::ValidateOk | MsgType::Prepare => 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn the_control_message_fits_the_parser_limit() {
+        assert_eq!(CONTROL_BYTES, 58);
+        const { assert!(FRAME_BYTES + CONTROL_BYTES <= PARSER_LIMIT_BYTES) };
+        // The switch parses frame and control message; a data message is only routed.
+        let whole = Control::new(MsgType::Init, 1, 1, 1, 1).datagram(0, 1).len();
+        assert!(whole <= PARSER_LIMIT_BYTES, "{whole} bytes");
+    }
+
+    #[test]
+    fn a_control_message_round_trips() {
+        let mut c = Control::new(MsgType::LockOk, 77, 9, 65_545, 1234);
+        c.flags = FLAG_DOWN | FLAG_RETRY;
+        c.client = 3;
+        c.thread = 23;
+        c.class = 2;
+        c.entries[0] = SwitchEntry::new(Role::Root, 3, 0x105);
+        c.entries[2] = SwitchEntry::new(Role::Leaf, 2, 0x18);
+        let (frame, back) = Message::open(&c.datagram(1, 4)).unwrap();
+        assert_eq!((frame.src, frame.dst), (1, 4));
+        assert_eq!(back, Message::Control(c));
+        assert_eq!(classify(&c.datagram(1, 4)), 2);
+    }
+
+    #[test]
+    fn a_data_message_round_trips() {
+        let mut d = Data::new(MsgType::Prepare, 5, 6, 7, 8);
+        d.items = vec![
+            Item { key: 1 << 40, value: 5, version: 0, locked: false },
+            Item { key: 9, value: 0, version: 77, locked: true },
+        ];
+        d.writes = 1;
+        d.wp = 3;
+        let (_, back) = Message::open(&d.datagram(0, 1)).unwrap();
+        assert_eq!(back, Message::Data(d));
+    }
+
+    #[test]
+    fn bad_input_is_rejected_with_a_reason() {
+        let c = Control::new(MsgType::Fail, 1, 1, 1, 1);
+        let bytes = c.as_bytes().to_vec();
+        let reason = |b: &[u8]| Message::decode(b).unwrap_err().reason();
+        let mut bad = bytes.clone();
+        bad[0] = 99;
+        assert_eq!(reason(&bad), "msg_type");
+        let mut bad = bytes.clone();
+        bad[1] = 0x80;
+        assert_eq!(reason(&bad), "flags");
+        let mut bad = bytes.clone();
+        bad[4..6].copy_from_slice(&[0, 0]);
+        assert_eq!(reason(&bad), "tag");
+        let mut bad = bytes.clone();
+        bad[26 + 1] = 7;
+        assert_eq!(reason(&bad), "role");
+        assert_eq!(reason(&bytes[..10]), "too_short");
+        let mut long = bytes.clone();
+        long.push(0);
+        assert_eq!(reason(&long), "trailing_bytes");
+        let mut d = Vec::new();
+        Data::new(MsgType::Read, 1, 1, 1, 1).encode(&mut d);
+        let mut bad = d.clone();
+        bad[25] = 200;
+        assert_eq!(reason(&bad), "bad_count");
+        assert_eq!(reason(&[]), "too_short");
+    }
+
+    proptest! {
+        #[test]
+        fn decoding_random_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..140)) {
+            match Message::decode(&bytes) {
+                Ok(Message::Data(d)) => {
+                    let mut again = Vec::new();
+                    d.encode(&mut again);
+                    prop_assert_eq!(again, bytes);
+                }
+                Ok(Message::Control(c)) => prop_assert_eq!(c.as_bytes(), &bytes[..]),
+                Err(_) => {}
+            }
+        }
+    }
+}
