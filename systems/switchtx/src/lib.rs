@@ -11,6 +11,9 @@
 //! - [`program`]: the gather-and-scatter switch program and its reference model.
 //! - [`tree`]: the racks, each transaction's coordination tree and its switch entries.
 
+pub mod admission;
 pub mod program;
+pub mod rack;
+pub mod server;
 pub mod tree;
 pub mod wire;

@@ -20,7 +20,8 @@
 //! reads and their replies, and the client's `prepare` at the start of the lock phase that
 //! hands each participant its write set, its read set with versions and the coordination
 //! info (which servers are write primaries, write backups and read primaries, and how the
-//! transaction is coordinated), so the switches can drive the rest without the client.
+//! transaction is coordinated), so the switches can drive the rest without the client; and
+//! the recovery after a timeout (`query`, its reply, `resolve`, its ack; §3.5).
 //!
 //! Decoding never panics: every length, count and type is checked and an error names the
 //! field (`DecodeError::reason` is the counter name).
@@ -77,6 +78,14 @@ pub enum MsgType {
     ReadReply = 17,
     /// Start of the lock phase: a participant's write and read sets (data).
     Prepare = 18,
+    /// After a timeout: freeze the attempt and say what you did (data).
+    Query = 19,
+    /// A participant's state: `wp` bit 0 installed (primary), bit 1 replicated (backup).
+    QueryReply = 20,
+    /// The client's decision: `wp` 1 commit, 0 roll back; answered with a `ResolveAck`.
+    Resolve = 21,
+    /// A participant carried the decision out.
+    ResolveAck = 22,
 }
 
 impl MsgType {
@@ -91,8 +100,17 @@ impl MsgType {
             16 => MsgType::Read,
             17 => MsgType::ReadReply,
             18 => MsgType::Prepare,
+            19 => MsgType::Query,
+            20 => MsgType::QueryReply,
+            21 => MsgType::Resolve,
+            22 => MsgType::ResolveAck,
             other => return Err(DecodeError::BadField { field: "msg_type", value: u64::from(other) }),
         })
+    }
+
+    /// Whether a message whose first byte is `byte` is a control message.
+    pub fn is_control_byte(byte: u8) -> bool {
+        byte < 16
     }
 
     /// Whether switches coordinate on it (else they route it).
@@ -448,6 +466,7 @@ pub fn class_of(msg: MsgType, retry: bool) -> u8 {
         MsgType::ReplicateOk | MsgType::Fail | MsgType::LockOk | MsgType::Init => 2,
         MsgType::Read | MsgType::ReadReply | MsgType::CommitOk => 0,
         MsgType::ValidateOk | MsgType::Prepare => 1,
+        MsgType::Query | MsgType::QueryReply | MsgType::Resolve | MsgType::ResolveAck => 2,
     }
 }
 

@@ -1,0 +1,393 @@
+//! The SwitchTx testbed on the simulator, its figures and its end-of-run checks.
+//!
+//! Eight servers on three ToRs under a core switch (§5.1, Figure 9: the testbed's one Tofino
+//! split into four switches), 100 GbE everywhere, every switch running the gather-and-scatter
+//! program (programmable or not, per variant). Variants, cumulative as the paper's ablation:
+//!
+//! | variant | coordination | priority queues | MPL |
+//! |---|---|---|---|
+//! | `fasst` | the client | no | static |
+//! | `gas` | S0 only | no | static |
+//! | `tree-gas` | the tree | no | static |
+//! | `reorder` | the tree | three strict-priority classes | static |
+//! | `switchtx` | the tree | three classes | adaptive (Listing 1) |
+//!
+//! Without priority every port is a FIFO; with it every port (hosts' uplinks, switch egress)
+//! has three strict-priority classes sharing `buffer_kb` that tail-drops. The servers'
+//! batch reordering of their receive queues (§3.4.1) is not modelled: the simulator hands a
+//! host one datagram per handler, so there is no queue to sort (a known gap).
+//!
+//! A run warms up, measures, then drains (no new transactions; everything in flight ends).
+//! [`RackObserver`] counts the window's commits, aborts, latencies and lock times, and keeps
+//! the whole run's history. [`check`] then holds the run to: the committed history is
+//! serializable (`pisadb_check`, versions as writer ids, each committed transaction's writes
+//! as the primaries installed them); no primary installed for a transaction its client never
+//! saw commit; every shard's backup equals its primary; no lock is left held.
+
+use crate::program::GatherScatter;
+use crate::server::{AbortReason, Costs, Mpl, Server, ServerConfig, ServerEvent, Workload, COSTS};
+use crate::tree::{Coordination, Layout};
+use hdrhistogram::Histogram;
+use pisadb_check::{CommittedTxn, History};
+use pisadb_core::TupleKey;
+use pisadb_net::{Endpoint, LinkParams, PortDiscipline, Topology};
+use pisadb_sim::{Faults, Moment, Observer, Restarts, World};
+use pisadb_switch::{Switch, SwitchProfile};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Bound on simulated events of one run.
+pub const EVENTS_MAX: u64 = 400_000_000;
+
+/// The settings of one run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RackConfig {
+    /// Whether the servers sit in three racks (S0 over three ToRs) or all in one.
+    pub multi_rack: bool,
+    /// Worker threads per server.
+    pub threads: u16,
+    /// Static MPL per thread (non-adaptive variants).
+    pub mpl: u8,
+    /// Adaptive MPL cap per thread (`switchtx`).
+    pub mpl_max: u8,
+    /// Admission-control epoch in microseconds.
+    pub epoch_us: u64,
+    /// The workload.
+    pub workload: Workload,
+    /// The seed.
+    pub seed: u64,
+    /// Warm-up in microseconds (not counted).
+    pub warmup_us: u64,
+    /// Measurement window in microseconds.
+    pub measure_us: u64,
+    /// A transaction without an outcome this long is resolved (0: never).
+    pub timeout_us: u64,
+    /// The shared buffer of each strict-priority port, in KiB.
+    pub buffer_kb: u64,
+}
+
+impl Default for RackConfig {
+    fn default() -> Self {
+        RackConfig {
+            multi_rack: true,
+            threads: 24,
+            mpl: 2,
+            mpl_max: 16,
+            epoch_us: 100,
+            workload: Workload::default(),
+            seed: 1,
+            warmup_us: 300,
+            measure_us: 1_000,
+            timeout_us: 2_000,
+            buffer_kb: 4_096,
+        }
+    }
+}
+
+/// What a variant turns on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Variant {
+    /// Who coordinates.
+    pub coord: Coordination,
+    /// Strict-priority classes on every port.
+    pub priority: bool,
+    /// Listing 1's admission control.
+    pub adaptive: bool,
+}
+
+/// The variants' names, in the ablation's order.
+pub const VARIANT_NAMES: [&str; 5] = ["fasst", "gas", "tree-gas", "reorder", "switchtx"];
+
+/// The variant called `name`, or the accepted names.
+pub fn variant_of(name: &str) -> Result<Variant, String> {
+    let v = |coord, priority, adaptive| Ok(Variant { coord, priority, adaptive });
+    match name {
+        "fasst" => v(Coordination::Client, false, false),
+        "gas" => v(Coordination::Core, false, false),
+        "tree-gas" => v(Coordination::Tree, false, false),
+        "reorder" => v(Coordination::Tree, true, false),
+        "switchtx" => v(Coordination::Tree, true, true),
+        other => Err(format!("variant `{other}`: accepted {}", VARIANT_NAMES.join(", "))),
+    }
+}
+
+/// The figures of one run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RackFigures {
+    /// Commits in the window per second, in millions.
+    pub mtps: f64,
+    /// Commits in the window.
+    pub commits: u64,
+    /// Aborted attempts in the window.
+    pub aborts: u64,
+    /// Of them, reads that found a lock.
+    pub aborts_read_locked: u64,
+    /// Of them, a participant's fail.
+    pub aborts_fail: u64,
+    /// Of them, resolved after a timeout.
+    pub aborts_timeout: u64,
+    /// Timeouts in the whole run.
+    pub timeouts: u64,
+    /// Median commit latency, µs (from the first attempt).
+    pub p50_us: f64,
+    /// 99th percentile commit latency, µs.
+    pub p99_us: f64,
+    /// Mean time a write primary held an attempt's locks, µs.
+    pub lock_us_mean: f64,
+    /// Mean MPL per thread at the end.
+    pub mpl_mean: f64,
+    /// Datagrams the servers rejected.
+    pub rejected: u64,
+    /// Control messages the switches dropped while gathering (absorbed by GaS).
+    pub switch_gathered: u64,
+    /// Dropped as stale or aborted by the switches.
+    pub switch_filtered: u64,
+    /// Frames the priority ports dropped (buffer full).
+    pub port_drops: u64,
+    /// Committed transactions in the whole run (checked).
+    pub checked_commits: u64,
+    /// Simulated events.
+    pub events: u64,
+    /// The trace hash, hex.
+    pub trace_hash: String,
+}
+
+/// The rack's observer: window figures and the whole run's history.
+#[derive(Debug)]
+pub struct RackObserver {
+    latency: Histogram<u64>,
+    lock_ns: Histogram<u64>,
+    commits: u64,
+    aborts: BTreeMap<AbortReason, u64>,
+    timeouts: u64,
+    rejected: u64,
+    /// txn → (reads, committed by its client).
+    reads: BTreeMap<u64, Vec<(u64, u64)>>,
+    /// txn → writes as installed: (key, overwritten version).
+    installed: BTreeMap<u64, Vec<(u64, u64)>>,
+}
+
+impl Default for RackObserver {
+    fn default() -> Self {
+        RackObserver {
+            latency: Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds"),
+            lock_ns: Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds"),
+            commits: 0,
+            aborts: BTreeMap::new(),
+            timeouts: 0,
+            rejected: 0,
+            reads: BTreeMap::new(),
+            installed: BTreeMap::new(),
+        }
+    }
+}
+
+impl Observer<Server, Switch<GatherScatter>> for RackObserver {
+    fn on_event(&mut self, _host: u16, event: ServerEvent, moment: Moment) -> Result<(), String> {
+        let counted = moment.in_window && !moment.stopping;
+        match event {
+            ServerEvent::Committed { txn, latency_ns, reads, .. } => {
+                if self.reads.insert(txn, reads).is_some() {
+                    return Err(format!("transaction {txn:#x} committed twice"));
+                }
+                if counted {
+                    self.commits += 1;
+                    self.latency.saturating_record(latency_ns.max(1));
+                }
+            }
+            ServerEvent::Aborted(reason) if counted => *self.aborts.entry(reason).or_default() += 1,
+            ServerEvent::Installed(txn, key, overwritten) => {
+                self.installed.entry(txn).or_default().push((key, overwritten))
+            }
+            ServerEvent::LockTime(ns) if counted => self.lock_ns.saturating_record(ns.max(1)),
+            ServerEvent::Timeout => self.timeouts += 1,
+            ServerEvent::Rejected(_) => self.rejected += 1,
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// The world of one run.
+pub type RackWorld = World<Server, Switch<GatherScatter>, RackObserver>;
+
+/// Rebuilds nothing: runs here inject network faults only, no crashes.
+pub struct NoRestarts;
+
+impl Restarts<Server, Switch<GatherScatter>> for NoRestarts {
+    fn host(&mut self, id: u16, _log: &[()]) -> Result<Server, String> {
+        Err(format!("server {id} cannot restart (no crash faults in SwitchTx runs)"))
+    }
+    fn switch(&mut self, id: u16, _logs: &[Vec<()>], _epoch: u16) -> Result<Switch<GatherScatter>, String> {
+        Err(format!("switch {id} cannot restart (no crash faults in SwitchTx runs)"))
+    }
+}
+
+/// The servers' configuration of a run.
+fn server_config(id: u8, v: &Variant, cfg: &RackConfig, layout: &Layout, costs: Costs) -> ServerConfig {
+    let coord = if layout.racks.len() == 1 && v.coord == Coordination::Core { Coordination::Tree } else { v.coord };
+    ServerConfig {
+        id,
+        layout: layout.clone(),
+        threads: cfg.threads,
+        coord,
+        priority: v.priority,
+        mpl: if v.adaptive {
+            Mpl::Adaptive { max: cfg.mpl_max, epoch_ns: cfg.epoch_us * 1_000 }
+        } else {
+            Mpl::Static(cfg.mpl)
+        },
+        workload: cfg.workload.clone(),
+        seed: cfg.seed,
+        timeout_ns: cfg.timeout_us * 1_000,
+        costs,
+    }
+}
+
+/// The world of one run, not started.
+pub fn build(variant: &str, cfg: &RackConfig) -> Result<RackWorld, String> {
+    let v = variant_of(variant)?;
+    let layout = if cfg.multi_rack { Layout::paper() } else { Layout::single_rack(8) };
+    let configs: Vec<ServerConfig> =
+        (0..layout.servers()).map(|id| server_config(id, &v, cfg, &layout, COSTS)).collect();
+    for c in &configs {
+        c.check()?;
+    }
+    let link = LinkParams::hundred_gbe();
+    let mut topology = Topology::default();
+    for (r, servers) in layout.racks.iter().enumerate() {
+        let tor = r as u16 + 1;
+        topology.connect(Endpoint::Switch(tor), Endpoint::Switch(0), &link);
+        for &s in servers {
+            topology.connect(Endpoint::Host(u16::from(s)), Endpoint::Switch(tor), &link);
+        }
+    }
+    if v.priority {
+        let discipline = PortDiscipline::StrictPriority { classes: 3, buffer_bytes: cfg.buffer_kb * 1024 };
+        let pairs: Vec<(Endpoint, Endpoint)> = topology.links.iter().map(|l| (l.from, l.to)).collect();
+        for (from, to) in pairs {
+            topology.set_discipline(from, to, discipline.clone()).map_err(|e| e.to_string())?;
+        }
+    }
+    let switches = (0..layout.switches() as u16)
+        .map(|id| {
+            let programmable = match v.coord {
+                Coordination::Client => false,
+                Coordination::Core => id == 0 || layout.racks.len() == 1,
+                Coordination::Tree => true,
+            };
+            let up = (id > 0).then(|| layout.anchor(layout.racks[usize::from(id) - 1][0]));
+            let mut sw = Switch::new(SwitchProfile::tofino1(), GatherScatter::new(id, programmable, up))
+                .map_err(|e| e.to_string())?;
+            for (group, members) in layout.groups(id) {
+                sw.set_multicast_group(group, members);
+            }
+            Ok(sw)
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let hosts = configs.into_iter().map(Server::new).collect();
+    let mut world = World::new(topology, hosts, switches, RackObserver::default()).map_err(|e| e.to_string())?;
+    world.set_classifier(crate::wire::classify);
+    Ok(world)
+}
+
+/// Runs one point (warm-up, window, drain), checks it and returns its figures.
+pub fn run(variant: &str, cfg: &RackConfig) -> Result<RackFigures, String> {
+    run_with(variant, cfg, None)
+}
+
+/// As [`run`], under a fault plan.
+pub fn run_with(variant: &str, cfg: &RackConfig, faults: Option<Faults>) -> Result<RackFigures, String> {
+    let mut world = build(variant, cfg)?;
+    if let Some(f) = faults {
+        world.inject(f, Box::new(NoRestarts));
+    }
+    world.run(cfg.warmup_us * 1_000, cfg.measure_us * 1_000, EVENTS_MAX).map_err(|e| e.to_string())?;
+    let mut f = figures(&world, cfg);
+    world.drain(EVENTS_MAX).map_err(|e| e.to_string())?;
+    f.checked_commits = check(&world)?;
+    f.events = world.events_processed();
+    f.trace_hash = format!("{:016x}", world.trace_hash());
+    Ok(f)
+}
+
+/// The window's figures.
+pub fn figures(world: &RackWorld, cfg: &RackConfig) -> RackFigures {
+    let o = world.observer();
+    let abort = |r| o.aborts.get(&r).copied().unwrap_or(0);
+    let mut gathered = 0;
+    let mut filtered = 0;
+    for id in 0..world.topology().switches().len() as u16 {
+        let stats = world.switch(id).stats();
+        gathered += stats.dropped.get("gathering").copied().unwrap_or(0);
+        filtered += ["stale", "aborted"].iter().map(|r| stats.dropped.get(r).copied().unwrap_or(0)).sum::<u64>();
+    }
+    let mut port_drops = 0;
+    let links: Vec<(Endpoint, Endpoint)> = world.topology().links.iter().map(|l| (l.from, l.to)).collect();
+    for (from, to) in links {
+        if let Some(classes) = world.port_counters(from, to) {
+            port_drops += classes.iter().map(|c| c.dropped_frames).sum::<u64>();
+        }
+    }
+    let mpls: Vec<u8> = world.hosts().iter().flat_map(|h| h.mpls()).collect();
+    let ms = |h: &Histogram<u64>, q: f64| if h.is_empty() { 0.0 } else { h.value_at_quantile(q) as f64 / 1e3 };
+    RackFigures {
+        mtps: o.commits as f64 / (cfg.measure_us as f64 * 1e-6) / 1e6,
+        commits: o.commits,
+        aborts: o.aborts.values().sum(),
+        aborts_read_locked: abort(AbortReason::ReadLocked),
+        aborts_fail: abort(AbortReason::Fail),
+        aborts_timeout: abort(AbortReason::Timeout),
+        timeouts: o.timeouts,
+        p50_us: ms(&o.latency, 0.5),
+        p99_us: ms(&o.latency, 0.99),
+        lock_us_mean: if o.lock_ns.is_empty() { 0.0 } else { o.lock_ns.mean() / 1e3 },
+        mpl_mean: mpls.iter().map(|&m| f64::from(m)).sum::<f64>() / mpls.len().max(1) as f64,
+        rejected: o.rejected,
+        switch_gathered: gathered,
+        switch_filtered: filtered,
+        port_drops,
+        checked_commits: 0,
+        events: world.events_processed(),
+        trace_hash: format!("{:016x}", world.trace_hash()),
+    }
+}
+
+/// The end-of-run checks (after a drain); the number of committed transactions checked.
+pub fn check(world: &RackWorld) -> Result<u64, String> {
+    let o = world.observer();
+    let mut history = History::new();
+    let key = |k: u64| TupleKey::new(u16::from(crate::server::shard_of(k)), k & ((1 << 40) - 1));
+    for (&txn, reads) in &o.reads {
+        let Some(writes) = o.installed.get(&txn) else {
+            return Err(format!("transaction {txn:#x} committed but no primary installed its writes"));
+        };
+        history.record(CommittedTxn {
+            id: txn,
+            reads: reads.iter().map(|&(k, v)| (key(k), v)).collect(),
+            writes: writes.iter().map(|&(k, v)| (key(k), v)).collect(),
+        });
+    }
+    if let Some(txn) = o.installed.keys().find(|t| !o.reads.contains_key(t)) {
+        return Err(format!("a primary installed transaction {txn:#x}, which its client never saw commit"));
+    }
+    history.check().map_err(|v| format!("the committed history is not serializable: {v}"))?;
+    let servers = world.hosts();
+    let n = servers.len();
+    for (i, primary) in servers.iter().enumerate() {
+        let backup = servers[(i + 1) % n].backup();
+        let written: BTreeMap<u64, (u64, u64)> =
+            primary.primary().iter().filter(|(_, r)| r.version != 0).map(|(&k, r)| (k, (r.value, r.version))).collect();
+        let copied: BTreeMap<u64, (u64, u64)> =
+            backup.iter().filter(|(_, v)| v.1 != 0).map(|(&k, &v)| (k, v)).collect();
+        if written != copied {
+            let diff = written.iter().find(|(k, v)| copied.get(k) != Some(v)).map(|(k, _)| *k);
+            return Err(format!("shard {i}: backup differs from primary (first key {diff:?})"));
+        }
+        if let Some((k, r)) = primary.primary().iter().find(|(_, r)| r.lock.is_some()) {
+            return Err(format!("shard {i}: key {k:#x} still locked by {:?} after the drain", r.lock));
+        }
+    }
+    Ok(o.reads.len() as u64)
+}

@@ -1,0 +1,1201 @@
+//! A SwitchTx server: one shard's primary, the previous shard's backup, and worker threads
+//! that are clients and participants at once (the symmetric model, §3.1).
+//!
+//! **Data.** Shard `i` lives on server `i`; its backup on server `i + 1 mod n`. A record is
+//! single-version: value, version (the id of the transaction that wrote it; 0 initially) and
+//! a lock bit naming the holding attempt. Records are created on first touch.
+//!
+//! **Threads.** Thread `t` of every server handles the transactions of client threads `t`:
+//! every message names its client thread and runs on that core of the receiver, so a
+//! participant's work for a transaction runs on the thread its message names, as the paper's
+//! per-thread queue pairs and UDP ports steer it. Each thread keeps up to `lanes` transactions
+//! in flight (its MPL, static or adaptive, [`crate::admission`]); lane `l` of thread `t` of
+//! server `s` owns switch slot `(s × threads + t) × lanes + l`, so slots never collide.
+//!
+//! **A transaction** (client side): *execute* reads its keys from their primaries (a read that
+//! finds a lock aborts at once); then the client computes its writes (read-modify-write,
+//! `value + 1`), claims its switch slot with `init` (not in FaSST) and sends each participant
+//! a `prepare` with its part: the writes of its shard (write primaries), the writes it backs
+//! up (write backups), the reads of its shard with their versions (read primaries), and who
+//! the participants are. From here the participants and the coordinator drive the phases:
+//!
+//! - *lock*: a write primary try-locks its write keys (no waiting), checking each version is
+//!   still the one read (so a read-modify-write key needs no separate validation race), and
+//!   answers `lock_ok` or `fail`;
+//! - *validate* (on the scattered `lock_ok`): a read primary checks every read version is
+//!   unchanged and the record not locked by another attempt: `validate_ok` or `fail`;
+//! - *commit backup* (on `validate_ok`): a write backup applies the redo record to its copy:
+//!   `replicate_ok`;
+//! - *commit primary* (on `replicate_ok`): a write primary installs its writes (version := the
+//!   transaction id), unlocks: `commit_ok`; the gathered `commit_ok` reaches the client.
+//! - *abort*: the first `fail` reaches the write participants, which unlock and forget, and
+//!   the client, which retries the same keys as a new attempt (marked retrying: high priority).
+//!
+//! The coordinator is the switch tree (messages go to the sender's anchor, [`crate::tree`]),
+//! or, in FaSST, the client: participants answer it and it gathers with the same counter
+//! logic and sends the next phase to each participant itself (its own server's share by a
+//! local call). Messages that come from the coordinator carry `FLAG_DOWN`.
+//!
+//! **Serializability across participants.** Validation is distributed: each read primary
+//! checks only its own keys, and the serialization point is when the last `validate_ok` is
+//! gathered, while every write lock is held (locks are taken before any validation starts,
+//! since validation is scattered only after all `lock_ok`s). This is OCC's lock → validate
+//! order across nodes; the engine's single-node `Occ` validator is not used here because it
+//! validates a whole read set at one node, and using it per participant without the lock
+//! phase ordering would allow write skew across participants.
+//!
+//! **Out of order.** A participant keeps, per slot, only the newest attempt it heard of. A
+//! request for an older attempt is dropped; a `fail` or a phase request that overtakes the
+//! `prepare` leaves a placeholder that the `prepare` finds (an aborted one makes it a no-op,
+//! an early request is replayed after it). A `prepare` for a newer attempt releases what an
+//! older one still held (its client has moved on, so it was aborted).
+//!
+//! **Timeouts** (§3.5, control messages lost): a client that hears no outcome within
+//! `timeout_ns` counts a loss (for admission control) and resolves the attempt by asking
+//! every participant ([`crate::wire::MsgType`] `Query`): each freezes the attempt and answers
+//! what it did; the attempt committed iff a primary installed, or every backup applied the
+//! redo. The client then tells everyone the outcome (`Resolve`), which finishes or rolls back.
+
+use crate::admission::Admission;
+use crate::tree::{Coordination, Layout, Participants};
+use crate::wire::{class_of, Control, Data, Item, Message, MsgType, FLAG_DOWN, FLAG_RETRY};
+use pisadb_core::{Nanos, TraceBytes, TraceHash};
+use pisadb_host::{Host, HostOutbox, Route, Send};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, Zipf};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The CPU costs a server charges (see `CALIBRATION.md`, `## SwitchTx`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Costs {
+    /// Network stack per datagram sent or received (not our code: assumed, as P4DB's).
+    pub stack_ns: Nanos,
+    /// Drawing a transaction and sending its reads (bench `begin`).
+    pub begin_ns: Nanos,
+    /// Handling one message, fixed part (bench medians, see CALIBRATION.md).
+    pub handler_ns: Nanos,
+    /// Per key a handler touches.
+    pub item_ns: Nanos,
+}
+
+/// The figures measured by `benches/costs.rs` (CALIBRATION.md, `## SwitchTx`).
+pub const COSTS: Costs = Costs { stack_ns: 200, begin_ns: 400, handler_ns: 150, item_ns: 40 };
+
+/// The YCSB-T workload (§5.1).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Workload {
+    /// Records per server table.
+    pub records: u64,
+    /// Columns per record (each column is a key).
+    pub columns: u64,
+    /// Zipf θ of the record.
+    pub theta: f64,
+    /// Keys per transaction.
+    pub keys: u8,
+    /// Servers a transaction spans (keys are dealt round-robin over that many distinct ones).
+    pub partitions: u8,
+    /// Chance that a key is written (read-modify-write); at least one key always is.
+    pub write_fraction: f64,
+}
+
+impl Default for Workload {
+    fn default() -> Self {
+        Workload { records: 100_000, columns: 24, theta: 0.8, keys: 8, partitions: 8, write_fraction: 0.5 }
+    }
+}
+
+/// How many transactions a thread keeps in flight.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Mpl {
+    /// Always this many.
+    Static(u8),
+    /// Listing 1, epoch by epoch, up to `max`.
+    Adaptive {
+        /// The cap (the thread's lanes).
+        max: u8,
+        /// The epoch length.
+        epoch_ns: Nanos,
+    },
+}
+
+impl Mpl {
+    /// Lanes a thread needs.
+    pub fn lanes(&self) -> u8 {
+        match *self {
+            Mpl::Static(n) => n.max(1),
+            Mpl::Adaptive { max, .. } => max.max(1),
+        }
+    }
+}
+
+/// One server's configuration.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// Its id (its shard).
+    pub id: u8,
+    /// The racks.
+    pub layout: Layout,
+    /// Worker threads (cores).
+    pub threads: u16,
+    /// How transactions are coordinated.
+    pub coord: Coordination,
+    /// Whether messages carry their semantic class (else all medium).
+    pub priority: bool,
+    /// The MPL policy.
+    pub mpl: Mpl,
+    /// The workload.
+    pub workload: Workload,
+    /// The seed.
+    pub seed: u64,
+    /// A transaction without an outcome after this long is resolved (0: never).
+    pub timeout_ns: Nanos,
+    /// The CPU costs.
+    pub costs: Costs,
+}
+
+impl ServerConfig {
+    /// The switch slot of (server, thread, lane).
+    pub fn slot(&self, server: u8, thread: u16, lane: u8) -> u16 {
+        let lanes = u32::from(self.mpl.lanes());
+        let slot = (u32::from(server) * u32::from(self.threads) + u32::from(thread)) * lanes + u32::from(lane);
+        u16::try_from(slot).unwrap_or(u16::MAX)
+    }
+
+    /// Checks that slots fit 16 bits and servers fit the bit sets.
+    pub fn check(&self) -> Result<(), String> {
+        let n = self.layout.servers();
+        if !(2..=8).contains(&n) {
+            return Err(format!("servers {n}: accepted 2..=8 (bit sets of one byte)"));
+        }
+        let slots = u32::from(n) * u32::from(self.threads) * u32::from(self.mpl.lanes());
+        if slots > 1 << 16 {
+            return Err(format!("servers × threads × lanes = {slots} slots; the switch has 65536"));
+        }
+        if self.threads == 0 || self.threads > 255 {
+            return Err(format!("threads {}: accepted 1..=255", self.threads));
+        }
+        let w = &self.workload;
+        if w.partitions == 0 || w.partitions > n || w.keys == 0 || w.keys > 32 {
+            return Err(format!("partitions {} and keys {}: accepted 1..={n} and 1..=32", w.partitions, w.keys));
+        }
+        if !(0.0..=1.0).contains(&w.write_fraction) || w.theta < 0.0 || w.records == 0 || w.columns == 0 {
+            return Err("write_fraction in 0..=1, theta >= 0, records and columns > 0".into());
+        }
+        Ok(())
+    }
+}
+
+/// A timer of a server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServerTimer {
+    /// Thread `0`'s admission-control epoch ends.
+    Epoch(u16),
+    /// The attempt `attempt` of (thread, lane) may have timed out.
+    Timeout(u16, u8, u32),
+}
+
+impl TraceBytes for ServerTimer {
+    fn trace(&self, hash: &mut TraceHash) {
+        match *self {
+            ServerTimer::Epoch(t) => {
+                hash.write(&[1]);
+                hash.write(&t.to_be_bytes());
+            }
+            ServerTimer::Timeout(t, l, a) => {
+                hash.write(&[2, l]);
+                hash.write(&t.to_be_bytes());
+                hash.write(&a.to_be_bytes());
+            }
+        }
+    }
+}
+
+/// Why an attempt aborted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub enum AbortReason {
+    /// A read found the record locked.
+    ReadLocked,
+    /// A participant failed to lock or validate.
+    Fail,
+    /// Resolved as aborted after a timeout.
+    Timeout,
+}
+
+/// What a server reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ServerEvent {
+    /// A client's transaction committed.
+    Committed {
+        /// Its id (the committing attempt's).
+        txn: u64,
+        /// From its first attempt's start.
+        latency_ns: Nanos,
+        /// Attempts before the one that committed.
+        retries: u32,
+        /// (key, version read) of every key.
+        reads: Vec<(u64, u64)>,
+    },
+    /// An attempt aborted.
+    Aborted(AbortReason),
+    /// A primary installed a write: (txn, key, the version it overwrote).
+    Installed(u64, u64, u64),
+    /// A primary released the locks of an attempt held for this long.
+    LockTime(Nanos),
+    /// A thread's MPL after an epoch.
+    Mpl(u16, u8),
+    /// An attempt timed out.
+    Timeout,
+    /// A datagram was not understood.
+    Rejected(&'static str),
+}
+
+/// A record of the primary shard.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Record {
+    /// The value.
+    pub value: u64,
+    /// The writer's transaction id (0: initial).
+    pub version: u64,
+    /// The attempt holding the lock: (slot, attempt).
+    pub lock: Option<(u16, u32)>,
+}
+
+/// A client transaction in a lane.
+#[derive(Clone, Debug)]
+struct Txn {
+    attempt: u32,
+    /// (key, written).
+    keys: Vec<(u64, bool)>,
+    /// key → (value, version) read so far.
+    reads: BTreeMap<u64, (u64, u64)>,
+    /// Servers whose read replies are outstanding (bit set).
+    awaiting: u8,
+    /// Whether the commit protocol has started.
+    committing: bool,
+    first_start: Nanos,
+    retries: u32,
+    parts: Participants,
+    /// FaSST: the client's gather counter and abort flag.
+    counter: u8,
+    aborted: bool,
+    /// After a timeout: the resolution in progress.
+    query: Option<Query>,
+}
+
+/// A client's resolution of a timed-out attempt.
+#[derive(Clone, Copy, Debug, Default)]
+struct Query {
+    /// Participants asked.
+    asked: u8,
+    /// Those that answered the query (or, once decided, acknowledged the decision).
+    answered: u8,
+    /// Whether a primary said it installed.
+    installed: bool,
+    /// Backups that said they applied the redo record.
+    replicated: u8,
+    /// The decision, once every participant answered: commit or not.
+    decided: Option<bool>,
+}
+
+/// One worker thread's client side.
+#[derive(Clone, Debug)]
+struct Worker {
+    lanes: Vec<Option<Txn>>,
+    /// Attempts started per lane so far.
+    attempts: Vec<u32>,
+    admission: Admission,
+    rng: ChaCha8Rng,
+    /// Losses (timeouts) in this epoch.
+    losses: u32,
+    /// The server's commits at this thread's last epoch end.
+    commits_at_epoch: u64,
+}
+
+/// A participant's state for one slot's newest attempt.
+#[derive(Clone, Debug, Default)]
+struct Part {
+    attempt: u32,
+    tag: u16,
+    txn: u64,
+    client: u8,
+    thread: u8,
+    coord: u8,
+    retry: bool,
+    parts: Participants,
+    prepared: bool,
+    aborted: bool,
+    /// Frozen by a query: no more control messages for it.
+    frozen: bool,
+    /// Primary: writes of this shard.
+    writes: Vec<(u64, u64)>,
+    /// Primary: reads of this shard with their versions.
+    reads: Vec<(u64, u64)>,
+    /// Backup: writes it backs up.
+    redo: Vec<(u64, u64)>,
+    /// Backup: before-images of what it applied, for a rollback.
+    undo: Vec<(u64, (u64, u64))>,
+    locked: Vec<u64>,
+    locked_at: Nanos,
+    installed: bool,
+    replicated: bool,
+    /// Requests that came before the prepare.
+    early: Vec<MsgType>,
+}
+
+/// A server host.
+#[derive(Clone, Debug)]
+pub struct Server {
+    cfg: ServerConfig,
+    zipf: Zipf<f64>,
+    primary: BTreeMap<u64, Record>,
+    backup: BTreeMap<u64, (u64, u64)>,
+    workers: Vec<Worker>,
+    parts: BTreeMap<u16, Part>,
+    stopping: bool,
+    /// Commits of this server's clients so far.
+    commits: u64,
+    /// Each server's last-epoch throughput as piggybacked (this one's own included).
+    known: Vec<u32>,
+}
+
+/// The key of (server, record, column).
+pub fn key_of(server: u8, record: u64, column: u64, columns: u64) -> u64 {
+    (u64::from(server) << 40) | (record * columns + column)
+}
+
+/// The shard (server) of a key.
+pub fn shard_of(key: u64) -> u8 {
+    (key >> 40) as u8
+}
+
+fn bits(set: u8) -> impl Iterator<Item = u8> {
+    (0..8u8).filter(move |s| set & (1 << s) != 0)
+}
+
+impl Server {
+    /// A server; `cfg.check()` must hold.
+    pub fn new(cfg: ServerConfig) -> Self {
+        let w = &cfg.workload;
+        let zipf = Zipf::new(w.records as f64, w.theta).unwrap_or_else(|_| Zipf::new(1.0, 0.0).expect("valid"));
+        let lanes = usize::from(cfg.mpl.lanes());
+        let max = cfg.mpl.lanes();
+        let workers = (0..cfg.threads)
+            .map(|t| Worker {
+                lanes: vec![None; lanes],
+                attempts: vec![0; lanes],
+                admission: Admission::new(max),
+                rng: ChaCha8Rng::seed_from_u64(pisadb_core::rng::splitmix64(
+                    cfg.seed ^ (u64::from(cfg.id) << 32) ^ u64::from(t),
+                )),
+                losses: 0,
+                commits_at_epoch: 0,
+            })
+            .collect();
+        let n = usize::from(cfg.layout.servers());
+        Server {
+            zipf,
+            primary: BTreeMap::new(),
+            backup: BTreeMap::new(),
+            workers,
+            parts: BTreeMap::new(),
+            stopping: false,
+            commits: 0,
+            known: vec![0; n],
+            cfg,
+        }
+    }
+
+    /// The primary shard's records.
+    pub fn primary(&self) -> &BTreeMap<u64, Record> {
+        &self.primary
+    }
+
+    /// The backup copy of the previous shard: key → (value, version).
+    pub fn backup(&self) -> &BTreeMap<u64, (u64, u64)> {
+        &self.backup
+    }
+
+    /// Each thread's MPL now.
+    pub fn mpls(&self) -> Vec<u8> {
+        self.workers.iter().map(|w| self.mpl_of(w)).collect()
+    }
+
+    fn n(&self) -> u8 {
+        self.cfg.layout.servers()
+    }
+
+    fn mpl_of(&self, w: &Worker) -> u8 {
+        match self.cfg.mpl {
+            Mpl::Static(n) => n.max(1),
+            Mpl::Adaptive { .. } => w.admission.mpl,
+        }
+    }
+
+    fn txn_id(&self, thread: u16, lane: u8, attempt: u32) -> u64 {
+        ((u64::from(self.cfg.slot(self.cfg.id, thread, lane)) + 1) << 32) | u64::from(attempt)
+    }
+
+    fn tag(attempt: u32) -> u16 {
+        (attempt % 65_535) as u16 + 1
+    }
+
+    fn send(&self, out: &mut HostOutbox<Self>, dst: u8, bytes: Vec<u8>) {
+        out.cpu_ns += self.cfg.costs.stack_ns;
+        out.sends.push(Send { dst: u16::from(dst), bytes });
+    }
+
+    fn class(&self, msg: MsgType, retry: bool) -> u8 {
+        if self.cfg.priority {
+            class_of(msg, retry)
+        } else {
+            1
+        }
+    }
+
+    // ---- client side ----
+
+    /// Draws a transaction's keys.
+    fn draw(&mut self, thread: u16) -> Vec<(u64, bool)> {
+        let w = self.cfg.workload.clone();
+        let n = self.n();
+        let rng = &mut self.workers[usize::from(thread)].rng;
+        let mut servers: Vec<u8> = (0..n).collect();
+        for i in 0..usize::from(w.partitions) {
+            let j = rng.random_range(i..servers.len());
+            servers.swap(i, j);
+        }
+        let mut keys: Vec<(u64, bool)> = Vec::with_capacity(usize::from(w.keys));
+        while keys.len() < usize::from(w.keys) {
+            let server = servers[keys.len() % usize::from(w.partitions)];
+            let record = (self.zipf.sample(rng) as u64).saturating_sub(1).min(w.records - 1);
+            let key = key_of(server, record, rng.random_range(0..w.columns), w.columns);
+            if keys.iter().all(|&(k, _)| k != key) {
+                keys.push((key, rng.random_bool(w.write_fraction)));
+            }
+        }
+        if keys.iter().all(|&(_, wr)| !wr) {
+            keys[0].1 = true;
+        }
+        keys
+    }
+
+    fn start_lane(&mut self, now: Nanos, thread: u16, lane: u8, out: &mut HostOutbox<Self>) {
+        let keys = self.draw(thread);
+        let txn = Txn {
+            attempt: 0,
+            keys,
+            reads: BTreeMap::new(),
+            awaiting: 0,
+            committing: false,
+            first_start: now,
+            retries: 0,
+            parts: Participants::default(),
+            counter: 0,
+            aborted: false,
+            query: None,
+        };
+        self.workers[usize::from(thread)].lanes[usize::from(lane)] = Some(txn);
+        self.execute(now, thread, lane, out);
+    }
+
+    /// Starts a new attempt of the lane's transaction: the execute phase.
+    fn execute(&mut self, now: Nanos, thread: u16, lane: u8, out: &mut HostOutbox<Self>) {
+        let (t, l) = (usize::from(thread), usize::from(lane));
+        self.workers[t].attempts[l] += 1;
+        let attempt = self.workers[t].attempts[l];
+        let slot = self.cfg.slot(self.cfg.id, thread, lane);
+        let Some(txn) = self.workers[t].lanes[l].as_mut() else { return };
+        txn.attempt = attempt;
+        txn.reads.clear();
+        txn.committing = false;
+        txn.counter = 0;
+        txn.aborted = false;
+        txn.query = None;
+        let retry = txn.retries > 0;
+        let keys = txn.keys.clone();
+        let servers = keys.iter().fold(0u8, |m, &(k, _)| m | (1 << shard_of(k)));
+        txn.awaiting = servers;
+        out.cpu_ns += self.cfg.costs.begin_ns;
+        for server in bits(servers) {
+            let mut d = Data::new(MsgType::Read, slot, Self::tag(attempt), attempt, 0);
+            d.client = self.cfg.id;
+            d.thread = thread as u8;
+            d.flags = if retry { FLAG_RETRY } else { 0 };
+            d.items = keys
+                .iter()
+                .filter(|&&(k, _)| shard_of(k) == server)
+                .map(|&(key, _)| Item { key, value: 0, version: 0, locked: false })
+                .collect();
+            self.send(out, server, d.datagram(u16::from(self.cfg.id), u16::from(server)));
+        }
+        if self.cfg.timeout_ns > 0 {
+            out.timers.push((now + self.cfg.timeout_ns, ServerTimer::Timeout(thread, lane, attempt)));
+        }
+    }
+
+    fn lane_of(&self, slot: u16) -> Option<(u16, u8)> {
+        let lanes = u32::from(self.cfg.mpl.lanes());
+        let base = u32::from(self.cfg.id) * u32::from(self.cfg.threads) * lanes;
+        let rel = u32::from(slot).checked_sub(base)?;
+        let thread = u16::try_from(rel / lanes).ok()?;
+        (thread < self.cfg.threads).then_some((thread, (rel % lanes) as u8))
+    }
+
+    fn current(&mut self, slot: u16, attempt: u32) -> Option<(u16, u8, &mut Txn)> {
+        let (thread, lane) = self.lane_of(slot)?;
+        let txn = self.workers[usize::from(thread)].lanes[usize::from(lane)].as_mut()?;
+        (txn.attempt == attempt).then_some((thread, lane, txn))
+    }
+
+    fn read_reply(&mut self, now: Nanos, d: &Data, from: u8, out: &mut HostOutbox<Self>) {
+        let Some((thread, lane, txn)) = self.current(d.slot, d.attempt) else { return };
+        if txn.committing || txn.awaiting & (1 << from) == 0 {
+            return;
+        }
+        txn.awaiting &= !(1 << from);
+        let mut locked = false;
+        for item in &d.items {
+            txn.reads.insert(item.key, (item.value, item.version));
+            locked |= item.locked;
+        }
+        if locked {
+            out.events.push(ServerEvent::Aborted(AbortReason::ReadLocked));
+            return self.retry(now, thread, lane, out);
+        }
+        if txn.awaiting == 0 {
+            self.commit(now, thread, lane, out);
+        }
+    }
+
+    /// The execute phase is done: hand the participants their parts.
+    fn commit(&mut self, now: Nanos, thread: u16, lane: u8, out: &mut HostOutbox<Self>) {
+        let me = self.cfg.id;
+        let slot = self.cfg.slot(me, thread, lane);
+        let n = self.n();
+        let coord = self.cfg.coord;
+        let timeout = self.cfg.timeout_ns;
+        let (attempt, keys, reads, retry);
+        {
+            let Some(txn) = self.workers[usize::from(thread)].lanes[usize::from(lane)].as_mut() else { return };
+            txn.committing = true;
+            let wp = txn.keys.iter().filter(|k| k.1).fold(0u8, |m, &(k, _)| m | (1 << shard_of(k)));
+            let rp = txn.keys.iter().fold(0u8, |m, &(k, _)| m | (1 << shard_of(k)));
+            let wb = bits(wp).fold(0u8, |m, s| m | (1 << ((s + 1) % n)));
+            txn.parts = Participants { wp, wb, rp, client: me };
+            attempt = txn.attempt;
+            keys = txn.keys.clone();
+            reads = txn.reads.clone();
+            retry = txn.retries > 0;
+        }
+        let txn_id = self.txn_id(thread, lane, attempt);
+        let parts =
+            self.workers[usize::from(thread)].lanes[usize::from(lane)].as_ref().map(|t| t.parts).unwrap_or_default();
+        let tag = Self::tag(attempt);
+        let flags = if retry { FLAG_RETRY } else { 0 };
+        if coord != Coordination::Client {
+            let mut init = self.control(MsgType::Init, slot, tag, attempt, txn_id, thread, &parts, coord, retry);
+            init.flags = flags;
+            let anchor = self.cfg.layout.anchor(me) as u8;
+            self.send(out, anchor, init.datagram(u16::from(me), u16::from(anchor)));
+        }
+        for server in bits(parts.wp | parts.wb | parts.rp) {
+            let mut d = Data::new(MsgType::Prepare, slot, tag, attempt, txn_id);
+            d.client = me;
+            d.thread = thread as u8;
+            d.flags = flags;
+            d.coord = coord as u8;
+            (d.wp, d.wb, d.rp) = (parts.wp, parts.wb, parts.rp);
+            let backs = (server + n - 1) % n;
+            let value = |k: u64| reads.get(&k).map_or(0, |r| r.0) + 1;
+            let mut items: Vec<Item> = keys
+                .iter()
+                .filter(|&&(k, w)| {
+                    w && (shard_of(k) == server || (parts.wb & (1 << server) != 0 && shard_of(k) == backs))
+                })
+                .map(|&(key, _)| Item { key, value: value(key), version: 0, locked: false })
+                .collect();
+            d.writes = items.len() as u8;
+            items.extend(keys.iter().filter(|&&(k, _)| shard_of(k) == server).map(|&(key, _)| Item {
+                key,
+                value: 0,
+                version: reads.get(&key).map_or(0, |r| r.1),
+                locked: false,
+            }));
+            d.items = items;
+            out.cpu_ns += self.cfg.costs.item_ns * d.items.len() as u64;
+            self.send(out, server, d.datagram(u16::from(me), u16::from(server)));
+        }
+        if timeout > 0 {
+            out.timers.push((now + timeout, ServerTimer::Timeout(thread, lane, attempt)));
+        }
+    }
+
+    /// A lane's attempt may have timed out: retry an execute phase, else resolve (§3.5).
+    fn timeout(&mut self, now: Nanos, thread: u16, lane: u8, attempt: u32, out: &mut HostOutbox<Self>) {
+        let (t, l) = (usize::from(thread), usize::from(lane));
+        let Some(txn) = self.workers[t].lanes[l].as_mut() else { return };
+        if txn.attempt != attempt {
+            return;
+        }
+        if !txn.committing {
+            self.workers[t].losses += 1;
+            out.events.push(ServerEvent::Timeout);
+            return self.retry(now, thread, lane, out);
+        }
+        let parts = txn.parts;
+        let q = *txn.query.get_or_insert(Query { asked: parts.wp | parts.wb | parts.rp, ..Query::default() });
+        if q.answered == 0 && q.decided.is_none() {
+            self.workers[t].losses += 1;
+            out.events.push(ServerEvent::Timeout);
+        }
+        let slot = self.cfg.slot(self.cfg.id, thread, lane);
+        let msg = if q.decided.is_some() { MsgType::Resolve } else { MsgType::Query };
+        for server in bits(q.asked & !q.answered) {
+            let mut d = Data::new(msg, slot, Self::tag(attempt), attempt, 0);
+            d.client = self.cfg.id;
+            d.thread = thread as u8;
+            d.wp = u8::from(q.decided == Some(true));
+            self.send(out, server, d.datagram(u16::from(self.cfg.id), u16::from(server)));
+        }
+        out.timers.push((now + self.cfg.timeout_ns, ServerTimer::Timeout(thread, lane, attempt)));
+    }
+
+    /// A participant's answer to a query or a decision.
+    fn query_answer(&mut self, now: Nanos, d: &Data, from: u8, out: &mut HostOutbox<Self>) {
+        let Some((thread, lane, txn)) = self.current(d.slot, d.attempt) else { return };
+        let wb = txn.parts.wb;
+        let Some(q) = txn.query.as_mut() else { return };
+        match (d.msg, q.decided) {
+            (MsgType::QueryReply, None) => {
+                q.answered |= 1 << from;
+                q.installed |= d.wp & 1 != 0;
+                if d.wp & 2 != 0 {
+                    q.replicated |= 1 << from;
+                }
+            }
+            (MsgType::ResolveAck, Some(_)) => q.answered |= 1 << from,
+            _ => return,
+        }
+        if q.answered != q.asked {
+            return;
+        }
+        match q.decided {
+            None => {
+                // Committed iff a primary installed or every backup applied the redo record.
+                let commit = q.installed || (wb != 0 && q.replicated & wb == wb);
+                q.decided = Some(commit);
+                q.answered = 0;
+                let (asked, attempt) = (q.asked, d.attempt);
+                for server in bits(asked) {
+                    let mut r = Data::new(MsgType::Resolve, d.slot, d.tag, attempt, 0);
+                    r.client = self.cfg.id;
+                    r.thread = thread as u8;
+                    r.wp = u8::from(commit);
+                    self.send(out, server, r.datagram(u16::from(self.cfg.id), u16::from(server)));
+                }
+            }
+            Some(true) => self.committed(now, thread, lane, out),
+            Some(false) => {
+                out.events.push(ServerEvent::Aborted(AbortReason::Timeout));
+                self.retry(now, thread, lane, out);
+            }
+        }
+    }
+
+    /// A query or a decision reaches a participant.
+    fn query_serve(&mut self, now: Nanos, d: &Data, from: u8, out: &mut HostOutbox<Self>) {
+        let me = self.cfg.id;
+        let slot = d.slot;
+        match self.parts.get(&slot).map(|p| p.attempt) {
+            Some(a) if a > d.attempt => return,
+            Some(a) if a == d.attempt => {}
+            _ => {
+                if self.parts.contains_key(&slot) {
+                    self.release(now, slot, out);
+                }
+                self.parts.insert(slot, Part { attempt: d.attempt, ..Part::default() });
+            }
+        }
+        let part = self.parts.get_mut(&slot).expect("present");
+        part.frozen = true;
+        let mut reply = Data::new(
+            if d.msg == MsgType::Query { MsgType::QueryReply } else { MsgType::ResolveAck },
+            slot,
+            d.tag,
+            d.attempt,
+            0,
+        );
+        reply.client = d.client;
+        reply.thread = d.thread;
+        if d.msg == MsgType::Query {
+            reply.wp = u8::from(part.installed) | (u8::from(part.replicated) << 1);
+        } else if d.wp == 1 {
+            if part.prepared && part.parts.wp & (1 << me) != 0 && !part.installed {
+                self.install(now, slot, out);
+            }
+        } else {
+            let undo = std::mem::take(&mut part.undo);
+            part.replicated = false;
+            part.aborted = true;
+            for (k, before) in undo.into_iter().rev() {
+                self.backup.insert(k, before);
+            }
+            self.release(now, slot, out);
+        }
+        out.cpu_ns += self.cfg.costs.handler_ns;
+        self.send(out, from, reply.datagram(u16::from(me), u16::from(from)));
+    }
+
+    /// An admission-control epoch of `thread` ends.
+    fn epoch(&mut self, now: Nanos, thread: u16, out: &mut HostOutbox<Self>) {
+        let Mpl::Adaptive { epoch_ns, .. } = self.cfg.mpl else { return };
+        let me = usize::from(self.cfg.id);
+        let commits = self.commits;
+        let w = &mut self.workers[usize::from(thread)];
+        let own = commits - w.commits_at_epoch;
+        w.commits_at_epoch = commits;
+        // This server's throughput is what its threads see; the others' came piggybacked.
+        self.known[me] = u32::try_from(own).unwrap_or(u32::MAX);
+        let total: f64 = self.known.iter().map(|&k| f64::from(k)).sum();
+        let w = &mut self.workers[usize::from(thread)];
+        w.admission.epoch(total, w.losses > 0);
+        w.losses = 0;
+        out.events.push(ServerEvent::Mpl(thread, w.admission.mpl));
+        self.fill_lanes(now, thread, out);
+        if !self.stopping {
+            out.timers.push((now + epoch_ns, ServerTimer::Epoch(thread)));
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn control(
+        &self,
+        msg: MsgType,
+        slot: u16,
+        tag: u16,
+        attempt: u32,
+        txn: u64,
+        thread: u16,
+        parts: &Participants,
+        coord: Coordination,
+        retry: bool,
+    ) -> Control {
+        let mut c = Control::new(msg, slot, tag, attempt, txn);
+        c.client = parts.client;
+        c.thread = thread as u8;
+        c.sender = self.cfg.id;
+        c.class = self.class(msg, retry);
+        c.flags = if retry { FLAG_RETRY } else { 0 };
+        c.throughput.set(self.known[usize::from(self.cfg.id)]);
+        c.entries = self.cfg.layout.entries(coord, parts, msg);
+        c
+    }
+
+    fn retry(&mut self, now: Nanos, thread: u16, lane: u8, out: &mut HostOutbox<Self>) {
+        let (t, l) = (usize::from(thread), usize::from(lane));
+        if self.stopping {
+            self.workers[t].lanes[l] = None;
+            return;
+        }
+        if let Some(txn) = self.workers[t].lanes[l].as_mut() {
+            txn.retries += 1;
+        }
+        self.execute(now, thread, lane, out);
+    }
+
+    fn committed(&mut self, now: Nanos, thread: u16, lane: u8, out: &mut HostOutbox<Self>) {
+        let (t, l) = (usize::from(thread), usize::from(lane));
+        let Some(txn) = self.workers[t].lanes[l].take() else { return };
+        self.commits += 1;
+        out.events.push(ServerEvent::Committed {
+            txn: self.txn_id(thread, lane, txn.attempt),
+            latency_ns: now.saturating_sub(txn.first_start),
+            retries: txn.retries,
+            reads: txn.reads.iter().map(|(&k, &(_, v))| (k, v)).collect(),
+        });
+        self.fill_lanes(now, thread, out);
+    }
+
+    /// Starts transactions in idle lanes up to the thread's MPL.
+    fn fill_lanes(&mut self, now: Nanos, thread: u16, out: &mut HostOutbox<Self>) {
+        if self.stopping {
+            return;
+        }
+        let w = &self.workers[usize::from(thread)];
+        let mpl = usize::from(self.mpl_of(w));
+        let busy = w.lanes.iter().filter(|l| l.is_some()).count();
+        let idle: Vec<u8> = (0..w.lanes.len()).filter(|&l| w.lanes[l].is_none()).map(|l| l as u8).collect();
+        for lane in idle.into_iter().take(mpl.saturating_sub(busy)) {
+            self.start_lane(now, thread, lane, out);
+        }
+    }
+
+    /// The outcome (or, in FaSST, a participant's reply) reaches the client.
+    fn at_client(&mut self, now: Nanos, c: &Control, out: &mut HostOutbox<Self>) {
+        let (slot, attempt) = (c.slot.get(), c.attempt.get());
+        let coord = self.cfg.coord;
+        let Some((thread, lane, txn)) = self.current(slot, attempt) else { return };
+        if !txn.committing || txn.query.is_some() {
+            return;
+        }
+        let down = c.flags & FLAG_DOWN != 0;
+        let msg = c.msg_type();
+        if down || coord != Coordination::Client {
+            match msg {
+                MsgType::CommitOk => self.committed(now, thread, lane, out),
+                MsgType::Fail => {
+                    out.events.push(ServerEvent::Aborted(AbortReason::Fail));
+                    self.retry(now, thread, lane, out);
+                }
+                _ => {}
+            }
+            return;
+        }
+        // FaSST: the client gathers and scatters.
+        if txn.aborted {
+            return;
+        }
+        let parts = txn.parts;
+        let retry = txn.retries > 0;
+        let scatter = if msg == MsgType::Fail {
+            txn.aborted = true;
+            parts.scatter(MsgType::Fail) & !(1 << self.cfg.id)
+        } else {
+            txn.counter += 1;
+            if u32::from(txn.counter) < parts.gather(msg).count_ones() {
+                return;
+            }
+            txn.counter = 0;
+            parts.scatter(msg)
+        };
+        let mut next = *c;
+        next.flags |= FLAG_DOWN;
+        next.sender = self.cfg.id;
+        next.class = self.class(msg, retry);
+        for server in bits(scatter) {
+            if server == self.cfg.id {
+                continue;
+            }
+            self.send(out, server, next.datagram(u16::from(self.cfg.id), u16::from(server)));
+        }
+        out.cpu_ns += self.cfg.costs.handler_ns;
+        if scatter & (1 << self.cfg.id) != 0 || msg == MsgType::Fail {
+            self.down(now, &next, out);
+        }
+    }
+
+    // ---- participant side ----
+
+    fn serve_read(&mut self, d: &Data, from: u8, out: &mut HostOutbox<Self>) {
+        let mut reply = Data::new(MsgType::ReadReply, d.slot, d.tag, d.attempt, 0);
+        reply.client = d.client;
+        reply.thread = d.thread;
+        reply.flags = d.flags;
+        reply.items = d
+            .items
+            .iter()
+            .map(|i| {
+                let r = self.primary.get(&i.key).copied().unwrap_or_default();
+                Item { key: i.key, value: r.value, version: r.version, locked: r.lock.is_some() }
+            })
+            .collect();
+        out.cpu_ns += self.cfg.costs.item_ns * d.items.len() as u64;
+        self.send(out, from, reply.datagram(u16::from(self.cfg.id), u16::from(from)));
+    }
+
+    /// Releases what `part` holds at this primary.
+    fn release(&mut self, now: Nanos, slot: u16, out: &mut HostOutbox<Self>) {
+        let Some(part) = self.parts.get_mut(&slot) else { return };
+        let owner = (slot, part.attempt);
+        let locked = std::mem::take(&mut part.locked);
+        if !locked.is_empty() {
+            out.events.push(ServerEvent::LockTime(now.saturating_sub(part.locked_at)));
+        }
+        for key in locked {
+            if let Some(r) = self.primary.get_mut(&key) {
+                if r.lock == Some(owner) {
+                    r.lock = None;
+                }
+            }
+        }
+    }
+
+    fn prepare(&mut self, now: Nanos, d: &Data, out: &mut HostOutbox<Self>) {
+        let me = self.cfg.id;
+        let slot = d.slot;
+        let existing = self.parts.get(&slot).map(|p| (p.attempt, p.prepared));
+        match existing {
+            Some((a, _)) if a > d.attempt => return,
+            Some((a, true)) if a == d.attempt => return,
+            Some((a, _)) if a < d.attempt => {
+                self.release(now, slot, out);
+                self.parts.remove(&slot);
+            }
+            _ => {}
+        }
+        let part = self.parts.entry(slot).or_insert_with(|| Part { attempt: d.attempt, ..Part::default() });
+        if part.aborted || part.frozen {
+            part.prepared = true;
+            return;
+        }
+        let backs = (me + self.cfg.layout.servers() - 1) % self.cfg.layout.servers();
+        part.tag = d.tag;
+        part.txn = d.txn;
+        part.client = d.client;
+        part.thread = d.thread;
+        part.coord = d.coord;
+        part.retry = d.flags & FLAG_RETRY != 0;
+        part.parts = Participants { wp: d.wp, wb: d.wb, rp: d.rp, client: d.client };
+        part.prepared = true;
+        let (writes, reads) = d.items.split_at(usize::from(d.writes));
+        part.writes = writes.iter().filter(|i| shard_of(i.key) == me).map(|i| (i.key, i.value)).collect();
+        part.redo = writes
+            .iter()
+            .filter(|i| shard_of(i.key) == backs && d.wb & (1 << me) != 0)
+            .map(|i| (i.key, i.value))
+            .collect();
+        part.reads = reads.iter().map(|i| (i.key, i.version)).collect();
+        let early = std::mem::take(&mut part.early);
+        out.cpu_ns += self.cfg.costs.handler_ns + self.cfg.costs.item_ns * d.items.len() as u64;
+        if d.wp & (1 << me) != 0 {
+            self.lock(now, slot, out);
+        }
+        for msg in early {
+            self.phase(now, slot, msg, out);
+        }
+    }
+
+    /// Lock phase at a write primary.
+    fn lock(&mut self, now: Nanos, slot: u16, out: &mut HostOutbox<Self>) {
+        let Some(part) = self.parts.get(&slot) else { return };
+        let owner = (slot, part.attempt);
+        let version_read = |k: u64| part.reads.iter().find(|r| r.0 == k).map_or(0, |r| r.1);
+        let ok = part.writes.iter().all(|&(k, _)| {
+            let r = self.primary.get(&k).copied().unwrap_or_default();
+            r.lock.is_none() && r.version == version_read(k)
+        });
+        let keys: Vec<u64> = part.writes.iter().map(|w| w.0).collect();
+        if ok {
+            for &k in &keys {
+                self.primary.entry(k).or_default().lock = Some(owner);
+            }
+            let part = self.parts.get_mut(&slot).expect("present");
+            part.locked = keys;
+            part.locked_at = now;
+            self.reply(now, slot, MsgType::LockOk, out);
+        } else {
+            self.fail(now, slot, out);
+        }
+    }
+
+    fn fail(&mut self, now: Nanos, slot: u16, out: &mut HostOutbox<Self>) {
+        self.release(now, slot, out);
+        if let Some(p) = self.parts.get_mut(&slot) {
+            p.aborted = true;
+        }
+        self.reply(now, slot, MsgType::Fail, out);
+    }
+
+    /// Sends a participant's phase result to the coordinator.
+    fn reply(&mut self, now: Nanos, slot: u16, msg: MsgType, out: &mut HostOutbox<Self>) {
+        let Some(p) = self.parts.get(&slot) else { return };
+        let coord = Coordination::from_u8(p.coord);
+        let c = self.control(msg, slot, p.tag, p.attempt, p.txn, u16::from(p.thread), &p.parts, coord, p.retry);
+        let me = self.cfg.id;
+        if coord == Coordination::Client && p.client == me {
+            // The client is on this server: no network between them.
+            return self.at_client(now, &c, out);
+        }
+        let dst = if coord == Coordination::Client { p.client } else { self.cfg.layout.anchor(me) as u8 };
+        self.send(out, dst, c.datagram(u16::from(me), u16::from(dst)));
+    }
+
+    /// A request from the coordinator (`FLAG_DOWN`).
+    fn down(&mut self, now: Nanos, c: &Control, out: &mut HostOutbox<Self>) {
+        let (slot, attempt) = (c.slot.get(), c.attempt.get());
+        let msg = c.msg_type();
+        if c.client == self.cfg.id && matches!(msg, MsgType::CommitOk | MsgType::Fail) {
+            self.at_client(now, c, out);
+        }
+        if msg == MsgType::CommitOk {
+            return;
+        }
+        match self.parts.get(&slot).map(|p| p.attempt) {
+            Some(a) if a > attempt => return,
+            Some(a) if a == attempt => {}
+            _ => {
+                // Before the prepare (or a newer attempt's first news): a placeholder.
+                if self.parts.contains_key(&slot) {
+                    self.release(now, slot, out);
+                }
+                self.parts.insert(slot, Part { attempt, ..Part::default() });
+            }
+        }
+        let part = self.parts.get_mut(&slot).expect("present");
+        if part.frozen {
+            return;
+        }
+        if msg == MsgType::Fail {
+            self.release(now, slot, out);
+            if let Some(p) = self.parts.get_mut(&slot) {
+                p.aborted = true;
+            }
+            return;
+        }
+        if !part.prepared {
+            part.early.push(msg);
+            return;
+        }
+        self.phase(now, slot, msg, out);
+    }
+
+    /// The phase that the scattered `msg` starts, at this participant.
+    fn phase(&mut self, now: Nanos, slot: u16, msg: MsgType, out: &mut HostOutbox<Self>) {
+        let me = self.cfg.id;
+        let Some(part) = self.parts.get(&slot) else { return };
+        if part.aborted || part.frozen {
+            return;
+        }
+        let owner = (slot, part.attempt);
+        out.cpu_ns += self.cfg.costs.handler_ns;
+        match msg {
+            MsgType::LockOk if part.parts.rp & (1 << me) != 0 => {
+                out.cpu_ns += self.cfg.costs.item_ns * part.reads.len() as u64;
+                let ok = part.reads.iter().all(|&(k, v)| {
+                    let r = self.primary.get(&k).copied().unwrap_or_default();
+                    r.version == v && (r.lock.is_none() || r.lock == Some(owner))
+                });
+                if ok {
+                    self.reply(now, slot, MsgType::ValidateOk, out);
+                } else {
+                    self.fail(now, slot, out);
+                }
+            }
+            MsgType::ValidateOk if part.parts.wb & (1 << me) != 0 && !part.replicated => {
+                let txn = part.txn;
+                let redo = part.redo.clone();
+                out.cpu_ns += self.cfg.costs.item_ns * redo.len() as u64;
+                let undo = redo.iter().map(|&(k, v)| (k, self.backup.insert(k, (v, txn)).unwrap_or((0, 0)))).collect();
+                let part = self.parts.get_mut(&slot).expect("present");
+                part.undo = undo;
+                part.replicated = true;
+                self.reply(now, slot, MsgType::ReplicateOk, out);
+            }
+            MsgType::ReplicateOk if part.parts.wp & (1 << me) != 0 && !part.installed => {
+                self.install(now, slot, out);
+                self.reply(now, slot, MsgType::CommitOk, out);
+            }
+            _ => {}
+        }
+    }
+
+    /// Commit primary: install the writes, unlock.
+    fn install(&mut self, now: Nanos, slot: u16, out: &mut HostOutbox<Self>) {
+        let Some(part) = self.parts.get(&slot) else { return };
+        let (txn, writes) = (part.txn, part.writes.clone());
+        out.cpu_ns += self.cfg.costs.item_ns * writes.len() as u64;
+        for (k, v) in writes {
+            let r = self.primary.entry(k).or_default();
+            out.events.push(ServerEvent::Installed(txn, k, r.version));
+            r.value = v;
+            r.version = txn;
+        }
+        self.release(now, slot, out);
+        if let Some(p) = self.parts.get_mut(&slot) {
+            p.installed = true;
+        }
+    }
+}
+
+/// The client thread a datagram names (its handler's core).
+fn thread_of(bytes: &[u8]) -> Option<u16> {
+    let payload = bytes.get(pisadb_wire::FRAME_BYTES..)?;
+    let at = if MsgType::is_control_byte(*payload.first()?) { 9 } else { 18 };
+    payload.get(at).map(|&t| u16::from(t))
+}
+
+impl Host for Server {
+    type Timer = ServerTimer;
+    type Log = ();
+    type Event = ServerEvent;
+
+    fn cores(&self) -> u16 {
+        self.cfg.threads
+    }
+
+    fn start(&mut self, now: Nanos, out: &mut HostOutbox<Self>) {
+        for thread in 0..self.cfg.threads {
+            self.fill_lanes(now, thread, out);
+            if let Mpl::Adaptive { epoch_ns, .. } = self.cfg.mpl {
+                out.timers.push((now + epoch_ns, ServerTimer::Epoch(thread)));
+            }
+        }
+    }
+
+    fn route(&self, bytes: &[u8]) -> Route {
+        match thread_of(bytes) {
+            Some(t) if t < self.cfg.threads => Route::Core(t),
+            _ => Route::AnyCore,
+        }
+    }
+
+    fn timer_core(&self, timer: &ServerTimer) -> u16 {
+        match *timer {
+            ServerTimer::Epoch(t) | ServerTimer::Timeout(t, _, _) => t.min(self.cfg.threads - 1),
+        }
+    }
+
+    fn handle_datagram(&mut self, now: Nanos, bytes: &[u8], out: &mut HostOutbox<Self>) {
+        out.cpu_ns += self.cfg.costs.stack_ns;
+        let (frame, msg) = match Message::open(bytes) {
+            Ok(m) => m,
+            Err(e) => return out.events.push(ServerEvent::Rejected(e.reason())),
+        };
+        let from = u8::try_from(frame.src).unwrap_or(u8::MAX);
+        match msg {
+            Message::Control(c) => {
+                if let Some(k) = self.known.get_mut(usize::from(c.sender)) {
+                    if c.sender != self.cfg.id {
+                        *k = c.throughput.get();
+                    }
+                }
+                out.cpu_ns += self.cfg.costs.handler_ns;
+                if c.flags & FLAG_DOWN != 0 {
+                    self.down(now, &c, out);
+                } else {
+                    self.at_client(now, &c, out);
+                }
+            }
+            Message::Data(_) if from >= self.n() => out.events.push(ServerEvent::Rejected("unknown_source")),
+            Message::Data(d) => match d.msg {
+                MsgType::Read => self.serve_read(&d, from, out),
+                MsgType::ReadReply => {
+                    out.cpu_ns += self.cfg.costs.handler_ns;
+                    self.read_reply(now, &d, from, out)
+                }
+                MsgType::Prepare => self.prepare(now, &d, out),
+                MsgType::Query | MsgType::Resolve => self.query_serve(now, &d, from, out),
+                MsgType::QueryReply | MsgType::ResolveAck => self.query_answer(now, &d, from, out),
+                _ => out.events.push(ServerEvent::Rejected("unexpected_type")),
+            },
+        }
+    }
+
+    fn handle_timer(&mut self, now: Nanos, timer: ServerTimer, out: &mut HostOutbox<Self>) {
+        match timer {
+            ServerTimer::Epoch(t) => self.epoch(now, t, out),
+            ServerTimer::Timeout(t, l, a) => self.timeout(now, t, l, a, out),
+        }
+    }
+
+    fn stop(&mut self) {
+        self.stopping = true;
+    }
+
+    fn is_idle(&self) -> bool {
+        self.workers.iter().all(|w| w.lanes.iter().all(|l| l.is_none()))
+    }
+}
