@@ -10,10 +10,21 @@
 //! - [`wire`]: the fixed control message and the data messages.
 //! - [`program`]: the gather-and-scatter switch program and its reference model.
 //! - [`tree`]: the racks, each transaction's coordination tree and its switch entries.
+//! - [`admission`]: Listing 1's adaptive MPL.
+//! - [`server`]: the server host (store, backup, client and participant threads).
+//! - [`rack`]: the four-switch testbed on the simulator, its figures and end-of-run checks.
+//! - [`system`]: the harness's view (variants, settings, one point, fault-injection cases).
+//! - [`experiments`]: the paper's figures we cover, their CSVs, charts and report.
+//! - [`fuzz`]: seeded fault-injection cases (`pisadb fuzz --system switchtx`).
 
 pub mod admission;
+pub mod experiments;
+pub mod fuzz;
 pub mod program;
 pub mod rack;
 pub mod server;
+pub mod system;
 pub mod tree;
 pub mod wire;
+
+pub use system::SYSTEM;

@@ -31,7 +31,7 @@ use hdrhistogram::Histogram;
 use pisadb_check::{CommittedTxn, History};
 use pisadb_core::TupleKey;
 use pisadb_net::{Endpoint, LinkParams, PortDiscipline, Topology};
-use pisadb_sim::{Faults, Moment, Observer, Restarts, World};
+use pisadb_sim::{FaultStats, Faults, Moment, Observer, Restarts, World};
 use pisadb_switch::{Switch, SwitchProfile};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -212,15 +212,48 @@ impl Observer<Server, Switch<GatherScatter>> for RackObserver {
 /// The world of one run.
 pub type RackWorld = World<Server, Switch<GatherScatter>, RackObserver>;
 
-/// Rebuilds nothing: runs here inject network faults only, no crashes.
-pub struct NoRestarts;
+/// Restarts a crashed switch with zeroed registers (§3.5: it stores no data, only
+/// coordination state; old messages then fail the tag check and their clients time out and
+/// retry) and its multicast groups preloaded again. Servers do not crash in these runs.
+#[derive(Debug)]
+pub struct SwitchRestarts {
+    /// The variant (which switches are programmable).
+    pub variant: Variant,
+    /// The racks.
+    pub layout: Layout,
+}
 
-impl Restarts<Server, Switch<GatherScatter>> for NoRestarts {
+impl Restarts<Server, Switch<GatherScatter>> for SwitchRestarts {
     fn host(&mut self, id: u16, _log: &[()]) -> Result<Server, String> {
-        Err(format!("server {id} cannot restart (no crash faults in SwitchTx runs)"))
+        Err(format!("server {id} crashed, but SwitchTx's cases crash only switches (servers keep no log)"))
     }
     fn switch(&mut self, id: u16, _logs: &[Vec<()>], _epoch: u16) -> Result<Switch<GatherScatter>, String> {
-        Err(format!("switch {id} cannot restart (no crash faults in SwitchTx runs)"))
+        make_switch(id, &self.variant, &self.layout)
+    }
+}
+
+/// Switch `id` of a rack: its program and its multicast groups.
+fn make_switch(id: u16, v: &Variant, layout: &Layout) -> Result<Switch<GatherScatter>, String> {
+    let programmable = match v.coord {
+        Coordination::Client => false,
+        Coordination::Core => id == 0 || layout.racks.len() == 1,
+        Coordination::Tree => true,
+    };
+    let up = (id > 0).then(|| layout.anchor(layout.racks[usize::from(id) - 1][0]));
+    let mut sw =
+        Switch::new(SwitchProfile::tofino1(), GatherScatter::new(id, programmable, up)).map_err(|e| e.to_string())?;
+    for (group, members) in layout.groups(id) {
+        sw.set_multicast_group(group, members);
+    }
+    Ok(sw)
+}
+
+/// The racks of a configuration.
+pub fn layout_of(cfg: &RackConfig) -> Layout {
+    if cfg.multi_rack {
+        Layout::paper()
+    } else {
+        Layout::single_rack(8)
     }
 }
 
@@ -248,7 +281,7 @@ fn server_config(id: u8, v: &Variant, cfg: &RackConfig, layout: &Layout, costs: 
 /// The world of one run, not started.
 pub fn build(variant: &str, cfg: &RackConfig) -> Result<RackWorld, String> {
     let v = variant_of(variant)?;
-    let layout = if cfg.multi_rack { Layout::paper() } else { Layout::single_rack(8) };
+    let layout = layout_of(cfg);
     let configs: Vec<ServerConfig> =
         (0..layout.servers()).map(|id| server_config(id, &v, cfg, &layout, COSTS)).collect();
     for c in &configs {
@@ -270,22 +303,8 @@ pub fn build(variant: &str, cfg: &RackConfig) -> Result<RackWorld, String> {
             topology.set_discipline(from, to, discipline.clone()).map_err(|e| e.to_string())?;
         }
     }
-    let switches = (0..layout.switches() as u16)
-        .map(|id| {
-            let programmable = match v.coord {
-                Coordination::Client => false,
-                Coordination::Core => id == 0 || layout.racks.len() == 1,
-                Coordination::Tree => true,
-            };
-            let up = (id > 0).then(|| layout.anchor(layout.racks[usize::from(id) - 1][0]));
-            let mut sw = Switch::new(SwitchProfile::tofino1(), GatherScatter::new(id, programmable, up))
-                .map_err(|e| e.to_string())?;
-            for (group, members) in layout.groups(id) {
-                sw.set_multicast_group(group, members);
-            }
-            Ok(sw)
-        })
-        .collect::<Result<Vec<_>, String>>()?;
+    let switches =
+        (0..layout.switches() as u16).map(|id| make_switch(id, &v, &layout)).collect::<Result<Vec<_>, String>>()?;
     let hosts = configs.into_iter().map(Server::new).collect();
     let mut world = World::new(topology, hosts, switches, RackObserver::default()).map_err(|e| e.to_string())?;
     world.set_classifier(crate::wire::classify);
@@ -294,22 +313,27 @@ pub fn build(variant: &str, cfg: &RackConfig) -> Result<RackWorld, String> {
 
 /// Runs one point (warm-up, window, drain), checks it and returns its figures.
 pub fn run(variant: &str, cfg: &RackConfig) -> Result<RackFigures, String> {
-    run_with(variant, cfg, None)
+    run_with(variant, cfg, None, EVENTS_MAX).map(|(f, _)| f)
 }
 
-/// As [`run`], under a fault plan.
-pub fn run_with(variant: &str, cfg: &RackConfig, faults: Option<Faults>) -> Result<RackFigures, String> {
+/// As [`run`], under a fault plan, within `max_events`; the figures and what the faults did.
+pub fn run_with(
+    variant: &str,
+    cfg: &RackConfig,
+    faults: Option<Faults>,
+    max_events: u64,
+) -> Result<(RackFigures, FaultStats), String> {
     let mut world = build(variant, cfg)?;
     if let Some(f) = faults {
-        world.inject(f, Box::new(NoRestarts));
+        world.inject(f, Box::new(SwitchRestarts { variant: variant_of(variant)?, layout: layout_of(cfg) }));
     }
-    world.run(cfg.warmup_us * 1_000, cfg.measure_us * 1_000, EVENTS_MAX).map_err(|e| e.to_string())?;
+    world.run(cfg.warmup_us * 1_000, cfg.measure_us * 1_000, max_events).map_err(|e| e.to_string())?;
     let mut f = figures(&world, cfg);
-    world.drain(EVENTS_MAX).map_err(|e| e.to_string())?;
+    world.drain(max_events).map_err(|e| e.to_string())?;
     f.checked_commits = check(&world)?;
     f.events = world.events_processed();
     f.trace_hash = format!("{:016x}", world.trace_hash());
-    Ok(f)
+    Ok((f, world.fault_stats()))
 }
 
 /// The window's figures.

@@ -740,8 +740,13 @@ impl Server {
             let undo = std::mem::take(&mut part.undo);
             part.replicated = false;
             part.aborted = true;
+            let txn = part.txn;
             for (k, before) in undo.into_iter().rev() {
-                self.backup.insert(k, before);
+                // Only if no later transaction has written the key since (its primary lock
+                // was released by this same decision, possibly earlier than here).
+                if self.backup.get(&k).map(|v| v.1) == Some(txn) {
+                    self.backup.insert(k, before);
+                }
             }
             self.release(now, slot, out);
         }
@@ -1113,7 +1118,9 @@ impl Server {
 /// The client thread a datagram names (its handler's core).
 fn thread_of(bytes: &[u8]) -> Option<u16> {
     let payload = bytes.get(pisadb_wire::FRAME_BYTES..)?;
-    let at = if MsgType::is_control_byte(*payload.first()?) { 9 } else { 18 };
+    // Control: msg, flags, slot (2), tag (2), client, thread; data: msg, slot, tag, attempt
+    // (4), txn (8), client, thread.
+    let at = if MsgType::is_control_byte(*payload.first()?) { 7 } else { 18 };
     payload.get(at).map(|&t| u16::from(t))
 }
 
@@ -1197,5 +1204,22 @@ impl Host for Server {
 
     fn is_idle(&self) -> bool {
         self.workers.iter().all(|w| w.lanes.iter().all(|l| l.is_none()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_message_is_routed_to_the_thread_it_names() {
+        let mut c = Control::new(MsgType::LockOk, 1, 1, 1, 1);
+        c.thread = 17;
+        c.class = 2;
+        c.sender = 5;
+        assert_eq!(thread_of(&c.datagram(0, 1)), Some(17));
+        let mut d = Data::new(MsgType::Prepare, 1, 1, 1, 1);
+        d.thread = 13;
+        assert_eq!(thread_of(&d.datagram(0, 1)), Some(13));
     }
 }

@@ -1,0 +1,454 @@
+//! SwitchTx's experiments (`pisadb sweep switchtx NAME`, `pisadb reproduce switchtx`): sets of
+//! simulated racks run in parallel, written as CSV and SVG, and a report that puts our ratios
+//! beside the paper's headline figures.
+//!
+//! - `fig10`: YCSB-T at θ 0.8 and 0.99: throughput, P50/P99 latency and lock time of every
+//!   variant (FaSST and the cumulative ablation +GaS, +Tree-GaS, +Reorder, +MPL).
+//! - `fig11`: one lone transaction per thread (MPL 1, one thread, no contention) over 2..8
+//!   servers: the latency of coordinating in a server (FaSST) against one switch (+GaS) and a
+//!   tree of switches (+Tree-GaS).
+//! - `fig13`: static MPL 1..16 per thread (the +Reorder configuration) against the adaptive
+//!   admission control, YCSB-T θ 0.99.
+//! - `fig14`: threads per server, three racks and one rack.
+//! - `fig15`: Zipf θ from 0.5 to 0.99.
+//! - `fig17`: servers per transaction (1..8), FaSST against SwitchTx.
+//!
+//! TPC-C (Fig. 10c/d, 16, 17b) and Eris are not modelled yet. Every point is an independent
+//! seeded simulation, so the thread count changes only the wall time. `quick` runs 8 threads
+//! per server and shorter windows; the full runs use the paper's 24.
+
+use crate::rack::{run, RackConfig, RackFigures, VARIANT_NAMES};
+use crate::server::Workload;
+use pisadb_harness::{ExperimentName, ExperimentOptions};
+use pisadb_report::{write_csv, write_svg, Panel, Progress, Series, Unit};
+use std::fmt::Write as _;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// The experiments, as `pisadb sweep switchtx NAME` names them.
+pub const EXPERIMENTS: &[ExperimentName] = &[
+    ExperimentName {
+        name: "fig10",
+        summary: "Fig. 10a/b: YCSB-T θ 0.8 and 0.99, every variant: throughput, P50/P99, lock time",
+    },
+    ExperimentName {
+        name: "fig11",
+        summary: "Fig. 11: latency of a lone transaction over 2..8 servers: in-server vs one switch vs a tree",
+    },
+    ExperimentName {
+        name: "fig13",
+        summary: "Fig. 13: static MPL 1..16 per thread vs adaptive admission control, θ 0.99",
+    },
+    ExperimentName {
+        name: "fig14",
+        summary: "Fig. 14a/b: throughput against threads per server, three racks and one rack",
+    },
+    ExperimentName { name: "fig15", summary: "Fig. 15: throughput and P50 against Zipf θ 0.5..0.99" },
+    ExperimentName {
+        name: "fig17",
+        summary: "Fig. 17a: throughput against servers per transaction, FaSST vs SwitchTx",
+    },
+];
+
+/// One simulated point.
+#[derive(Clone, Debug)]
+struct Point {
+    /// The panel group (θ, rack shape, …).
+    panel: String,
+    /// The line.
+    series: String,
+    /// The variant run.
+    variant: &'static str,
+    /// The x value.
+    x: f64,
+    /// The rack.
+    cfg: RackConfig,
+}
+
+/// What a chart shows of each point.
+#[derive(Clone, Copy, Debug)]
+enum Metric {
+    Throughput,
+    P50,
+    P99,
+    Lock,
+}
+
+impl Metric {
+    fn value(self, f: &RackFigures) -> f64 {
+        match self {
+            Metric::Throughput => f.mtps * 1e6,
+            Metric::P50 => f.p50_us * 1e-6,
+            Metric::P99 => f.p99_us * 1e-6,
+            Metric::Lock => f.lock_us_mean * 1e-6,
+        }
+    }
+    fn label(self) -> &'static str {
+        match self {
+            Metric::Throughput => "throughput, txn/s",
+            Metric::P50 => "P50 latency",
+            Metric::P99 => "P99 latency",
+            Metric::Lock => "mean lock time",
+        }
+    }
+    fn unit(self) -> Unit {
+        match self {
+            Metric::Throughput => Unit::Count,
+            _ => Unit::Seconds,
+        }
+    }
+}
+
+/// An experiment's points and charts.
+struct Plan {
+    name: &'static str,
+    title: String,
+    x_label: &'static str,
+    x_unit: Unit,
+    metrics: Vec<Metric>,
+    points: Vec<Point>,
+}
+
+/// The paper's YCSB-T setup; `quick` runs 8 threads per server and a shorter window.
+pub fn base(options: &ExperimentOptions) -> RackConfig {
+    RackConfig {
+        threads: if options.quick { 8 } else { 24 },
+        warmup_us: if options.quick { 200 } else { 500 },
+        measure_us: if options.quick { 500 } else { 2_000 },
+        seed: options.seed,
+        ..RackConfig::default()
+    }
+}
+
+fn with_theta(cfg: &RackConfig, theta: f64) -> RackConfig {
+    RackConfig { workload: Workload { theta, ..cfg.workload.clone() }, ..cfg.clone() }
+}
+
+fn plan(name: &str, options: &ExperimentOptions) -> Result<Plan, String> {
+    let base = base(options);
+    let mut points = Vec::new();
+    let mut add = |panel: &str, series: &str, variant: &'static str, x: f64, cfg: RackConfig| {
+        points.push(Point { panel: panel.into(), series: series.into(), variant, x, cfg });
+    };
+    let all = |x: f64| VARIANT_NAMES.iter().map(move |&v| (v, x));
+    let (title, x_label, x_unit, metrics) = match name {
+        "fig10" => {
+            for theta in [0.8, 0.99] {
+                for (v, _) in all(theta) {
+                    add("YCSB-T", v, v, theta, with_theta(&base, theta));
+                }
+            }
+            (
+                "SwitchTx Fig. 10a/b: YCSB-T, every variant".to_string(),
+                "Zipf θ",
+                Unit::Ratio,
+                vec![Metric::Throughput, Metric::P50, Metric::P99, Metric::Lock],
+            )
+        }
+        "fig11" => {
+            for n in 2..=8u8 {
+                let workload =
+                    Workload { theta: 0.0, keys: n, partitions: n, write_fraction: 1.0, ..base.workload.clone() };
+                let cfg = RackConfig { threads: 1, mpl: 1, workload, ..base.clone() };
+                for v in ["fasst", "gas", "tree-gas"] {
+                    add("lone transactions", v, v, f64::from(n), cfg.clone());
+                }
+            }
+            (
+                "SwitchTx Fig. 11: a lone transaction's latency against its servers".to_string(),
+                "servers",
+                Unit::Integer,
+                vec![Metric::P50],
+            )
+        }
+        "fig13" => {
+            let hot = with_theta(&base, 0.99);
+            for mpl in [1u8, 2, 4, 8, 16] {
+                add("θ 0.99", "static MPL", "reorder", f64::from(mpl), RackConfig { mpl, ..hot.clone() });
+                add("θ 0.99", "adaptive", "switchtx", f64::from(mpl), RackConfig { mpl_max: 16, ..hot.clone() });
+            }
+            (
+                "SwitchTx Fig. 13: static MPL per thread vs adaptive admission control".to_string(),
+                "MPL per thread (static)",
+                Unit::Integer,
+                vec![Metric::Throughput, Metric::P50],
+            )
+        }
+        "fig14" => {
+            let threads: &[u16] = if options.quick { &[2, 4, 8] } else { &[4, 8, 16, 24] };
+            for multi_rack in [true, false] {
+                let panel = if multi_rack { "three racks" } else { "one rack" };
+                for &t in threads {
+                    for v in ["fasst", "tree-gas", "switchtx"] {
+                        add(panel, v, v, f64::from(t), RackConfig { threads: t, multi_rack, ..base.clone() });
+                    }
+                }
+            }
+            (
+                "SwitchTx Fig. 14a/b: throughput against threads per server".to_string(),
+                "threads per server",
+                Unit::Integer,
+                vec![Metric::Throughput],
+            )
+        }
+        "fig15" => {
+            for theta in [0.5, 0.6, 0.7, 0.8, 0.9, 0.99] {
+                for (v, _) in all(theta) {
+                    add("YCSB-T", v, v, theta, with_theta(&base, theta));
+                }
+            }
+            (
+                "SwitchTx Fig. 15: YCSB-T against Zipf θ".to_string(),
+                "Zipf θ",
+                Unit::Ratio,
+                vec![Metric::Throughput, Metric::P50],
+            )
+        }
+        "fig17" => {
+            for n in 1..=8u8 {
+                let workload = Workload { partitions: n, ..base.workload.clone() };
+                for v in ["fasst", "switchtx"] {
+                    add("YCSB-T θ 0.8", v, v, f64::from(n), RackConfig { workload: workload.clone(), ..base.clone() });
+                }
+            }
+            (
+                "SwitchTx Fig. 17a: throughput against servers per transaction".to_string(),
+                "servers per transaction",
+                Unit::Integer,
+                vec![Metric::Throughput],
+            )
+        }
+        other => {
+            let names: Vec<&str> = EXPERIMENTS.iter().map(|e| e.name).collect();
+            return Err(format!("no experiment `{other}`; accepted: {}", names.join(", ")));
+        }
+    };
+    let name = EXPERIMENTS.iter().find(|e| e.name == name).map_or("", |e| e.name);
+    Ok(Plan { name, title, x_label, x_unit, metrics, points })
+}
+
+/// Runs every point of `plan` on `threads` threads; results in the plan's order.
+fn run_plan(plan: &Plan, threads: usize) -> Result<Vec<RackFigures>, String> {
+    let progress = Progress::new(plan.points.len() as u64, plan.name);
+    let next = AtomicUsize::new(0);
+    let slots: Mutex<Vec<Option<Result<RackFigures, String>>>> = Mutex::new(vec![None; plan.points.len()]);
+    std::thread::scope(|s| {
+        for _ in 0..threads.clamp(1, plan.points.len().max(1)) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(p) = plan.points.get(i) else { break };
+                let result = run(p.variant, &p.cfg);
+                progress.inc(&format!("{} {} x={}", p.panel, p.series, p.x));
+                slots.lock().expect("no panics while holding")[i] = Some(result);
+            });
+        }
+    });
+    progress.finish("done");
+    let slots = slots.into_inner().expect("threads joined");
+    plan.points
+        .iter()
+        .zip(slots)
+        .map(|(p, r)| {
+            r.expect("every point ran").map_err(|e| format!("{} {} {} x={}: {e}", plan.name, p.panel, p.series, p.x))
+        })
+        .collect()
+}
+
+const HEADER: [&str; 20] = [
+    "experiment",
+    "panel",
+    "series",
+    "variant",
+    "x",
+    "threads",
+    "theta",
+    "mpl",
+    "multi_rack",
+    "mtps",
+    "p50_us",
+    "p99_us",
+    "lock_us_mean",
+    "aborts",
+    "commits",
+    "timeouts",
+    "mpl_mean",
+    "checked_commits",
+    "events",
+    "trace_hash",
+];
+
+/// Writes `<out>/switchtx-<experiment>.csv` and `.svg`.
+fn write_outputs(plan: &Plan, results: &[RackFigures], out: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(out).map_err(|e| e.to_string())?;
+    let rows: Vec<Vec<String>> = plan
+        .points
+        .iter()
+        .zip(results)
+        .map(|(p, f)| {
+            vec![
+                plan.name.to_string(),
+                p.panel.clone(),
+                p.series.clone(),
+                p.variant.to_string(),
+                p.x.to_string(),
+                p.cfg.threads.to_string(),
+                p.cfg.workload.theta.to_string(),
+                p.cfg.mpl.to_string(),
+                p.cfg.multi_rack.to_string(),
+                format!("{:.4}", f.mtps),
+                format!("{:.2}", f.p50_us),
+                format!("{:.2}", f.p99_us),
+                format!("{:.2}", f.lock_us_mean),
+                f.aborts.to_string(),
+                f.commits.to_string(),
+                f.timeouts.to_string(),
+                format!("{:.2}", f.mpl_mean),
+                f.checked_commits.to_string(),
+                f.events.to_string(),
+                f.trace_hash.clone(),
+            ]
+        })
+        .collect();
+    write_csv(&out.join(format!("switchtx-{}.csv", plan.name)), &HEADER, &rows).map_err(|e| e.to_string())?;
+    let mut panels: Vec<Panel> = Vec::new();
+    for &metric in &plan.metrics {
+        for (p, f) in plan.points.iter().zip(results) {
+            let title = format!("{}: {}", p.panel, metric.label());
+            let k = match panels.iter().position(|q| q.title == title) {
+                Some(k) => k,
+                None => {
+                    panels.push(Panel {
+                        title,
+                        x_label: plan.x_label.into(),
+                        x_unit: plan.x_unit,
+                        y_label: metric.label().into(),
+                        y_unit: metric.unit(),
+                        series: Vec::new(),
+                    });
+                    panels.len() - 1
+                }
+            };
+            let y = metric.value(f);
+            match panels[k].series.iter_mut().find(|s| s.name == p.series) {
+                Some(s) => s.points.push((p.x, y)),
+                None => panels[k].series.push(Series::new(p.series.clone(), vec![(p.x, y)])),
+            }
+        }
+    }
+    write_svg(&out.join(format!("switchtx-{}.svg", plan.name)), &plan.title, panels.len().min(2), &panels)
+        .map_err(|e| e.to_string())
+}
+
+fn find<'a>(plan: &Plan, r: &'a [RackFigures], series: &str, x: f64) -> Option<&'a RackFigures> {
+    plan.points.iter().position(|p| p.series == series && (p.x - x).abs() < 1e-9).map(|i| &r[i])
+}
+
+/// A table of every point of `plan`.
+fn table(plan: &Plan, r: &[RackFigures]) -> String {
+    let mut s = format!(
+        "| {} | {} | Mtxn/s | P50 µs | P99 µs | lock µs | aborts | MPL |\n|---|---|---|---|---|---|---|---|\n",
+        plan.x_label, "line"
+    );
+    for (p, f) in plan.points.iter().zip(r) {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {:.3} | {:.1} | {:.1} | {:.1} | {} | {:.1} |",
+            p.x, p.series, f.mtps, f.p50_us, f.p99_us, f.lock_us_mean, f.aborts, f.mpl_mean
+        );
+    }
+    s
+}
+
+/// Our ratios beside the paper's headline figures (fig10).
+fn fig10_claims(plan: &Plan, r: &[RackFigures]) -> String {
+    let mut s = String::from("| paper (§5.2) | ours | note |\n|---|---|---|\n");
+    let get = |v: &str, theta: f64| find(plan, r, v, theta);
+    for theta in [0.8, 0.99] {
+        let (Some(f), Some(g), Some(t), Some(o), Some(x)) = (
+            get("fasst", theta),
+            get("gas", theta),
+            get("tree-gas", theta),
+            get("reorder", theta),
+            get("switchtx", theta),
+        ) else {
+            continue;
+        };
+        let _ = writeln!(
+            s,
+            "| θ {theta}: SwitchTx up to 1.81× FaSST's throughput | {:.2}× | all four techniques |",
+            x.mtps / f.mtps
+        );
+        let _ = writeln!(
+            s,
+            "| θ {theta}: +GaS 1.63× (0.8) / 1.48× (0.99) FaSST | {:.2}× | S0 alone coordinates |",
+            g.mtps / f.mtps
+        );
+        let _ =
+            writeln!(s, "| θ {theta}: +Tree-GaS +2.1%..7.8% over +GaS | {:+.1}% | |", (t.mtps / g.mtps - 1.0) * 100.0);
+        let _ = writeln!(
+            s,
+            "| θ {theta}: +Reorder up to +7.2% | {:+.1}% | strict-priority ports only (no server batch sort) |",
+            (o.mtps / t.mtps - 1.0) * 100.0
+        );
+        let _ = writeln!(
+            s,
+            "| θ {theta}: +MPL +5.0% (0.8) / +13.4% (0.99) | {:+.1}% | Listing 1, epochs of 100 µs |",
+            (x.mtps / o.mtps - 1.0) * 100.0
+        );
+        let _ = writeln!(
+            s,
+            "| θ {theta}: in-switch GaS cuts P50 latency by up to 40.4% | {:+.1}% (+Tree-GaS vs FaSST) | |",
+            (t.p50_us / f.p50_us - 1.0) * 100.0
+        );
+        let _ = writeln!(
+            s,
+            "| θ {theta}: lock time −41.5% with +GaS (θ 0.8) | {:+.1}% | |",
+            (g.lock_us_mean / f.lock_us_mean - 1.0) * 100.0
+        );
+    }
+    s
+}
+
+/// Runs `experiment`, writes its files and returns a summary.
+pub fn sweep(experiment: &str, options: &ExperimentOptions) -> Result<String, String> {
+    let plan = plan(experiment, options)?;
+    let results = run_plan(&plan, options.threads)?;
+    write_outputs(&plan, &results, &options.out)?;
+    let mut s = format!("{}\n\n{}", plan.title, table(&plan, &results));
+    if plan.name == "fig10" {
+        s.push('\n');
+        s.push_str(&fig10_claims(&plan, &results));
+    }
+    let _ = writeln!(s, "\nwrote {}", options.out.join(format!("switchtx-{}.{{csv,svg}}", plan.name)).display());
+    Ok(s)
+}
+
+/// Runs every experiment, writes the files and `switchtx-report.md`.
+pub fn reproduce(options: &ExperimentOptions) -> Result<String, String> {
+    let names: &[&str] = if options.quick {
+        &["fig10", "fig11", "fig13"]
+    } else {
+        &["fig10", "fig11", "fig13", "fig14", "fig15", "fig17"]
+    };
+    let mut report = format!(
+        "# SwitchTx on PisaDB: reproduction report\n\nSeed {}, {} mode ({} threads per server, {} µs window). \
+         Figures are simulated, not fitted; see systems/switchtx/RESULTS.md for how the model differs from the testbed.\n",
+        options.seed,
+        if options.quick { "quick" } else { "full" },
+        base(options).threads,
+        base(options).measure_us
+    );
+    for name in names {
+        let plan = plan(name, options)?;
+        let results = run_plan(&plan, options.threads)?;
+        write_outputs(&plan, &results, &options.out)?;
+        let _ = write!(report, "\n## {}\n\n{}", plan.title, table(&plan, &results));
+        if *name == "fig10" {
+            let _ = write!(report, "\n{}", fig10_claims(&plan, &results));
+        }
+    }
+    let path = options.out.join("switchtx-report.md");
+    std::fs::write(&path, &report).map_err(|e| e.to_string())?;
+    Ok(format!("{report}\nwrote {}", path.display()))
+}
