@@ -67,21 +67,26 @@ use rand_distr::{Distribution, Zipf};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// The CPU costs a server charges (see `CALIBRATION.md`, `## SwitchTx`).
+/// The CPU costs a server charges (see `CALIBRATION.md`, `## SwitchTx`): per datagram
+/// received `stack_ns + handler_ns` (a `prepare`: `prepare_ns` instead of `handler_ns`),
+/// plus `item_ns` per key it touches, plus `stack_ns` per datagram it sends; `begin_ns` to
+/// draw a transaction and build its reads.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Costs {
     /// Network stack per datagram sent or received (not our code: assumed, as P4DB's).
     pub stack_ns: Nanos,
-    /// Drawing a transaction and sending its reads (bench `begin`).
+    /// Drawing a transaction and building its reads (bench `begin`).
     pub begin_ns: Nanos,
-    /// Handling one message, fixed part (bench medians, see CALIBRATION.md).
+    /// Handling one message, fixed part (benches `read_1`, `validate` less one key).
     pub handler_ns: Nanos,
-    /// Per key a handler touches.
+    /// Handling a `prepare` and locking, fixed part (bench `prepare_lock` less two keys).
+    pub prepare_ns: Nanos,
+    /// Per key a handler touches (`(read_8 − read_1) / 7`).
     pub item_ns: Nanos,
 }
 
-/// The figures measured by `benches/costs.rs` (CALIBRATION.md, `## SwitchTx`).
-pub const COSTS: Costs = Costs { stack_ns: 200, begin_ns: 400, handler_ns: 150, item_ns: 40 };
+/// The figures measured by `benches/costs.rs` on 2026-11-26 (CALIBRATION.md, `## SwitchTx`).
+pub const COSTS: Costs = Costs { stack_ns: 200, begin_ns: 1_900, handler_ns: 110, prepare_ns: 290, item_ns: 39 };
 
 /// The YCSB-T workload (§5.1).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -416,6 +421,13 @@ impl Server {
     /// The backup copy of the previous shard: key → (value, version).
     pub fn backup(&self) -> &BTreeMap<u64, (u64, u64)> {
         &self.backup
+    }
+
+    /// Starts a new transaction in lane 0 of thread 0 as a worker would (draw its keys, send
+    /// its reads); for the cost benchmarks.
+    pub fn begin_one(&mut self, now: Nanos, out: &mut HostOutbox<Self>) {
+        self.workers[0].lanes[0] = None;
+        self.start_lane(now, 0, 0, out);
     }
 
     /// Each thread's MPL now.
@@ -886,7 +898,6 @@ impl Server {
             }
             self.send(out, server, next.datagram(u16::from(self.cfg.id), u16::from(server)));
         }
-        out.cpu_ns += self.cfg.costs.handler_ns;
         if scatter & (1 << self.cfg.id) != 0 || msg == MsgType::Fail {
             self.down(now, &next, out);
         }
@@ -907,7 +918,7 @@ impl Server {
                 Item { key: i.key, value: r.value, version: r.version, locked: r.lock.is_some() }
             })
             .collect();
-        out.cpu_ns += self.cfg.costs.item_ns * d.items.len() as u64;
+        out.cpu_ns += self.cfg.costs.handler_ns + self.cfg.costs.item_ns * d.items.len() as u64;
         self.send(out, from, reply.datagram(u16::from(self.cfg.id), u16::from(from)));
     }
 
@@ -964,7 +975,7 @@ impl Server {
             .collect();
         part.reads = reads.iter().map(|i| (i.key, i.version)).collect();
         let early = std::mem::take(&mut part.early);
-        out.cpu_ns += self.cfg.costs.handler_ns + self.cfg.costs.item_ns * d.items.len() as u64;
+        out.cpu_ns += self.cfg.costs.prepare_ns + self.cfg.costs.item_ns * d.items.len() as u64;
         if d.wp & (1 << me) != 0 {
             self.lock(now, slot, out);
         }
@@ -1065,7 +1076,6 @@ impl Server {
             return;
         }
         let owner = (slot, part.attempt);
-        out.cpu_ns += self.cfg.costs.handler_ns;
         match msg {
             MsgType::LockOk if part.parts.rp & (1 << me) != 0 => {
                 out.cpu_ns += self.cfg.costs.item_ns * part.reads.len() as u64;
@@ -1185,7 +1195,10 @@ impl Host for Server {
                 }
                 MsgType::Prepare => self.prepare(now, &d, out),
                 MsgType::Query | MsgType::Resolve => self.query_serve(now, &d, from, out),
-                MsgType::QueryReply | MsgType::ResolveAck => self.query_answer(now, &d, from, out),
+                MsgType::QueryReply | MsgType::ResolveAck => {
+                    out.cpu_ns += self.cfg.costs.handler_ns;
+                    self.query_answer(now, &d, from, out)
+                }
                 _ => out.events.push(ServerEvent::Rejected("unexpected_type")),
             },
         }

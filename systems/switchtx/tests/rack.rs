@@ -17,3 +17,36 @@ fn every_variant_commits_and_passes_the_checks() {
         assert!(f.checked_commits >= f.commits, "{v}");
     }
 }
+
+#[test]
+fn the_same_seed_gives_the_same_trace_and_another_seed_another() {
+    for v in ["fasst", "switchtx"] {
+        let a = run(v, &small()).unwrap();
+        let b = run(v, &small()).unwrap();
+        assert_eq!((&a.trace_hash, a.events, a.commits), (&b.trace_hash, b.events, b.commits), "{v}");
+        let c = run(v, &RackConfig { seed: 2, ..small() }).unwrap();
+        assert_ne!(a.trace_hash, c.trace_hash, "{v}: seed 2 ran the same history as seed 1");
+    }
+}
+
+#[test]
+fn in_switch_coordination_absorbs_messages_and_shortens_locks() {
+    // Uncontended (θ = 0): the switches drop every gathered message but the last, the client
+    // sends no phase requests, and write locks are held for fewer round trips.
+    let cfg =
+        RackConfig { workload: pisadb_switchtx::server::Workload { theta: 0.0, ..Default::default() }, ..small() };
+    let fasst = run("fasst", &cfg).unwrap();
+    let tree = run("tree-gas", &cfg).unwrap();
+    assert_eq!(fasst.switch_gathered, 0);
+    assert!(tree.switch_gathered > 0);
+    assert!(tree.lock_us_mean < fasst.lock_us_mean, "{tree:?} vs {fasst:?}");
+    assert!(tree.p50_us < fasst.p50_us, "{tree:?} vs {fasst:?}");
+}
+
+#[test]
+fn a_one_rack_testbed_and_the_adaptive_mpl_run_and_pass() {
+    let f = run("switchtx", &RackConfig { multi_rack: false, measure_us: 500, epoch_us: 50, ..small() }).unwrap();
+    assert!(f.commits > 0 && f.mpl_mean >= 1.0, "{f:?}");
+    let g = run("gas", &RackConfig { multi_rack: false, ..small() }).unwrap();
+    assert!(g.switch_gathered > 0, "one rack: the ToR coordinates");
+}
