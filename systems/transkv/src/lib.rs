@@ -1,2 +1,6 @@
 //! TransKV (seed 003) on PisaDB: a hierarchy of switches caching hot keys and ordering
 //! transactions by timestamp. Work in progress (issue 19): not yet registered with the CLI.
+//!
+//! - [`wire`]: the message format behind the shared frame.
+
+pub mod wire;
