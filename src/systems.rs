@@ -5,5 +5,10 @@ use pisadb_harness::Registry;
 
 /// Every system, in the order `pisadb systems` lists them.
 pub(crate) fn registry() -> Registry {
-    Registry::new(vec![&pisadb_p4db::SYSTEM, &pisadb_gotthard::SYSTEM, &pisadb_netaccel::SYSTEM])
+    Registry::new(vec![
+        &pisadb_p4db::SYSTEM,
+        &pisadb_gotthard::SYSTEM,
+        &pisadb_netaccel::SYSTEM,
+        &pisadb_transkv::SYSTEM,
+    ])
 }

@@ -11,7 +11,7 @@
 //! ```
 //!
 //! A `Voted` is answered with `Commit`; `Committed` goes on to the client; `Aborted` (the node
-//! refused) and `SwitchAborted` (a switch refused on the way) become `Aborted` for the client;
+//! refused) and `SwitchAborted` (a switch refused on the way) go on to the client as they are;
 //! `Served` (every op a read a switch answered) becomes `Committed`. Transactions span one
 //! node (`client.rs`), so one vote decides; the controller keeps which client waits for which
 //! timestamp.
@@ -93,7 +93,8 @@ impl Controller {
                 let Some(client) = self.waiting.remove(&msg.ts) else { return self.reject("unknown_outcome", out) };
                 let committed = matches!(msg.status, Status::Committed | Status::Served);
                 out.events.push(ControllerEvent::Decided { committed });
-                let status = if committed { Status::Committed } else { Status::Aborted };
+                // An abort keeps its source (a switch's or a node's) for the client's figures.
+                let status = if committed { Status::Committed } else { msg.status };
                 self.send(msg, status, client, out);
             }
             _ => self.reject("unexpected_status", out),
