@@ -20,10 +20,14 @@
 //! - [`costs`]: the CPU time charged to the hosts.
 //! - [`rack`]: the data center on the simulator, its figures and end-of-run checks.
 //! - [`system`]: the harness's view (variants, settings, one point).
+//! - [`experiments`]: Figs. 9–11 and Tables I–II, their CSVs, charts and report.
+//! - [`fuzz`]: seeded fault-injection cases and their oracles (`pisadb fuzz --system transkv`).
 
 pub mod client;
 pub mod control;
 pub mod costs;
+pub mod experiments;
+pub mod fuzz;
 pub mod layout;
 pub mod program;
 pub mod rack;

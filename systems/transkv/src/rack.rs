@@ -223,6 +223,10 @@ pub struct RackFigures {
     pub read_us: [f64; 3],
     /// Write transactions' latency: mean, p50, p99 in µs.
     pub write_us: [f64; 3],
+    /// Read transactions' latency CDF: the 5th, 10th, …, 100th percentile in µs.
+    pub read_cdf_us: Vec<f64>,
+    /// Write transactions' latency CDF, as `read_cdf_us`.
+    pub write_cdf_us: Vec<f64>,
     /// Keys cached over all switches.
     pub cached_keys: u64,
     /// Datagrams the hosts rejected.
@@ -253,6 +257,14 @@ fn histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 3_600 * 1_000_000_000, 3).expect("valid bounds")
 }
 
+/// The 5th, 10th, …, 100th percentiles of `h` in µs (empty if `h` is).
+fn cdf(h: &Histogram<u64>) -> Vec<f64> {
+    if h.is_empty() {
+        return Vec::new();
+    }
+    (1..=20).map(|i| h.value_at_quantile(f64::from(i) / 20.0) as f64 / 1e3).collect()
+}
+
 fn summary(h: &Histogram<u64>) -> [f64; 3] {
     if h.is_empty() {
         return [0.0; 3];
@@ -275,6 +287,8 @@ impl RackObserver {
                 aborts_store: 0,
                 read_us: [0.0; 3],
                 write_us: [0.0; 3],
+                read_cdf_us: Vec::new(),
+                write_cdf_us: Vec::new(),
                 cached_keys: 0,
                 rejected: 0,
                 events: 0,
@@ -286,6 +300,16 @@ impl RackObserver {
             store_commits: BTreeMap::new(),
             duplicate: None,
         }
+    }
+
+    /// Transactions committed so far.
+    pub fn commits(&self) -> u64 {
+        self.figures.commits
+    }
+
+    /// Attempts a switch aborted so far.
+    pub fn switch_aborts(&self) -> u64 {
+        self.figures.aborts_switch
     }
 
     /// The read and write latency histograms (ns), for CDFs.
@@ -427,6 +451,8 @@ pub fn run_world(variant: &str, cfg: &RackConfig) -> Result<(RackWorld, Arc<Hier
     f.mtps = if f.completion_s > 0.0 { f.commits as f64 / f.completion_s / 1e6 } else { 0.0 };
     f.read_us = summary(&world.observer().read_latency);
     f.write_us = summary(&world.observer().write_latency);
+    f.read_cdf_us = cdf(&world.observer().read_latency);
+    f.write_cdf_us = cdf(&world.observer().write_latency);
     f.cached_keys = hierarchy.cached.len() as u64;
     f.events = world.events_processed();
     f.trace_hash = format!("{:016x}", world.trace_hash());

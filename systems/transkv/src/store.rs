@@ -22,6 +22,15 @@ use crate::costs;
 use crate::wire::{value_of, version_of, Message, OpType, Rejections, Status};
 use pisadb_core::{Nanos, TupleKey};
 use pisadb_engine::{Concurrency, Intent, Read, Storage, StorageError, TimestampOrdering, Tuple, TxnId, Work};
+
+/// Keys a message made the store read and write (what [`costs::store_ns`] charges).
+#[derive(Clone, Copy, Debug, Default)]
+struct StoreWork {
+    /// Point reads.
+    reads: u64,
+    /// Inserts.
+    writes: u64,
+}
 use pisadb_host::{Host, HostOutbox, Route, Send};
 use std::collections::BTreeMap;
 
@@ -127,7 +136,7 @@ impl StorageNode {
 
     /// Runs TSO on the undecided ops; fills read values; `false` (and nothing pending) if an
     /// op is late.
-    fn check(&mut self, msg: &mut Message, work: &mut Work) -> bool {
+    fn check(&mut self, msg: &mut Message, work: &mut Work, io: &mut StoreWork) -> bool {
         let txn = TxnId::from_bits(u64::from(msg.ts));
         if self.tso.begin(txn, u64::from(msg.ts)).is_err() {
             return false;
@@ -137,6 +146,7 @@ impl StorageNode {
             let ok = match op.op_type {
                 OpType::Read => match self.tso.read(&self.versions, txn, key, Intent::Read, work) {
                     Ok(Read::Done(tuple)) => {
+                        io.reads += 1;
                         op.value = value_of(op.key, tuple.version);
                         true
                     }
@@ -151,13 +161,14 @@ impl StorageNode {
         }
         for op in msg.ops.iter_mut().filter(|o| o.decided() && o.op_type == OpType::Read && !o.served()) {
             // Decided by a switch whose value was not whole: the committed value is here.
+            io.reads += 1;
             op.value = value_of(op.key, self.version(op.key as u64));
         }
         true
     }
 
     /// Installs `msg`'s writes (the TSO's pending ones and the switch-decided ones).
-    fn install(&mut self, msg: &Message, work: &mut Work, out: &mut HostOutbox<Self>) {
+    fn install(&mut self, msg: &Message, work: &mut Work, io: &mut StoreWork, out: &mut HostOutbox<Self>) {
         let txn = TxnId::from_bits(u64::from(msg.ts));
         let writes: Vec<(u64, u64)> = msg
             .ops
@@ -165,6 +176,7 @@ impl StorageNode {
             .filter(|o| o.op_type == OpType::Write)
             .map(|o| (o.key as u64, self.version(o.key as u64)))
             .collect();
+        io.writes += writes.len() as u64;
         // The TSO's own transaction (possibly without ops) ends here either way.
         let _ = self.tso.commit(&mut self.versions, txn, work);
         for op in msg.ops.iter().filter(|o| o.decided() && o.op_type == OpType::Write) {
@@ -184,11 +196,12 @@ impl StorageNode {
 
     fn serve(&mut self, src: u16, mut msg: Message, out: &mut HostOutbox<Self>) {
         let mut work = Work::default();
+        let mut io = StoreWork::default();
         match msg.status {
             Status::Request if msg.ts == 0 => {
                 for op in msg.ops.iter_mut() {
                     if op.op_type == OpType::Read && !op.served() {
-                        work.tuple_ops += 1;
+                        io.reads += 1;
                         op.value = value_of(op.key, self.version(op.key as u64));
                     }
                 }
@@ -200,8 +213,8 @@ impl StorageNode {
                 self.answer(msg, Status::Committed, src, out);
             }
             Status::Request => {
-                if self.check(&mut msg, &mut work) {
-                    self.install(&msg, &mut work, out);
+                if self.check(&mut msg, &mut work, &mut io) {
+                    self.install(&msg, &mut work, &mut io, out);
                     self.answer(msg, Status::Committed, src, out);
                 } else {
                     out.events.push(StoreEvent::Aborted);
@@ -209,7 +222,7 @@ impl StorageNode {
                 }
             }
             Status::Prepare => {
-                if self.check(&mut msg, &mut work) {
+                if self.check(&mut msg, &mut work, &mut io) {
                     self.prepared.insert(msg.ts, msg.clone());
                     self.answer(msg, Status::Voted, src, out);
                 } else {
@@ -219,7 +232,7 @@ impl StorageNode {
             }
             Status::Commit => match self.prepared.remove(&msg.ts) {
                 Some(prepared) => {
-                    self.install(&prepared, &mut work, out);
+                    self.install(&prepared, &mut work, &mut io, out);
                     self.answer(prepared, Status::Committed, src, out);
                 }
                 None => {
@@ -232,7 +245,7 @@ impl StorageNode {
                 out.events.push(StoreEvent::Rejected("unexpected_status"));
             }
         }
-        out.cpu_ns += costs::store_ns(&work);
+        out.cpu_ns += costs::store_ns(io.reads, io.writes);
     }
 }
 

@@ -79,14 +79,18 @@ impl System for TransKv {
     }
 
     fn fuzz_case(&self) -> Option<FuzzCaseFn> {
-        None
+        Some(crate::fuzz::fuzz_report)
     }
 
     fn experiments(&self) -> &'static [ExperimentName] {
-        &[]
+        crate::experiments::EXPERIMENTS
     }
 
-    fn sweep(&self, experiment: &str, _options: &ExperimentOptions) -> Result<String, HarnessError> {
-        Err(run_error(format!("no experiment `{experiment}` yet")))
+    fn sweep(&self, experiment: &str, options: &ExperimentOptions) -> Result<String, HarnessError> {
+        crate::experiments::sweep(experiment, options).map_err(run_error)
+    }
+
+    fn reproduce(&self, options: &ExperimentOptions) -> Result<String, HarnessError> {
+        crate::experiments::reproduce(options).map_err(run_error)
     }
 }
