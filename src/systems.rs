@@ -10,5 +10,6 @@ pub(crate) fn registry() -> Registry {
         &pisadb_gotthard::SYSTEM,
         &pisadb_netaccel::SYSTEM,
         &pisadb_switchtx::SYSTEM,
+        &pisadb_transkv::SYSTEM,
     ])
 }

@@ -1,2 +1,38 @@
 //! TransKV (seed 003) on PisaDB: a hierarchy of switches caching hot keys and ordering
-//! transactions by timestamp. Work in progress (issue 19): not yet registered with the CLI.
+//! transactions by timestamp.
+//!
+//! Clients stamp each transaction with a timestamp (T-TS). The switches of a data center's
+//! three levels cache the hottest keys (hottest at the core, warm at the ToRs, each key once)
+//! together with each key's read, write and pending-writer timestamps, and run basic timestamp
+//! ordering on the ops for keys they cache: a late op aborts the transaction right there, an
+//! accepted read is answered from the cache, an accepted write goes on to its storage node.
+//! Transactions on keys no switch caches are coordinated by the controller (the storage nodes
+//! vote by the same TSO). The baselines: Tranx-Coor (every transaction through the
+//! coordinator), No-Cache and TransKV-cache (non-transactional reads without and with the
+//! cache).
+//!
+//! - [`wire`]: the message format behind the shared frame.
+//! - [`program`]: the switch program (cache table, timestamps, values, basic TSO).
+//! - [`layout`]: the Fig. 6(c) hierarchy, key partitioning and the cache placement.
+//! - [`store`]: a storage node (in-memory versions, engine TSO for uncached keys).
+//! - [`client`]: a client host (closed-loop YCSB transactions, several outstanding).
+//! - [`control`]: the controller (coordinator of transactions on uncached keys).
+//! - [`costs`]: the CPU time charged to the hosts.
+//! - [`rack`]: the data center on the simulator, its figures and end-of-run checks.
+//! - [`system`]: the harness's view (variants, settings, one point).
+//! - [`experiments`]: Figs. 9–11 and Tables I–II, their CSVs, charts and report.
+//! - [`fuzz`]: seeded fault-injection cases and their oracles (`pisadb fuzz --system transkv`).
+
+pub mod client;
+pub mod control;
+pub mod costs;
+pub mod experiments;
+pub mod fuzz;
+pub mod layout;
+pub mod program;
+pub mod rack;
+pub mod store;
+pub mod system;
+pub mod wire;
+
+pub use system::SYSTEM;

@@ -1,0 +1,388 @@
+//! A client host (§III's client library): closed-loop YCSB transactions, several outstanding.
+//!
+//! Each of the host's `outstanding` slots runs one transaction at a time and starts the next
+//! when it commits, until the host has started its share of transactions. A transaction is
+//! `ops_per_txn` distinct keys of one storage node: the first drawn from YCSB's scrambled Zipf
+//! (or uniform when `zipf` is 0), the others its neighbours in the node's key range (a
+//! transaction spans one node; §VI does not say more). It is a write transaction (all ops
+//! write) with probability `write_ratio`, else read-only.
+//!
+//! **Timestamps.** T-TS is unique and follows time: `(slot << 2) | index`, where `slot` is the
+//! larger of the host's last slot + 1 and the time in 100 ns units, and `index` (0..4) names
+//! the client host. It stays below 2^31 for 53 s of simulated time (the switch's ALU compares
+//! 32-bit signed words). An abort restarts the transaction with a new timestamp (basic TSO).
+//!
+//! **Path** ([`Path`]): TransKV sends a transaction whose keys are all cached straight to the
+//! storage node (the switches on the way decide it) and any other to the controller
+//! (coordinator); Tranx-Coor sends every transaction to the controller; non-transactional
+//! reads (T-TS = 0) go straight to the node.
+
+use crate::costs;
+use crate::layout::{Hierarchy, CONTROLLER};
+use crate::wire::{value_of, version_of, Message, Op, OpType, Rejections, Status};
+use pisadb_core::rng::{derive, SeededRng};
+use pisadb_core::{Nanos, TraceBytes, TraceHash};
+use pisadb_host::{Host, HostOutbox, Route, Send};
+use rand::Rng;
+use rand_distr::{Distribution, Zipf};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// How a client sends its transactions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Path {
+    /// TransKV: all keys cached → to the node; else → to the controller.
+    TransKv,
+    /// Tranx-Coor: every transaction → to the controller.
+    Coordinator,
+    /// Non-transactional reads (T-TS = 0) → to the node.
+    NonTransactional,
+}
+
+/// A client host's settings.
+#[derive(Clone, Debug)]
+pub struct ClientConfig {
+    /// Its host id.
+    pub address: u16,
+    /// Its index among the client hosts (0..4).
+    pub index: u16,
+    /// How it sends.
+    pub path: Path,
+    /// Transactions in flight at once.
+    pub outstanding: u16,
+    /// Transactions it commits in all.
+    pub txns: u32,
+    /// Ops per transaction.
+    pub ops_per_txn: u8,
+    /// Share of write transactions.
+    pub write_ratio: f64,
+    /// Zipf exponent; 0: uniform.
+    pub zipf: f64,
+    /// The seed.
+    pub seed: u64,
+    /// Keys, nodes and the cache placement.
+    pub hierarchy: Arc<Hierarchy>,
+}
+
+/// A client timer (none: the protocol tolerates no loss yet).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientTimer {}
+
+impl TraceBytes for ClientTimer {
+    fn trace(&self, _hash: &mut TraceHash) {
+        match *self {}
+    }
+}
+
+/// What a client reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClientEvent {
+    /// A transaction committed.
+    Committed {
+        /// T-TS of the attempt that committed.
+        ts: u32,
+        /// Whether it wrote.
+        write: bool,
+        /// From its first attempt's send to the answer.
+        latency_ns: Nanos,
+        /// Attempts it took.
+        attempts: u32,
+        /// Whether a switch answered it.
+        by_switch: bool,
+        /// (key, version read) per read.
+        reads: Vec<(u64, u64)>,
+    },
+    /// An attempt aborted (by a switch, or by a node or the controller).
+    Aborted {
+        /// Whether a switch aborted it.
+        by_switch: bool,
+    },
+    /// The client host committed all its transactions.
+    Finished(u16),
+    /// A reply for no outstanding attempt.
+    Stale,
+    /// A datagram rejected, with the reason.
+    Rejected(&'static str),
+}
+
+/// One transaction in flight.
+#[derive(Clone, Debug)]
+struct Txn {
+    /// Its sequence number.
+    seq: u32,
+    /// The current attempt's T-TS.
+    ts: u32,
+    /// Its ops (values of writes filled per attempt).
+    ops: Vec<Op>,
+    /// When its first attempt was sent.
+    started_ns: Nanos,
+    /// Attempts so far.
+    attempts: u32,
+}
+
+/// A client host.
+#[derive(Debug)]
+pub struct ClientHost {
+    cfg: ClientConfig,
+    rng: SeededRng,
+    zipf: Option<Zipf<f64>>,
+    /// In flight, by sequence number.
+    in_flight: BTreeMap<u32, Txn>,
+    /// Transactions started.
+    started: u32,
+    /// Transactions committed.
+    committed: u32,
+    /// The last timestamp slot taken.
+    last_slot: u64,
+    /// Whether it was told to stop.
+    stopped: bool,
+    /// Rejected datagrams by reason.
+    pub rejections: Rejections,
+}
+
+impl ClientHost {
+    /// A client host; `cfg.zipf` must be 0 or a valid exponent.
+    pub fn new(cfg: ClientConfig) -> Result<Self, String> {
+        let zipf = if cfg.zipf == 0.0 {
+            None
+        } else {
+            let s = cfg.zipf;
+            Some(Zipf::new(cfg.hierarchy.records as f64, s).map_err(|e| format!("zipf {s}: {e}"))?)
+        };
+        let rng = derive(cfg.seed, &format!("transkv-client-{}", cfg.index));
+        Ok(ClientHost {
+            cfg,
+            rng,
+            zipf,
+            in_flight: BTreeMap::new(),
+            started: 0,
+            committed: 0,
+            last_slot: 0,
+            stopped: false,
+            rejections: Rejections::default(),
+        })
+    }
+
+    fn next_ts(&mut self, now: Nanos) -> u32 {
+        self.last_slot = (self.last_slot + 1).max(now / 100);
+        let ts = (self.last_slot << 2) | u64::from(self.cfg.index);
+        u32::try_from(ts).ok().filter(|&t| t < 1 << 31).expect("timestamps stay below 2^31 (53 s of simulated time)")
+    }
+
+    fn draw_ops(&mut self) -> Vec<Op> {
+        let h = Arc::clone(&self.cfg.hierarchy);
+        let rank = match &self.zipf {
+            Some(z) => (z.sample(&mut self.rng) as u64).saturating_sub(1).min(h.records - 1),
+            None => self.rng.random_range(0..h.records),
+        };
+        let first = crate::layout::key_of_rank(rank, h.records);
+        let node = h.node_of(first);
+        let write = self.rng.random_bool(self.cfg.write_ratio);
+        let mut keys = vec![first];
+        let mut step = 1u64;
+        while keys.len() < usize::from(self.cfg.ops_per_txn) && step <= h.records {
+            for k in [first.checked_add(step), first.checked_sub(step)].into_iter().flatten() {
+                if keys.len() < usize::from(self.cfg.ops_per_txn) && k < h.records && h.node_of(k) == node {
+                    keys.push(k);
+                }
+            }
+            step += 1;
+        }
+        keys.into_iter()
+            .map(|k| if write { Op::write(u128::from(k), [0; 48]) } else { Op::read(u128::from(k)) })
+            .collect()
+    }
+
+    fn send_attempt(&mut self, now: Nanos, seq: u32, out: &mut HostOutbox<Self>) {
+        let ts = match self.cfg.path {
+            Path::NonTransactional => 0,
+            _ => self.next_ts(now),
+        };
+        let h = Arc::clone(&self.cfg.hierarchy);
+        let Some(txn) = self.in_flight.get_mut(&seq) else { return };
+        txn.ts = ts;
+        txn.attempts += 1;
+        for op in txn.ops.iter_mut().filter(|o| o.op_type == OpType::Write) {
+            op.value = value_of(op.key, u64::from(ts));
+        }
+        let all_cached = txn.ops.iter().all(|o| h.switch_of(o.key as u64).is_some());
+        let node = h.node_of(txn.ops[0].key as u64);
+        let (status, dst) = match self.cfg.path {
+            Path::TransKv if all_cached => (Status::Request, node),
+            Path::TransKv | Path::Coordinator => (Status::Coordinate, CONTROLLER),
+            Path::NonTransactional => (Status::Request, node),
+        };
+        let msg = Message { ts, status, client: self.cfg.address, seq, ops: txn.ops.clone() };
+        out.cpu_ns += costs::CLIENT_MESSAGE_NS;
+        out.sends.push(Send { dst, bytes: msg.datagram(self.cfg.address, dst) });
+    }
+
+    fn start_next(&mut self, now: Nanos, out: &mut HostOutbox<Self>) {
+        if self.stopped || self.started >= self.cfg.txns {
+            return;
+        }
+        self.started += 1;
+        let seq = self.started;
+        let ops = self.draw_ops();
+        self.in_flight.insert(seq, Txn { seq, ts: 0, ops, started_ns: now, attempts: 0 });
+        self.send_attempt(now, seq, out);
+    }
+
+    fn answer(&mut self, now: Nanos, msg: Message, out: &mut HostOutbox<Self>) {
+        let current = self.in_flight.get(&msg.seq).is_some_and(|t| t.ts == msg.ts);
+        if !current || msg.client != self.cfg.address {
+            out.events.push(ClientEvent::Stale);
+            return;
+        }
+        match msg.status {
+            Status::Committed | Status::Served => {
+                let Some(txn) = self.in_flight.remove(&msg.seq) else { return };
+                let reads = msg
+                    .ops
+                    .iter()
+                    .filter(|o| o.op_type == OpType::Read)
+                    .map(|o| (o.key as u64, version_of(&o.value)))
+                    .collect();
+                out.events.push(ClientEvent::Committed {
+                    ts: txn.ts,
+                    write: txn.ops.iter().any(|o| o.op_type == OpType::Write),
+                    latency_ns: now - txn.started_ns,
+                    attempts: txn.attempts,
+                    by_switch: msg.status == Status::Served,
+                    reads,
+                });
+                debug_assert_eq!(txn.seq, msg.seq);
+                self.committed += 1;
+                if self.committed == self.cfg.txns {
+                    out.events.push(ClientEvent::Finished(self.cfg.index));
+                }
+                self.start_next(now, out);
+            }
+            Status::Aborted | Status::SwitchAborted => {
+                out.events.push(ClientEvent::Aborted { by_switch: msg.status == Status::SwitchAborted });
+                self.send_attempt(now, msg.seq, out);
+            }
+            _ => {
+                self.rejections.count("unexpected_status");
+                out.events.push(ClientEvent::Rejected("unexpected_status"));
+            }
+        }
+    }
+}
+
+impl Host for ClientHost {
+    type Timer = ClientTimer;
+    type Log = ();
+    type Event = ClientEvent;
+
+    fn cores(&self) -> u16 {
+        costs::CLIENT_CORES
+    }
+
+    fn start(&mut self, now: Nanos, out: &mut HostOutbox<Self>) {
+        for _ in 0..self.cfg.outstanding {
+            self.start_next(now, out);
+        }
+    }
+
+    fn route(&self, _bytes: &[u8]) -> Route {
+        Route::AnyCore
+    }
+
+    fn timer_core(&self, timer: &ClientTimer) -> u16 {
+        match *timer {}
+    }
+
+    fn handle_datagram(&mut self, now: Nanos, bytes: &[u8], out: &mut HostOutbox<Self>) {
+        out.cpu_ns += costs::CLIENT_MESSAGE_NS;
+        match Message::open(bytes) {
+            Ok((_, msg)) => self.answer(now, msg, out),
+            Err(e) => {
+                self.rejections.count(e.reason());
+                out.events.push(ClientEvent::Rejected(e.reason()));
+            }
+        }
+    }
+
+    fn handle_timer(&mut self, _now: Nanos, timer: ClientTimer, _out: &mut HostOutbox<Self>) {
+        match timer {}
+    }
+
+    fn stop(&mut self) {
+        self.stopped = true;
+    }
+
+    fn is_idle(&self) -> bool {
+        self.in_flight.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn client(path: Path, zipf: f64) -> ClientHost {
+        let hierarchy = Arc::new(Hierarchy::new(10_000, 64).unwrap());
+        ClientHost::new(ClientConfig {
+            address: 16,
+            index: 0,
+            path,
+            outstanding: 4,
+            txns: 10,
+            ops_per_txn: 3,
+            write_ratio: 0.5,
+            zipf,
+            seed: 1,
+            hierarchy,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn transactions_are_distinct_keys_of_one_node_with_unique_rising_timestamps() {
+        let mut c = client(Path::Coordinator, 0.99);
+        let mut out = HostOutbox::<ClientHost>::default();
+        c.start(0, &mut out);
+        assert_eq!(out.sends.len(), 4);
+        let mut last = 0;
+        for s in &out.sends {
+            let (_, m) = Message::open(&s.bytes).unwrap();
+            assert_eq!((s.dst, m.status, m.ops.len()), (CONTROLLER, Status::Coordinate, 3));
+            let nodes: Vec<u16> = m.ops.iter().map(|o| c.cfg.hierarchy.node_of(o.key as u64)).collect();
+            assert!(nodes.iter().all(|&n| n == nodes[0]));
+            let mut keys: Vec<u128> = m.ops.iter().map(|o| o.key).collect();
+            keys.dedup();
+            assert_eq!(keys.len(), 3);
+            assert!(m.ts > last && m.ts % 4 == 0);
+            last = m.ts;
+        }
+    }
+
+    #[test]
+    fn an_abort_retries_with_a_new_timestamp_and_a_commit_starts_the_next() {
+        let mut c = client(Path::NonTransactional, 0.0);
+        let mut out = HostOutbox::<ClientHost>::default();
+        c.start(0, &mut out);
+        let (_, mut m) = Message::open(&out.sends[0].bytes).unwrap();
+        assert_eq!(m.ts, 0);
+        let mut c = client(Path::TransKv, 0.0);
+        let mut out = HostOutbox::<ClientHost>::default();
+        c.start(0, &mut out);
+        (_, m) = Message::open(&out.sends[0].bytes).unwrap();
+        m.status = Status::SwitchAborted;
+        let mut out = HostOutbox::<ClientHost>::default();
+        c.handle_datagram(5_000, &m.datagram(3, 16), &mut out);
+        let (_, retry) = Message::open(&out.sends[0].bytes).unwrap();
+        assert!(retry.ts > m.ts && retry.seq == m.seq);
+        let mut done = retry.clone();
+        done.status = Status::Committed;
+        let mut out = HostOutbox::<ClientHost>::default();
+        c.handle_datagram(9_000, &done.datagram(3, 16), &mut out);
+        assert!(matches!(out.events[0], ClientEvent::Committed { attempts: 2, latency_ns: 9_000, .. }));
+        assert_eq!(out.sends.len(), 1, "the next transaction");
+        // The old attempt's answer is stale.
+        let mut out = HostOutbox::<ClientHost>::default();
+        c.handle_datagram(9_500, &m.datagram(3, 16), &mut out);
+        assert_eq!(out.events, vec![ClientEvent::Stale]);
+    }
+}

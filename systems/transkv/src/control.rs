@@ -1,0 +1,167 @@
+//! The controller host (§III, §IV-F): the transaction coordinator for keys no switch caches
+//! (and, in the Tranx-Coor baseline, for every transaction).
+//!
+//! A client sends `Coordinate`; the controller sends `Prepare` to the transaction's storage
+//! node, and the switches on that path decide the ops on keys they cache (so a transaction
+//! mixing cached and uncached keys is decided by both); the node votes on the others:
+//!
+//! ```text
+//! client ──Coordinate──▶ controller ──Prepare──▶ [switches] ──▶ node
+//! client ◀──Committed── controller ◀─Committed── [switches] ◀── node ◀──Commit── controller ◀──Voted── node
+//! ```
+//!
+//! A `Voted` is answered with `Commit`; `Committed` goes on to the client; `Aborted` (the node
+//! refused) and `SwitchAborted` (a switch refused on the way) go on to the client as they are;
+//! `Served` (every op a read a switch answered) becomes `Committed`. Transactions span one
+//! node (`client.rs`), so one vote decides; the controller keeps which client waits for which
+//! timestamp.
+//!
+//! The cache fill from the workload's popularity is done at setup by the rack
+//! (`layout::Hierarchy` and `program::fill`), as the control plane would before the run; the
+//! periodic refresh from hit counters, the transaction log and recovery are not built yet.
+
+use crate::costs;
+use crate::layout::Hierarchy;
+use crate::wire::{Message, Rejections, Status};
+use pisadb_core::Nanos;
+use pisadb_host::{Host, HostOutbox, Route, Send};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// What the controller reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ControllerEvent {
+    /// A transaction was coordinated to its end (committed or not).
+    Decided {
+        /// Whether it committed.
+        committed: bool,
+    },
+    /// A datagram rejected, with the reason.
+    Rejected(&'static str),
+}
+
+/// The controller.
+#[derive(Debug)]
+pub struct Controller {
+    /// Its host id.
+    address: u16,
+    /// Keys and nodes.
+    hierarchy: Arc<Hierarchy>,
+    /// Transactions being coordinated: T-TS → client.
+    waiting: BTreeMap<u32, u16>,
+    /// Rejected datagrams by reason.
+    pub rejections: Rejections,
+}
+
+impl Controller {
+    /// A controller with nothing to coordinate yet.
+    pub fn new(address: u16, hierarchy: Arc<Hierarchy>) -> Self {
+        Controller { address, hierarchy, waiting: BTreeMap::new(), rejections: Rejections::default() }
+    }
+
+    /// Transactions still being coordinated.
+    pub fn waiting(&self) -> usize {
+        self.waiting.len()
+    }
+
+    fn send(&self, mut msg: Message, status: Status, dst: u16, out: &mut HostOutbox<Self>) {
+        msg.status = status;
+        out.sends.push(Send { dst, bytes: msg.datagram(self.address, dst) });
+    }
+
+    fn reject(&mut self, reason: &'static str, out: &mut HostOutbox<Self>) {
+        self.rejections.count(reason);
+        out.events.push(ControllerEvent::Rejected(reason));
+    }
+
+    fn coordinate(&mut self, src: u16, msg: Message, out: &mut HostOutbox<Self>) {
+        let node = self.hierarchy.node_of(msg.ops[0].key as u64);
+        match msg.status {
+            Status::Coordinate => {
+                if msg.ts == 0 || self.waiting.insert(msg.ts, src).is_some() {
+                    return self.reject("bad_coordinate", out);
+                }
+                self.send(msg, Status::Prepare, node, out);
+            }
+            Status::Voted => {
+                if !self.waiting.contains_key(&msg.ts) {
+                    return self.reject("unknown_vote", out);
+                }
+                self.send(msg, Status::Commit, node, out);
+            }
+            Status::Committed | Status::Served | Status::Aborted | Status::SwitchAborted => {
+                let Some(client) = self.waiting.remove(&msg.ts) else { return self.reject("unknown_outcome", out) };
+                let committed = matches!(msg.status, Status::Committed | Status::Served);
+                out.events.push(ControllerEvent::Decided { committed });
+                // An abort keeps its source (a switch's or a node's) for the client's figures.
+                let status = if committed { Status::Committed } else { msg.status };
+                self.send(msg, status, client, out);
+            }
+            _ => self.reject("unexpected_status", out),
+        }
+    }
+}
+
+impl Host for Controller {
+    type Timer = crate::store::NoTimer;
+    type Log = ();
+    type Event = ControllerEvent;
+
+    fn cores(&self) -> u16 {
+        costs::CONTROLLER_CORES
+    }
+
+    fn start(&mut self, _now: Nanos, _out: &mut HostOutbox<Self>) {}
+
+    fn route(&self, _bytes: &[u8]) -> Route {
+        Route::AnyCore
+    }
+
+    fn timer_core(&self, timer: &Self::Timer) -> u16 {
+        match *timer {}
+    }
+
+    fn handle_datagram(&mut self, _now: Nanos, bytes: &[u8], out: &mut HostOutbox<Self>) {
+        out.cpu_ns += costs::CONTROLLER_MESSAGE_NS;
+        match Message::open(bytes) {
+            Ok((frame, msg)) => self.coordinate(frame.src, msg, out),
+            Err(e) => self.reject(e.reason(), out),
+        }
+    }
+
+    fn handle_timer(&mut self, _now: Nanos, timer: Self::Timer, _out: &mut HostOutbox<Self>) {
+        match timer {}
+    }
+
+    fn stop(&mut self) {}
+
+    fn is_idle(&self) -> bool {
+        self.waiting.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::Op;
+
+    #[test]
+    fn coordinate_prepare_vote_commit_answer() {
+        let h = Arc::new(Hierarchy::new(1_600, 0).unwrap());
+        let mut c = Controller::new(20, h);
+        let msg = Message { ts: 8, status: Status::Coordinate, client: 16, seq: 1, ops: vec![Op::read(1_599)] };
+        let step = |c: &mut Controller, m: &Message, from: u16| {
+            let mut out = HostOutbox::<Controller>::default();
+            c.handle_datagram(0, &m.datagram(from, 20), &mut out);
+            out.sends.iter().map(|s| (s.dst, Message::open(&s.bytes).unwrap().1.status)).collect::<Vec<_>>()
+        };
+        assert_eq!(step(&mut c, &msg, 16), vec![(15, Status::Prepare)]);
+        let voted = Message { status: Status::Voted, ..msg.clone() };
+        assert_eq!(step(&mut c, &voted, 15), vec![(15, Status::Commit)]);
+        let done = Message { status: Status::Committed, ..msg.clone() };
+        assert_eq!(step(&mut c, &done, 15), vec![(16, Status::Committed)]);
+        assert!(c.is_idle());
+        assert_eq!(step(&mut c, &done, 15), vec![], "no second answer");
+        assert_eq!(c.rejections.total(), 1);
+    }
+}

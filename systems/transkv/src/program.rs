@@ -1,0 +1,736 @@
+//! TransKV's switch program on the shared PISA model: a key-value cache whose entries carry
+//! basic timestamp ordering (§IV-B/C, Fig. 4 and 6).
+//!
+//! ## State (one switch)
+//!
+//! - Stage 0: the exact-match **cache table** ([`CACHE_TABLE`]): key → (v_index, bitmap,
+//!   ts_index) packed by [`entry_value`], up to [`CACHE_ENTRIES`] = 64K keys as in §V. The
+//!   model's tables match at most 64-bit keys, so a 16-byte key with a non-zero high half is
+//!   never cached (a miss: always safe).
+//! - Stage 1: **W-TS** (write timestamp of the committed value), stage 2: **R-TS** (largest
+//!   timestamp that read it), stage 3: **T-TS** (the pending accepted writer, 0: none) and the
+//!   **hit counter** (§IV-D), each 64K × 32 bits at `ts_index`.
+//! - Stages 4–6: the **value**, one 16-byte word per stage (Fig. 6b's three registers). A
+//!   Tofino 1 stateful ALU outputs one 32-bit word, so a 16-byte slot is four 32-bit arrays of
+//!   one stage ([`VALUE_ARRAYS`] = 12 in all), read or written at `v_index`. The bitmap says
+//!   which of the three words hold the value; with the fixed 48-byte values of the workload
+//!   the control plane always sets all three ([`FULL_BITMAP`]); a key whose bitmap is not full
+//!   is never answered from the switch.
+//!
+//! Everything fits Tofino 1: the table takes 64 of stage 0's 80 SRAM blocks, each 32-bit array
+//! 16 blocks (stage 3: 32, stages 4–6: 64); [`TransKvProgram::spec`] is checked at load.
+//!
+//! ## Basic TSO in the pipeline (our reading of the lost Figs. 7–8)
+//!
+//! One op is decided per pass: it needs the table and the three timestamp arrays, each usable
+//! once per pass, so a transaction of n ops the switch caches takes n passes (recirculating).
+//! For a transaction with timestamp t and an op on a cached key:
+//!
+//! - **read**: W-TS is read (stage 1); R-TS := max(R-TS, t) if t ≥ W-TS (stage 2, two
+//!   comparisons); T-TS is read (stage 3). The read aborts if t < W-TS or a pending writer
+//!   older than t holds the key (0 < T-TS < t). Else it is accepted and, its committed value
+//!   being the one t must see, the value words are read into the op's value slot
+//!   ([`FLAG_SERVED`]). *Choice*: when the read aborts only because of the older pending
+//!   writer, R-TS has already been raised (stage 2 comes before stage 3). A higher R-TS only
+//!   makes later writers older than t abort, so this is conservative, never unsafe; the
+//!   alternative (T-TS before R-TS) would need a second pass for every write.
+//! - **write**: W-TS and R-TS are read; the packet computes m = max(R-TS, W-TS) (PHV
+//!   arithmetic), and T-TS := t if T-TS = 0 and t ≥ m (stage 3, two comparisons). The write
+//!   is accepted if the claim succeeded, or if T-TS already is t (an earlier op of the same
+//!   transaction). It is then forwarded to storage, which applies it.
+//! - A transaction is accepted only if every op is. When op k aborts after earlier ops of the
+//!   same packet claimed T-TS on this switch, the packet takes one **cleanup pass** per claim
+//!   (T-TS := 0 if T-TS = t) and then goes back to its sender as `SwitchAborted`. The R-TS
+//!   raised by its accepted reads stays (conservative, as above). Switches higher up the path
+//!   clear their own claims when that reply passes them.
+//! - `Committed` passing the switch installs each cached write: W-TS := max(W-TS, t) (its old
+//!   value out), T-TS := 0 if it is t, and, if the old W-TS was below t, the value words.
+//!   Installing is idempotent and never moves a key backwards, so a `Committed` seen twice
+//!   (storage → controller → client) is harmless. `Aborted` and `SwitchAborted` clear T-TS
+//!   where it is t. One pass per write op.
+//! - Ops already decided by another switch (`FLAG_DECIDED`) are skipped; ops on keys this
+//!   switch does not cache are left undecided for the switches below or the storage node.
+//! - A transactional request whose ops are all reads served by switches is answered by the
+//!   switch that served the last one (`Served`), without reaching storage.
+//! - **Non-transactional** (T-TS = 0) read requests are looked up without TSO; if every op
+//!   hits, the switch answers; otherwise they go on to the storage node (§IV-A).
+//!
+//! Timestamps are compared as 32-bit signed words by the ALU, so clients keep them below
+//! 2^31 (`client.rs`).
+//!
+//! ## Modes
+//!
+//! [`Mode::Tso`] is TransKV. [`Mode::Forward`] only forwards (the Tranx-Coor and No-Cache
+//! baselines). [`Mode::CacheOnly`] is TransKV-cache: reads are answered from the cache
+//! without any timestamp check, writes pass through and `Committed` installs values.
+
+use crate::wire::{Message, OpType, Status, FLAG_DECIDED, FLAG_SERVED, MAX_OPS, VALUE_BYTES};
+use pisadb_switch::alu::{Branch, CmpOp, Combine, Comparison, Expr, RegisterAction};
+use pisadb_switch::registers::PassContext;
+use pisadb_switch::{PassDecision, Program, ProgramSpec, Recirc, RegisterArraySpec, Reject, TableSpec};
+use pisadb_wire::{Frame, Kind, FRAME_BYTES};
+use serde::{Deserialize, Serialize};
+
+/// Keys one switch caches (§V: a 64K-entry lookup table).
+pub const CACHE_ENTRIES: u32 = 65_536;
+/// The cache table: key → [`entry_value`].
+pub const CACHE_TABLE: u8 = 1;
+/// Register id of W-TS.
+pub const W_TS: u8 = 1;
+/// Register id of R-TS.
+pub const R_TS: u8 = 2;
+/// Register id of T-TS.
+pub const T_TS: u8 = 3;
+/// Register id of the hit counters.
+pub const HITS: u8 = 4;
+/// Register id of the first value array; value word `i` (32 bits) is `VALUE0 + i`.
+pub const VALUE0: u8 = 5;
+/// 32-bit value arrays: 48 bytes.
+pub const VALUE_ARRAYS: u8 = (VALUE_BYTES / 4) as u8;
+/// The bitmap of a value held in all three 16-byte words.
+pub const FULL_BITMAP: u8 = 0b111;
+
+// Action ids.
+const READ: u8 = 0;
+/// W-TS: max with in1, old out. R-TS: max with in1 if in1 ≥ in2, old out. T-TS: claim.
+/// Values: write in1. Hits: count.
+const UPDATE: u8 = 1;
+/// T-TS: 0 if it is in1.
+const RELEASE: u8 = 2;
+
+/// What the switch does with TransKV traffic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// Only forwards.
+    Forward,
+    /// TransKV: cache and TSO.
+    Tso,
+    /// TransKV-cache: cache, no TSO.
+    CacheOnly,
+}
+
+/// A cache entry as the table holds it: `v_index << 24 | bitmap << 16 | ts_index`.
+pub fn entry_value(v_index: u16, bitmap: u8, ts_index: u16) -> u64 {
+    (u64::from(v_index) << 24) | (u64::from(bitmap) << 16) | u64::from(ts_index)
+}
+
+/// A cache entry resolved by a lookup.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// Index of the value words.
+    pub v_index: u32,
+    /// Which 16-byte words hold the value.
+    pub bitmap: u8,
+    /// Index of the timestamps and the hit counter.
+    pub ts_index: u32,
+}
+
+fn entry_from(value: u64) -> Entry {
+    Entry {
+        v_index: ((value >> 24) & 0xffff) as u32,
+        bitmap: ((value >> 16) & 0xff) as u8,
+        ts_index: (value & 0xffff) as u32,
+    }
+}
+
+/// What the packet is doing on this switch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Deciding (or serving) ops, one per pass.
+    Ops,
+    /// Releasing this switch's claims of an aborted transaction, one per pass.
+    Cleanup,
+}
+
+/// A TransKV message in the switch with its per-packet metadata (not on the wire).
+#[derive(Clone, Debug)]
+pub struct Packet {
+    /// The message, rewritten in place.
+    pub msg: Message,
+    /// Passes taken on this switch.
+    pub passes: u32,
+    /// The phase.
+    phase: Phase,
+    /// The next op to look at.
+    next: usize,
+    /// Per op: its entry on this switch, once looked up.
+    entries: [Option<Entry>; MAX_OPS],
+    /// Ops whose T-TS claim this switch made (bit per op).
+    claimed: u8,
+    /// Whether an op aborted.
+    aborted: bool,
+}
+
+/// The program; one per switch.
+#[derive(Clone, Debug)]
+pub struct TransKvProgram {
+    /// The mode.
+    pub mode: Mode,
+}
+
+impl TransKvProgram {
+    /// The program in `mode`.
+    pub fn new(mode: Mode) -> Self {
+        TransKvProgram { mode }
+    }
+}
+
+fn ts_actions(kind: u8) -> Vec<RegisterAction> {
+    let read = RegisterAction::always("read", Branch::keep(Expr::LO));
+    let lo_below_in1 = Comparison::new(Expr::LO.minus(Expr::IN1), CmpOp::Lt);
+    match kind {
+        W_TS => vec![
+            read,
+            RegisterAction::when(
+                "install_max",
+                vec![lo_below_in1],
+                Combine::All,
+                Branch::set(Expr::IN1, Expr::LO),
+                Branch::keep(Expr::LO),
+            ),
+        ],
+        R_TS => vec![
+            read,
+            RegisterAction::when(
+                "raise_if_not_late",
+                vec![lo_below_in1, Comparison::new(Expr::IN1.minus(Expr::IN2), CmpOp::Ge)],
+                Combine::All,
+                Branch::set(Expr::IN1, Expr::LO),
+                Branch::keep(Expr::LO),
+            ),
+        ],
+        T_TS => vec![
+            read,
+            RegisterAction::when(
+                "claim",
+                vec![Comparison::new(Expr::LO, CmpOp::Eq), Comparison::new(Expr::IN1.minus(Expr::IN2), CmpOp::Ge)],
+                Combine::All,
+                Branch::set(Expr::IN1, Expr::LO),
+                Branch::keep(Expr::LO),
+            ),
+            RegisterAction::when(
+                "release",
+                vec![Comparison::new(Expr::LO.minus(Expr::IN1), CmpOp::Eq)],
+                Combine::All,
+                Branch::set(Expr::constant(0), Expr::LO),
+                Branch::keep(Expr::LO),
+            ),
+        ],
+        HITS => vec![read, RegisterAction::always("count", Branch::set(Expr::LO.plus(Expr::constant(1)), Expr::LO))],
+        _ => vec![read, RegisterAction::always("write", Branch::set(Expr::IN1, Expr::LO))],
+    }
+}
+
+/// A 32-bit word of a value.
+fn word(value: &[u8; VALUE_BYTES], i: usize) -> i64 {
+    i64::from(u32::from_be_bytes([value[4 * i], value[4 * i + 1], value[4 * i + 2], value[4 * i + 3]]))
+}
+
+fn exec(ctx: &mut PassContext<'_>, register: u8, action: u8, index: u32, in1: i64, in2: i64) -> i64 {
+    // Arrays, actions and indexes are the program's own, in stage order: an error is a bug.
+    ctx.execute(register, action, index, in1, in2).expect("a valid access")
+}
+
+impl TransKvProgram {
+    /// Looks op `i` up (the pass's one lookup); `None` on a miss.
+    fn look_up(ctx: &mut PassContext<'_>, p: &mut Packet, i: usize) -> Option<Entry> {
+        let key = p.msg.ops[i].key;
+        let entry = u64::try_from(key)
+            .ok()
+            .and_then(|k| ctx.lookup(CACHE_TABLE, k).ok().flatten())
+            .map(entry_from)
+            .filter(|e| e.ts_index < CACHE_ENTRIES && e.v_index < CACHE_ENTRIES);
+        p.entries[i] = entry;
+        entry
+    }
+
+    /// Reads the value words of `e` into op `i`'s slot; false if the bitmap is not full.
+    fn serve(ctx: &mut PassContext<'_>, p: &mut Packet, i: usize, e: Entry) -> bool {
+        if e.bitmap != FULL_BITMAP {
+            return false;
+        }
+        let op = &mut p.msg.ops[i];
+        for w in 0..usize::from(VALUE_ARRAYS) {
+            let out = exec(ctx, VALUE0 + w as u8, READ, e.v_index, 0, 0) as u32;
+            op.value[4 * w..4 * w + 4].copy_from_slice(&out.to_be_bytes());
+        }
+        op.flags |= FLAG_SERVED;
+        true
+    }
+
+    /// Basic TSO for op `i` (a hit on `e`): whether it is accepted.
+    fn decide(ctx: &mut PassContext<'_>, p: &mut Packet, i: usize, e: Entry) -> bool {
+        let t = i64::from(p.msg.ts);
+        let op = p.msg.ops[i];
+        let w = exec(ctx, W_TS, READ, e.ts_index, 0, 0);
+        let accepted = match op.op_type {
+            OpType::Read => {
+                exec(ctx, R_TS, UPDATE, e.ts_index, t, w);
+                let pending = exec(ctx, T_TS, READ, e.ts_index, 0, 0);
+                t >= w && !(pending != 0 && pending < t)
+            }
+            OpType::Write => {
+                let r = exec(ctx, R_TS, READ, e.ts_index, 0, 0);
+                let before = exec(ctx, T_TS, UPDATE, e.ts_index, t, r.max(w));
+                let claimed = before == 0 && t >= r.max(w);
+                if claimed {
+                    p.claimed |= 1 << i;
+                }
+                claimed || before == t
+            }
+        };
+        exec(ctx, HITS, UPDATE, e.ts_index, 0, 0);
+        if accepted {
+            p.msg.ops[i].flags |= FLAG_DECIDED;
+            if op.op_type == OpType::Read {
+                Self::serve(ctx, p, i, e);
+            }
+        }
+        accepted
+    }
+
+    /// A transactional request in TSO mode: one op per pass, then the verdict.
+    fn tso_request(ctx: &mut PassContext<'_>, p: &mut Packet) -> PassDecision {
+        if p.phase == Phase::Cleanup {
+            return Self::cleanup(ctx, p);
+        }
+        let mut looked_up = false;
+        while p.next < p.msg.ops.len() {
+            let i = p.next;
+            if p.msg.ops[i].decided() {
+                p.next += 1;
+                continue;
+            }
+            if looked_up {
+                return PassDecision::Recirculate(Recirc::Waiting);
+            }
+            looked_up = true;
+            p.next += 1;
+            if let Some(e) = Self::look_up(ctx, p, i) {
+                if !Self::decide(ctx, p, i, e) {
+                    p.aborted = true;
+                    return Self::cleanup(ctx, p);
+                }
+                if p.next < p.msg.ops.len() {
+                    return PassDecision::Recirculate(Recirc::Waiting);
+                }
+            }
+        }
+        Self::verdict(p)
+    }
+
+    /// Releases one claim per pass, then answers the abort.
+    fn cleanup(ctx: &mut PassContext<'_>, p: &mut Packet) -> PassDecision {
+        if p.claimed == 0 {
+            p.msg.status = Status::SwitchAborted;
+            return PassDecision::Reply;
+        }
+        if p.phase == Phase::Cleanup {
+            let i = p.claimed.trailing_zeros() as usize;
+            p.claimed &= !(1 << i);
+            if let Some(e) = p.entries[i] {
+                exec(ctx, T_TS, RELEASE, e.ts_index, i64::from(p.msg.ts), 0);
+            }
+            if p.claimed == 0 {
+                p.msg.status = Status::SwitchAborted;
+                return PassDecision::Reply;
+            }
+        }
+        p.phase = Phase::Cleanup;
+        PassDecision::Recirculate(Recirc::Waiting)
+    }
+
+    /// All ops seen: answer if every op is a read served by a switch, else forward.
+    fn verdict(p: &mut Packet) -> PassDecision {
+        let all_served = p.msg.ops.iter().all(|o| o.op_type == OpType::Read && o.served());
+        if all_served {
+            p.msg.status = Status::Served;
+            PassDecision::Reply
+        } else {
+            PassDecision::Forward
+        }
+    }
+
+    /// A read-only request answered from the cache without TSO (non-transactional, or any in
+    /// cache-only mode): one lookup per pass.
+    fn cached_read(ctx: &mut PassContext<'_>, p: &mut Packet) -> PassDecision {
+        if p.msg.ops.iter().any(|o| o.op_type != OpType::Read) {
+            return PassDecision::Forward;
+        }
+        let mut looked_up = false;
+        while p.next < p.msg.ops.len() {
+            let i = p.next;
+            if p.msg.ops[i].served() {
+                p.next += 1;
+                continue;
+            }
+            if looked_up {
+                return PassDecision::Recirculate(Recirc::Waiting);
+            }
+            looked_up = true;
+            p.next += 1;
+            if let Some(e) = Self::look_up(ctx, p, i) {
+                exec(ctx, HITS, UPDATE, e.ts_index, 0, 0);
+                Self::serve(ctx, p, i, e);
+            }
+        }
+        Self::verdict(p)
+    }
+
+    /// `Committed`, `Aborted` or `SwitchAborted` on its way back: per cached write, one pass.
+    fn reply(ctx: &mut PassContext<'_>, p: &mut Packet, commit: bool) -> PassDecision {
+        let t = i64::from(p.msg.ts);
+        let mut looked_up = false;
+        while p.next < p.msg.ops.len() {
+            let i = p.next;
+            if p.msg.ops[i].op_type != OpType::Write {
+                p.next += 1;
+                continue;
+            }
+            if looked_up {
+                return PassDecision::Recirculate(Recirc::Waiting);
+            }
+            looked_up = true;
+            p.next += 1;
+            let Some(e) = Self::look_up(ctx, p, i) else { continue };
+            if commit {
+                let before = exec(ctx, W_TS, UPDATE, e.ts_index, t, 0);
+                exec(ctx, T_TS, RELEASE, e.ts_index, t, 0);
+                if before < t && e.bitmap == FULL_BITMAP {
+                    let value = p.msg.ops[i].value;
+                    for w in 0..usize::from(VALUE_ARRAYS) {
+                        exec(ctx, VALUE0 + w as u8, UPDATE, e.v_index, word(&value, w), 0);
+                    }
+                }
+            } else {
+                exec(ctx, T_TS, RELEASE, e.ts_index, t, 0);
+            }
+        }
+        PassDecision::Forward
+    }
+}
+
+impl Program for TransKvProgram {
+    type Packet = Packet;
+
+    fn spec(&self) -> ProgramSpec {
+        let array = |id: u8, name: String, stage: u8| RegisterArraySpec {
+            id,
+            name,
+            stage,
+            entries: CACHE_ENTRIES,
+            width_bits: 32,
+            pair: false,
+            actions: ts_actions(id),
+        };
+        let mut arrays = vec![
+            array(W_TS, "transkv_w_ts".into(), 1),
+            array(R_TS, "transkv_r_ts".into(), 2),
+            array(T_TS, "transkv_t_ts".into(), 3),
+            array(HITS, "transkv_hits".into(), 3),
+        ];
+        for w in 0..VALUE_ARRAYS {
+            arrays.push(array(VALUE0 + w, format!("transkv_value_{w}"), 4 + w / 4));
+        }
+        let table = TableSpec {
+            id: CACHE_TABLE,
+            name: "transkv_cache".into(),
+            stage: 0,
+            key_bits: 64,
+            value_bits: 40,
+            entries: CACHE_ENTRIES,
+        };
+        ProgramSpec { name: "transkv".into(), arrays, reserve_fast_recirc_port: false, tables: vec![table] }
+    }
+
+    fn kind(&self) -> Kind {
+        Kind::TransKv
+    }
+
+    fn admit(&self, frame: &Frame, payload: &[u8]) -> Result<Packet, Reject> {
+        if frame.kind != Kind::TransKv {
+            return Err(Reject::rule("not_transkv", format!("{:?}", frame.kind)));
+        }
+        let msg = Message::decode(payload).map_err(|e| Reject::rule(e.reason(), e.to_string()))?;
+        Ok(Packet { msg, passes: 0, phase: Phase::Ops, next: 0, entries: [None; MAX_OPS], claimed: 0, aborted: false })
+    }
+
+    fn execute_pass(&mut self, ctx: &mut PassContext<'_>, p: &mut Packet) -> PassDecision {
+        p.passes += 1;
+        let status = p.msg.status;
+        match self.mode {
+            Mode::Forward => PassDecision::Forward,
+            Mode::Tso if status.is_tso_request() && p.msg.ts != 0 => Self::tso_request(ctx, p),
+            Mode::Tso | Mode::CacheOnly if status == Status::Request => Self::cached_read(ctx, p),
+            Mode::Tso | Mode::CacheOnly if status == Status::Committed => Self::reply(ctx, p, true),
+            Mode::Tso if status.is_abort() => Self::reply(ctx, p, false),
+            Mode::Tso | Mode::CacheOnly => PassDecision::Forward,
+        }
+    }
+
+    fn encode(&self, p: &Packet, out: &mut Vec<u8>) {
+        p.msg.encode(out);
+    }
+
+    fn wire_bytes(&self, p: &Packet) -> usize {
+        FRAME_BYTES + p.msg.payload_bytes()
+    }
+}
+
+/// Writes the cache entry of `key` into a switch's table and registers (the control plane's
+/// fill, done by the driver at setup): slot `slot`, committed `value` written at `version`.
+pub fn fill(
+    switch: &mut pisadb_switch::Switch<TransKvProgram>,
+    key: u64,
+    slot: u16,
+    value: &[u8; VALUE_BYTES],
+    version: u32,
+) -> Result<(), String> {
+    switch.insert_entry(CACHE_TABLE, key, entry_value(slot, FULL_BITMAP, slot)).map_err(|e| e.to_string())?;
+    let registers = switch.registers_mut();
+    let index = u32::from(slot);
+    registers.write(W_TS, index, i64::from(version), 0).map_err(|e| e.to_string())?;
+    for w in 0..VALUE_ARRAYS {
+        registers.write(VALUE0 + w, index, word(value, usize::from(w)), 0).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{value_of, Op, Value};
+    use pisadb_switch::registers::RegisterFile;
+    use pisadb_switch::{SwitchProfile, TableFile};
+    use std::collections::BTreeMap;
+
+    /// Keys 0..KEYS are cached at slot = key.
+    const KEYS: u64 = 8;
+
+    struct Bench {
+        program: TransKvProgram,
+        registers: RegisterFile,
+        tables: TableFile,
+        gid: u64,
+    }
+
+    impl Bench {
+        fn new(mode: Mode) -> Self {
+            let program = TransKvProgram::new(mode);
+            let spec = program.spec();
+            assert_eq!(spec.check(&SwitchProfile::tofino1()), Ok(()), "the program loads on Tofino 1");
+            let mut tables = TableFile::new(&spec);
+            let mut registers = RegisterFile::new(&spec);
+            for key in 0..KEYS {
+                tables.insert(CACHE_TABLE, key, entry_value(key as u16, FULL_BITMAP, key as u16)).unwrap();
+                let value = value_of(u128::from(key), 0);
+                for w in 0..VALUE_ARRAYS {
+                    registers.write(VALUE0 + w, key as u32, word(&value, usize::from(w)), 0).unwrap();
+                }
+            }
+            Bench { program, registers, tables, gid: 0 }
+        }
+
+        fn run(&mut self, msg: Message) -> (PassDecision, Message, u32) {
+            let frame = Frame { kind: Kind::TransKv, src: 0, dst: 1 };
+            let mut bytes = Vec::new();
+            msg.encode(&mut bytes);
+            let mut p = self.program.admit(&frame, &bytes).unwrap();
+            loop {
+                let mut ctx = PassContext::with_tables(&mut self.registers, &self.tables, &mut self.gid);
+                let decision = self.program.execute_pass(&mut ctx, &mut p);
+                assert!(p.passes <= 2 * MAX_OPS as u32 + 1, "bounded passes");
+                if decision != PassDecision::Recirculate(Recirc::Waiting) {
+                    return (decision, p.msg, p.passes);
+                }
+            }
+        }
+
+        fn cell(&self, register: u8, key: u64) -> i64 {
+            self.registers.read(register, key as u32).unwrap().0
+        }
+    }
+
+    fn txn(ts: u32, status: Status, ops: Vec<Op>) -> Message {
+        Message { ts, status, client: 1, seq: 1, ops }
+    }
+
+    fn w(key: u64, version: u64) -> Op {
+        Op::write(u128::from(key), value_of(u128::from(key), version))
+    }
+
+    fn r(key: u64) -> Op {
+        Op::read(u128::from(key))
+    }
+
+    #[test]
+    fn a_cached_read_is_answered_with_the_committed_value_and_raises_r_ts() {
+        let mut sw = Bench::new(Mode::Tso);
+        let (d, reply, passes) = sw.run(txn(10, Status::Request, vec![r(3)]));
+        assert_eq!((d, reply.status, passes), (PassDecision::Reply, Status::Served, 1));
+        assert_eq!(reply.ops[0].value, value_of(3, 0));
+        assert_eq!(sw.cell(R_TS, 3), 10);
+    }
+
+    #[test]
+    fn a_write_claims_then_commit_installs_and_an_older_write_aborts() {
+        let mut sw = Bench::new(Mode::Tso);
+        let (d, fwd, _) = sw.run(txn(20, Status::Request, vec![w(2, 20)]));
+        assert_eq!((d, fwd.ops[0].decided()), (PassDecision::Forward, true));
+        assert_eq!(sw.cell(T_TS, 2), 20);
+        // Another writer while one is pending aborts; so does a newer reader.
+        assert_eq!(sw.run(txn(30, Status::Request, vec![w(2, 30)])).1.status, Status::SwitchAborted);
+        assert_eq!(sw.run(txn(25, Status::Request, vec![r(2)])).1.status, Status::SwitchAborted);
+        // An older reader is fine: it precedes the pending writer.
+        assert_eq!(sw.run(txn(15, Status::Request, vec![r(2)])).1.ops[0].value, value_of(2, 0));
+        sw.run(txn(20, Status::Committed, fwd.ops.clone()));
+        assert_eq!((sw.cell(T_TS, 2), sw.cell(W_TS, 2)), (0, 20));
+        assert_eq!(sw.run(txn(26, Status::Request, vec![r(2)])).1.ops[0].value, value_of(2, 20));
+        // Too late: below W-TS (19) or below R-TS (25 read it).
+        assert_eq!(sw.run(txn(19, Status::Request, vec![r(2)])).1.status, Status::SwitchAborted);
+        assert_eq!(sw.run(txn(24, Status::Request, vec![w(2, 24)])).1.status, Status::SwitchAborted);
+        // A second Committed of the same write changes nothing.
+        sw.run(txn(20, Status::Committed, fwd.ops));
+        assert_eq!(sw.cell(W_TS, 2), 20);
+    }
+
+    #[test]
+    fn an_abort_after_a_claim_cleans_up_in_an_extra_pass() {
+        let mut sw = Bench::new(Mode::Tso);
+        sw.run(txn(50, Status::Request, vec![r(5)]));
+        let (d, reply, passes) = sw.run(txn(40, Status::Request, vec![w(1, 40), w(5, 40)]));
+        assert_eq!((d, reply.status), (PassDecision::Reply, Status::SwitchAborted));
+        assert_eq!(passes, 3, "two ops, one cleanup");
+        assert_eq!(sw.cell(T_TS, 1), 0, "the claim of op 1 was undone");
+    }
+
+    #[test]
+    fn uncached_and_decided_ops_are_left_alone_and_aborts_release() {
+        let mut sw = Bench::new(Mode::Tso);
+        let mut decided = w(1, 7);
+        decided.flags = FLAG_DECIDED;
+        let (d, fwd, passes) = sw.run(txn(7, Status::Prepare, vec![decided, w(100, 7), w(2, 7)]));
+        assert_eq!((d, passes), (PassDecision::Forward, 2));
+        assert_eq!((sw.cell(T_TS, 1), sw.cell(T_TS, 2)), (0, 7));
+        assert!(!fwd.ops[1].decided() && fwd.ops[2].decided());
+        sw.run(txn(7, Status::Aborted, fwd.ops));
+        assert_eq!(sw.cell(T_TS, 2), 0);
+    }
+
+    #[test]
+    fn non_transactional_reads_hit_or_go_on_and_forward_mode_touches_nothing() {
+        let mut sw = Bench::new(Mode::Tso);
+        assert_eq!(sw.run(txn(0, Status::Request, vec![r(1), r(2)])).1.status, Status::Served);
+        assert_eq!(sw.cell(R_TS, 1), 0, "no TSO for non-transactional reads");
+        assert_eq!(sw.run(txn(0, Status::Request, vec![r(1), r(200)])).0, PassDecision::Forward);
+        let mut cache = Bench::new(Mode::CacheOnly);
+        assert_eq!(cache.run(txn(9, Status::Request, vec![r(1)])).1.status, Status::Served);
+        let mut fwd = Bench::new(Mode::Forward);
+        assert_eq!(fwd.run(txn(9, Status::Request, vec![r(1)])).0, PassDecision::Forward);
+    }
+
+    /// Plain basic TSO over a map, with this program's two documented choices: an op is
+    /// decided in order and a transaction aborts at its first late op, undoing its claims;
+    /// a read not late against W-TS raises R-TS even if it then aborts on a pending writer.
+    #[derive(Default)]
+    struct Reference {
+        keys: BTreeMap<u64, (i64, i64, i64, Value)>,
+    }
+
+    impl Reference {
+        fn get(&mut self, k: u64) -> &mut (i64, i64, i64, Value) {
+            self.keys.entry(k).or_insert((0, 0, 0, value_of(u128::from(k), 0)))
+        }
+
+        /// Some(values read) if accepted.
+        fn request(&mut self, t: i64, ops: &[(bool, u64)]) -> Option<Vec<Value>> {
+            let mut claimed = Vec::new();
+            let mut values = Vec::new();
+            for &(write, k) in ops {
+                let (rts, wts, pending, value) = *self.get(k);
+                let ok = if write {
+                    if pending == 0 && t >= rts.max(wts) {
+                        self.get(k).2 = t;
+                        claimed.push(k);
+                        true
+                    } else {
+                        pending == t
+                    }
+                } else {
+                    if t >= wts && rts < t {
+                        self.get(k).0 = t;
+                    }
+                    values.push(value);
+                    t >= wts && !(pending != 0 && pending < t)
+                };
+                if !ok {
+                    for k in claimed {
+                        self.get(k).2 = 0;
+                    }
+                    return None;
+                }
+            }
+            Some(values)
+        }
+
+        fn finish(&mut self, t: i64, ops: &[(bool, u64)], commit: bool) {
+            for &(write, k) in ops.iter().filter(|o| o.0) {
+                let _ = write;
+                let e = self.get(k);
+                if e.2 == t {
+                    e.2 = 0;
+                }
+                if commit && e.1 < t {
+                    e.1 = t;
+                    e.3 = value_of(u128::from(k), t as u64);
+                }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// Any mix of transactions (1–3 ops over 8 cached keys, random timestamps) and of
+        /// commits and aborts of accepted ones: the pipeline accepts exactly what the
+        /// reference TSO accepts, answers reads with the same values, and ends with the same
+        /// timestamps.
+        #[test]
+        fn the_pipeline_decides_as_the_reference_tso(
+            steps in proptest::collection::vec(
+                (1i64..60, proptest::collection::vec((proptest::bool::ANY, 0u64..KEYS), 1..4), 0u8..3),
+                1..40),
+        ) {
+            let mut sw = Bench::new(Mode::Tso);
+            let mut model = Reference::default();
+            let mut pending: Vec<(i64, Vec<(bool, u64)>)> = Vec::new();
+            for (t, ops, finish) in steps {
+                // Finish an accepted writer first, sometimes.
+                if finish > 0 && !pending.is_empty() {
+                    let (pt, pops) = pending.remove(0);
+                    let commit = finish == 1;
+                    let wire: Vec<Op> = pops.iter().map(|&(wr, k)| if wr { w(k, pt as u64) } else { r(k) }).collect();
+                    sw.run(txn(pt as u32, if commit { Status::Committed } else { Status::Aborted }, wire));
+                    model.finish(pt, &pops, commit);
+                }
+                if pending.iter().any(|(pt, _)| *pt == t) {
+                    continue;
+                }
+                let wire: Vec<Op> = ops.iter().map(|&(wr, k)| if wr { w(k, t as u64) } else { r(k) }).collect();
+                let (d, reply, _) = sw.run(txn(t as u32, Status::Request, wire));
+                let expected = model.request(t, &ops);
+                let accepted = d != PassDecision::Reply || reply.status == Status::Served;
+                proptest::prop_assert_eq!(accepted, expected.is_some(), "t={} ops={:?}", t, ops);
+                if let Some(values) = expected {
+                    let got: Vec<Value> = reply.ops.iter().filter(|o| o.op_type == OpType::Read).map(|o| o.value).collect();
+                    proptest::prop_assert_eq!(got, values);
+                    if ops.iter().any(|o| o.0) {
+                        pending.push((t, ops));
+                    }
+                }
+            }
+            for (k, (rts, wts, p, _)) in &model.keys {
+                proptest::prop_assert_eq!((sw.cell(R_TS, *k), sw.cell(W_TS, *k), sw.cell(T_TS, *k)), (*rts, *wts, *p));
+            }
+        }
+    }
+}

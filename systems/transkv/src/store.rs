@@ -1,0 +1,345 @@
+//! A storage node: the shim of §III over an in-memory key-value map, running basic TSO
+//! (`pisadb_engine::TimestampOrdering`) for the keys no switch caches.
+//!
+//! Every key's committed state is a version: the timestamp of its last writer (0: the initial
+//! load). The value a version stands for is [`value_of`]`(key, version)`, so the map holds one
+//! number per written key and a 10M-key store costs only the keys touched.
+//!
+//! What arrives:
+//! - `Request` with T-TS ≠ 0 (a client, every key cached): ops a switch decided are applied as
+//!   they are (the switch holds their timestamps); any undecided op (a key no switch caches)
+//!   goes through the node's TSO. All accepted: writes installed, `Committed` to the sender,
+//!   read values filled. A late op: `Aborted` (the switches on the way release their claims).
+//! - `Request` with T-TS = 0: a non-transactional read; `Committed` with the values.
+//! - `Prepare` (the controller): the same checks; accepted ops stay pending in the TSO and the
+//!   node answers `Voted` with the read values; a late op: `Aborted`.
+//! - `Commit` (the controller): installs the prepared transaction, answers `Committed`.
+//!
+//! Timestamps in the TSO are the transactions' T-TS, which are unique, so T-TS is also the
+//! engine's transaction id. The CPU time of each message comes from [`crate::costs`].
+
+use crate::costs;
+use crate::wire::{value_of, version_of, Message, OpType, Rejections, Status};
+use pisadb_core::{Nanos, TupleKey};
+use pisadb_engine::{Concurrency, Intent, Read, Storage, StorageError, TimestampOrdering, Tuple, TxnId, Work};
+
+/// Keys a message made the store read and write (what [`costs::store_ns`] charges).
+#[derive(Clone, Copy, Debug, Default)]
+struct StoreWork {
+    /// Point reads.
+    reads: u64,
+    /// Inserts.
+    writes: u64,
+}
+use pisadb_host::{Host, HostOutbox, Route, Send};
+use std::collections::BTreeMap;
+
+/// The node's committed versions: an engine [`Storage`] over a map.
+#[derive(Debug, Default)]
+pub struct Versions {
+    /// Key → its committed tuple (`version` = writer's T-TS); absent: never written.
+    map: BTreeMap<TupleKey, Tuple>,
+}
+
+impl Storage for Versions {
+    fn get(&self, key: TupleKey) -> Option<Tuple> {
+        self.map.get(&key).copied()
+    }
+
+    fn put(&mut self, key: TupleKey, tuple: Tuple) -> Result<(), StorageError> {
+        self.map.insert(key, tuple);
+        Ok(())
+    }
+
+    fn create(&mut self, key: TupleKey, tuple: Tuple) -> Result<(), StorageError> {
+        self.map.insert(key, tuple);
+        Ok(())
+    }
+
+    fn created_rows(&self) -> usize {
+        0
+    }
+
+    fn scan(&self, visit: &mut dyn FnMut(TupleKey, Tuple)) {
+        for (&k, &t) in &self.map {
+            visit(k, t);
+        }
+    }
+}
+
+fn tuple_key(key: u128) -> TupleKey {
+    TupleKey::new(0, key as u64)
+}
+
+/// A storage node sets no timers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NoTimer {}
+
+impl pisadb_core::TraceBytes for NoTimer {
+    fn trace(&self, _hash: &mut pisadb_core::TraceHash) {
+        match *self {}
+    }
+}
+
+/// What a storage node reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreEvent {
+    /// A transaction committed here: its T-TS and, per key written, the version overwritten.
+    Committed {
+        /// T-TS.
+        ts: u32,
+        /// (key, previous version) per write.
+        writes: Vec<(u64, u64)>,
+    },
+    /// A transaction aborted here (TSO).
+    Aborted,
+    /// A datagram rejected, with the reason.
+    Rejected(&'static str),
+}
+
+/// A storage node.
+#[derive(Debug)]
+pub struct StorageNode {
+    /// Its host id.
+    address: u16,
+    /// Committed versions.
+    versions: Versions,
+    /// TSO for uncached keys.
+    tso: TimestampOrdering,
+    /// Prepared transactions by T-TS: the message as voted.
+    prepared: BTreeMap<u32, Message>,
+    /// Rejected datagrams by reason.
+    pub rejections: Rejections,
+}
+
+impl StorageNode {
+    /// An empty node (every key at version 0).
+    pub fn new(address: u16) -> Self {
+        StorageNode {
+            address,
+            versions: Versions::default(),
+            tso: TimestampOrdering::new(),
+            prepared: BTreeMap::new(),
+            rejections: Rejections::default(),
+        }
+    }
+
+    /// The committed version of `key`.
+    pub fn version(&self, key: u64) -> u64 {
+        self.versions.get(TupleKey::new(0, key)).map_or(0, |t| t.version)
+    }
+
+    /// Transactions prepared and not yet decided.
+    pub fn prepared(&self) -> usize {
+        self.prepared.len()
+    }
+
+    /// Runs TSO on the undecided ops; fills read values; `false` (and nothing pending) if an
+    /// op is late.
+    fn check(&mut self, msg: &mut Message, work: &mut Work, io: &mut StoreWork) -> bool {
+        let txn = TxnId::from_bits(u64::from(msg.ts));
+        if self.tso.begin(txn, u64::from(msg.ts)).is_err() {
+            return false;
+        }
+        for op in msg.ops.iter_mut().filter(|o| !o.decided()) {
+            let key = tuple_key(op.key);
+            let ok = match op.op_type {
+                OpType::Read => match self.tso.read(&self.versions, txn, key, Intent::Read, work) {
+                    Ok(Read::Done(tuple)) => {
+                        io.reads += 1;
+                        op.value = value_of(op.key, tuple.version);
+                        true
+                    }
+                    _ => false,
+                },
+                OpType::Write => self.tso.write(txn, key, 0, work).is_ok(),
+            };
+            if !ok {
+                self.tso.abort(&self.versions, txn, work);
+                return false;
+            }
+        }
+        for op in msg.ops.iter_mut().filter(|o| o.decided() && o.op_type == OpType::Read && !o.served()) {
+            // Decided by a switch whose value was not whole: the committed value is here.
+            io.reads += 1;
+            op.value = value_of(op.key, self.version(op.key as u64));
+        }
+        true
+    }
+
+    /// Installs `msg`'s writes (the TSO's pending ones and the switch-decided ones).
+    fn install(&mut self, msg: &Message, work: &mut Work, io: &mut StoreWork, out: &mut HostOutbox<Self>) {
+        let txn = TxnId::from_bits(u64::from(msg.ts));
+        let writes: Vec<(u64, u64)> = msg
+            .ops
+            .iter()
+            .filter(|o| o.op_type == OpType::Write)
+            .map(|o| (o.key as u64, self.version(o.key as u64)))
+            .collect();
+        io.writes += writes.len() as u64;
+        // The TSO's own transaction (possibly without ops) ends here either way.
+        let _ = self.tso.commit(&mut self.versions, txn, work);
+        for op in msg.ops.iter().filter(|o| o.decided() && o.op_type == OpType::Write) {
+            work.tuple_ops += 1;
+            let tuple = Tuple { value: 0, version: u64::from(msg.ts) };
+            let _ = self.versions.put(tuple_key(op.key), tuple);
+        }
+        if !writes.is_empty() {
+            out.events.push(StoreEvent::Committed { ts: msg.ts, writes });
+        }
+    }
+
+    fn answer(&self, mut msg: Message, status: Status, to: u16, out: &mut HostOutbox<Self>) {
+        msg.status = status;
+        out.sends.push(Send { dst: to, bytes: msg.datagram(self.address, to) });
+    }
+
+    fn serve(&mut self, src: u16, mut msg: Message, out: &mut HostOutbox<Self>) {
+        let mut work = Work::default();
+        let mut io = StoreWork::default();
+        match msg.status {
+            Status::Request if msg.ts == 0 => {
+                for op in msg.ops.iter_mut() {
+                    if op.op_type == OpType::Read && !op.served() {
+                        io.reads += 1;
+                        op.value = value_of(op.key, self.version(op.key as u64));
+                    }
+                }
+                if msg.ops.iter().any(|o| o.op_type == OpType::Write) {
+                    self.rejections.count("non_transactional_write");
+                    out.events.push(StoreEvent::Rejected("non_transactional_write"));
+                    return;
+                }
+                self.answer(msg, Status::Committed, src, out);
+            }
+            Status::Request => {
+                if self.check(&mut msg, &mut work, &mut io) {
+                    self.install(&msg, &mut work, &mut io, out);
+                    self.answer(msg, Status::Committed, src, out);
+                } else {
+                    out.events.push(StoreEvent::Aborted);
+                    self.answer(msg, Status::Aborted, src, out);
+                }
+            }
+            Status::Prepare => {
+                if self.check(&mut msg, &mut work, &mut io) {
+                    self.prepared.insert(msg.ts, msg.clone());
+                    self.answer(msg, Status::Voted, src, out);
+                } else {
+                    out.events.push(StoreEvent::Aborted);
+                    self.answer(msg, Status::Aborted, src, out);
+                }
+            }
+            Status::Commit => match self.prepared.remove(&msg.ts) {
+                Some(prepared) => {
+                    self.install(&prepared, &mut work, &mut io, out);
+                    self.answer(prepared, Status::Committed, src, out);
+                }
+                None => {
+                    self.rejections.count("unknown_commit");
+                    out.events.push(StoreEvent::Rejected("unknown_commit"));
+                }
+            },
+            _ => {
+                self.rejections.count("unexpected_status");
+                out.events.push(StoreEvent::Rejected("unexpected_status"));
+            }
+        }
+        out.cpu_ns += costs::store_ns(io.reads, io.writes);
+    }
+}
+
+impl Host for StorageNode {
+    type Timer = NoTimer;
+    type Log = ();
+    type Event = StoreEvent;
+
+    fn cores(&self) -> u16 {
+        costs::STORE_CORES
+    }
+
+    fn start(&mut self, _now: Nanos, _out: &mut HostOutbox<Self>) {}
+
+    fn route(&self, _bytes: &[u8]) -> Route {
+        Route::AnyCore
+    }
+
+    fn timer_core(&self, timer: &NoTimer) -> u16 {
+        match *timer {}
+    }
+
+    fn handle_datagram(&mut self, _now: Nanos, bytes: &[u8], out: &mut HostOutbox<Self>) {
+        out.cpu_ns += costs::STORE_MESSAGE_NS;
+        match Message::open(bytes) {
+            Ok((frame, msg)) => self.serve(frame.src, msg, out),
+            Err(e) => {
+                self.rejections.count(e.reason());
+                out.events.push(StoreEvent::Rejected(e.reason()));
+            }
+        }
+    }
+
+    fn handle_timer(&mut self, _now: Nanos, timer: NoTimer, _out: &mut HostOutbox<Self>) {
+        match timer {}
+    }
+
+    fn stop(&mut self) {}
+
+    fn is_idle(&self) -> bool {
+        true
+    }
+}
+
+/// The version a served or returned value names (what a client records as read).
+pub fn read_version(value: &crate::wire::Value) -> u64 {
+    version_of(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{Op, FLAG_DECIDED};
+
+    fn send(node: &mut StorageNode, msg: Message) -> (Vec<Message>, Vec<StoreEvent>) {
+        let mut out = HostOutbox::<StorageNode>::default();
+        node.handle_datagram(0, &msg.datagram(20, 3), &mut out);
+        assert!(out.cpu_ns > 0);
+        (out.sends.iter().map(|s| Message::open(&s.bytes).unwrap().1).collect(), out.events)
+    }
+
+    fn msg(ts: u32, status: Status, ops: Vec<Op>) -> Message {
+        Message { ts, status, client: 16, seq: 1, ops }
+    }
+
+    #[test]
+    fn prepare_votes_commit_installs_and_a_late_reader_aborts() {
+        let mut node = StorageNode::new(3);
+        let (replies, _) = send(&mut node, msg(10, Status::Prepare, vec![Op::write(7, value_of(7, 10))]));
+        assert_eq!(replies[0].status, Status::Voted);
+        // A younger reader must wait for the pending older writer: abort.
+        let (replies, _) = send(&mut node, msg(12, Status::Prepare, vec![Op::read(7)]));
+        assert_eq!(replies[0].status, Status::Aborted);
+        let (replies, events) = send(&mut node, msg(10, Status::Commit, vec![Op::read(7)]));
+        assert_eq!(replies[0].status, Status::Committed);
+        assert_eq!(events, vec![StoreEvent::Committed { ts: 10, writes: vec![(7, 0)] }]);
+        assert_eq!(node.version(7), 10);
+        let (replies, _) = send(&mut node, msg(13, Status::Request, vec![Op::read(7)]));
+        assert_eq!((replies[0].status, version_of(&replies[0].ops[0].value)), (Status::Committed, 10));
+        let (replies, _) = send(&mut node, msg(9, Status::Request, vec![Op::read(7)]));
+        assert_eq!(replies[0].status, Status::Aborted, "too late: W-TS is 10");
+    }
+
+    #[test]
+    fn switch_decided_writes_are_applied_without_the_node_tso() {
+        let mut node = StorageNode::new(3);
+        let mut w = Op::write(5, value_of(5, 4));
+        w.flags = FLAG_DECIDED;
+        let (replies, events) = send(&mut node, msg(4, Status::Request, vec![w]));
+        assert_eq!(replies[0].status, Status::Committed);
+        assert_eq!(events, vec![StoreEvent::Committed { ts: 4, writes: vec![(5, 0)] }]);
+        assert_eq!(node.version(5), 4);
+        let mut out = HostOutbox::<StorageNode>::default();
+        node.handle_datagram(0, &[1, 2, 3], &mut out);
+        assert_eq!(node.rejections.total(), 1);
+    }
+}
