@@ -16,7 +16,7 @@
 use crate::client::{ClientConfig, ClientEvent, ClientHost, ClientTimer, Path};
 use crate::control::{Controller, ControllerEvent};
 use crate::layout::{self, Hierarchy, CLIENT0, CLIENTS, CONTROLLER, NODES, SWITCHES};
-use crate::program::{fill, Mode, TransKvProgram, T_TS, VALUE0, VALUE_ARRAYS};
+use crate::program::{fill, Mode, TransKvProgram, HITS, T_TS, VALUE0, VALUE_ARRAYS};
 use crate::store::{NoTimer, StorageNode, StoreEvent};
 use crate::wire::{value_of, VALUE_BYTES};
 use hdrhistogram::Histogram;
@@ -229,6 +229,15 @@ pub struct RackFigures {
     pub write_cdf_us: Vec<f64>,
     /// Keys cached over all switches.
     pub cached_keys: u64,
+    /// Cache hits counted by the switches' hit counters (§IV-D), at the core, aggregation and
+    /// ToR levels.
+    pub hits_by_level: [u64; 3],
+    /// Pipeline passes over all switches.
+    pub passes: u64,
+    /// Of them, recirculations (multi-op transactions, cleanups, installs).
+    pub recirculations: u64,
+    /// Packets the switches dropped (full recirculation queues, no route).
+    pub switch_drops: u64,
     /// Datagrams the hosts rejected.
     pub rejected: u64,
     /// Simulated events.
@@ -290,6 +299,10 @@ impl RackObserver {
                 read_cdf_us: Vec::new(),
                 write_cdf_us: Vec::new(),
                 cached_keys: 0,
+                hits_by_level: [0; 3],
+                passes: 0,
+                recirculations: 0,
+                switch_drops: 0,
                 rejected: 0,
                 events: 0,
                 trace_hash: String::new(),
@@ -454,6 +467,17 @@ pub fn run_world(variant: &str, cfg: &RackConfig) -> Result<(RackWorld, Arc<Hier
     f.read_cdf_us = cdf(&world.observer().read_latency);
     f.write_cdf_us = cdf(&world.observer().write_latency);
     f.cached_keys = hierarchy.cached.len() as u64;
+    for (&key, &(switch, slot)) in &hierarchy.cached {
+        let level = layout::levels_of(hierarchy.node_of(key)).iter().position(|&s| s == switch).unwrap_or(2);
+        let hits = world.switch(switch).registers().read(HITS, u32::from(slot)).map_or(0, |c| c.0);
+        f.hits_by_level[level] += u64::try_from(hits).unwrap_or(0);
+    }
+    for id in 0..SWITCHES {
+        let stats = world.switch(id).stats();
+        f.passes += stats.passes;
+        f.recirculations += stats.recirculations;
+        f.switch_drops += stats.dropped.values().sum::<u64>();
+    }
     f.events = world.events_processed();
     f.trace_hash = format!("{:016x}", world.trace_hash());
     Ok((world, hierarchy, f))
