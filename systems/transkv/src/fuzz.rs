@@ -4,11 +4,15 @@
 //! commit, every client finishes, cached values equal the stores', no pending T-TS, no
 //! transaction left at the controller or a node).
 //!
-//! **What the protocol tolerates today, and so what the cases inject.** Messages may be
-//! delayed and reordered on every link, and a node's links may be slow for a while. Loss,
-//! duplication and crashes are not injected: the clients do not retransmit, the switches have
-//! no leases on T-TS and the controller keeps no log yet (issue 19's recovery part), so a lost
-//! `Committed` would leave a key's T-TS pending and a duplicated write would apply twice.
+//! **What the protocol tolerates today, and so what the cases inject.** Messages may be lost
+//! (up to 5% per hop), delayed and reordered on every link, and a node's links may be slow for
+//! a while. A client resolves an unanswered attempt (`Status::Resolve`, `client.rs`); the
+//! storage node decides each timestamp's outcome once and answers every later message for it
+//! with that outcome (`store.rs`), and its `Aborted` on the way back releases any T-TS the
+//! transaction left in a switch: a lost `Committed` or abort never wedges a key. Duplication
+//! and crashes are not injected: a duplicated request would cross the switches twice and be
+//! decided twice (the switches cannot tell copies apart), and nothing is logged for recovery
+//! yet (issue 19's log and recovery part).
 
 use crate::program::TransKvProgram;
 use crate::rack::{build, check, RackConfig, RackHost, RackObserver};
@@ -46,6 +50,7 @@ pub fn case(seed: u64) -> (&'static str, RackConfig, Faults) {
         outstanding: rng.random_range(1..=8),
         txns_per_client: 60,
         seed,
+        resolve_us: [200, 1_000, 10_000][rng.random_range(0..3)],
     };
     let slow = (0..rng.random_range(0..3))
         .map(|_| {
@@ -60,9 +65,12 @@ pub fn case(seed: u64) -> (&'static str, RackConfig, Faults) {
         .collect();
     let faults = Faults {
         seed,
+        loss: [0.0, 0.001, 0.01, 0.05][rng.random_range(0..4)],
         jitter_ns: [0, 500, 5_000, 50_000][rng.random_range(0..4)],
         reorder: rng.random_bool(0.7),
         slow,
+        // Faulty until then (runs take a few simulated milliseconds: often to the end).
+        heal_at_ns: [300_000, 3_000_000, 1_000_000_000][rng.random_range(0..3)],
         ..Faults::default()
     };
     (variant, cfg, faults)
@@ -102,6 +110,9 @@ pub fn fuzz_report(seed: u64) -> FuzzReport {
     let run = world.run(0, Nanos::MAX / 2, crate::rack::EVENTS_MAX).map_err(|e| e.to_string());
     let observer: &RackObserver = world.observer();
     report.committed = observer.commits();
+    let stats = world.fault_stats();
+    report.lost = stats.lost;
+    report.duplicated = stats.duplicated;
     report.detail = format!("{} switch aborts", observer.switch_aborts());
     report.report = serde_json::json!({
         "variant": variant,

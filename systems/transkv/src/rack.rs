@@ -53,6 +53,13 @@ pub struct RackConfig {
     pub txns_per_client: u32,
     /// The seed of every random choice.
     pub seed: u64,
+    /// A client resolves an attempt unanswered for this many microseconds.
+    #[serde(default = "default_resolve_us")]
+    pub resolve_us: u64,
+}
+
+fn default_resolve_us() -> u64 {
+    10_000
 }
 
 impl Default for RackConfig {
@@ -66,6 +73,7 @@ impl Default for RackConfig {
             outstanding: 16,
             txns_per_client: 5_000,
             seed: 1,
+            resolve_us: default_resolve_us(),
         }
     }
 }
@@ -178,11 +186,9 @@ impl Host for RackHost {
         each!(self, out, |h, o| h.handle_datagram(now, bytes, o));
     }
 
-    fn handle_timer(&mut self, _now: Nanos, timer: RackTimer, _out: &mut HostOutbox<Self>) {
-        // No host sets timers yet (the protocol assumes no loss).
-        match timer {
-            RackTimer::Client(t) => match t {},
-        }
+    fn handle_timer(&mut self, now: Nanos, timer: RackTimer, out: &mut HostOutbox<Self>) {
+        let (RackHost::Client(c), RackTimer::Client(t)) = (self, timer) else { return };
+        inner(&mut **c, out, RackTimer::Client, RackEvent::Client, |h, o| h.handle_timer(now, t, o));
     }
 
     fn stop(&mut self) {
@@ -219,6 +225,8 @@ pub struct RackFigures {
     pub aborts_switch: u64,
     /// Attempts aborted by a storage node.
     pub aborts_store: u64,
+    /// Resolves the clients sent (attempts unanswered for `resolve_us`).
+    pub resolves: u64,
     /// Read transactions' latency: mean, p50, p99 in µs.
     pub read_us: [f64; 3],
     /// Write transactions' latency: mean, p50, p99 in µs.
@@ -293,6 +301,7 @@ impl RackObserver {
                 switch_answers: 0,
                 mtps: 0.0,
                 aborts_switch: 0,
+                resolves: 0,
                 aborts_store: 0,
                 read_us: [0.0; 3],
                 write_us: [0.0; 3],
@@ -351,6 +360,7 @@ impl RackObserver {
                     f.aborts_store += 1;
                 }
             }
+            RackEvent::Client(ClientEvent::Resolving) => f.resolves += 1,
             RackEvent::Client(ClientEvent::Finished(_)) => {
                 self.finished += 1;
                 self.finished_ns = self.finished_ns.max(at);
@@ -439,6 +449,7 @@ pub fn build(variant: &str, cfg: &RackConfig) -> Result<(RackWorld, Arc<Hierarch
             write_ratio: cfg.write_ratio,
             zipf: cfg.zipf,
             seed: cfg.seed,
+            resolve_ns: cfg.resolve_us.saturating_mul(1_000).max(1),
             hierarchy: Arc::clone(&hierarchy),
         })?)));
     }
@@ -543,6 +554,7 @@ mod tests {
             outstanding: 8,
             txns_per_client: 150,
             seed: 3,
+            resolve_us: 10_000,
         }
     }
 

@@ -14,6 +14,13 @@
 //! - `Prepare` (the controller): the same checks; accepted ops stay pending in the TSO and the
 //!   node answers `Voted` with the read values; a late op: `Aborted`.
 //! - `Commit` (the controller): installs the prepared transaction, answers `Committed`.
+//! - `Resolve` (a client or the controller after a timeout): the recorded outcome again, or
+//!   `Voted` for a prepared transaction; a timestamp never seen is recorded as aborted, so a
+//!   late copy of it is refused, and answered `Aborted`. Every decided transaction keeps its
+//!   final answer, and any later message for its timestamp gets that answer: the node is the
+//!   one place a transaction's outcome is decided, whatever copies the network delays or
+//!   loses. Its `Aborted` passes the switches on the way back and releases any claim the
+//!   transaction left there, which is how a lost reply never wedges a key.
 //!
 //! Timestamps in the TSO are the transactions' T-TS, which are unique, so T-TS is also the
 //! engine's transaction id. The CPU time of each message comes from [`crate::costs`].
@@ -108,6 +115,8 @@ pub struct StorageNode {
     tso: TimestampOrdering,
     /// Prepared transactions by T-TS: the message as voted.
     prepared: BTreeMap<u32, Message>,
+    /// Decided transactions by T-TS: the final answer (`Committed` or `Aborted`).
+    outcomes: BTreeMap<u32, Message>,
     /// Rejected datagrams by reason.
     pub rejections: Rejections,
 }
@@ -120,6 +129,7 @@ impl StorageNode {
             versions: Versions::default(),
             tso: TimestampOrdering::new(),
             prepared: BTreeMap::new(),
+            outcomes: BTreeMap::new(),
             rejections: Rejections::default(),
         }
     }
@@ -189,6 +199,14 @@ impl StorageNode {
         }
     }
 
+    /// Records the transaction's outcome (answered again to any later copy or resolve) and
+    /// answers it.
+    fn decide(&mut self, mut msg: Message, status: Status, to: u16, out: &mut HostOutbox<Self>) {
+        msg.status = status;
+        self.outcomes.insert(msg.ts, msg.clone());
+        self.answer(msg, status, to, out);
+    }
+
     fn answer(&self, mut msg: Message, status: Status, to: u16, out: &mut HostOutbox<Self>) {
         msg.status = status;
         out.sends.push(Send { dst: to, bytes: msg.datagram(self.address, to) });
@@ -212,14 +230,23 @@ impl StorageNode {
                 }
                 self.answer(msg, Status::Committed, src, out);
             }
+            Status::Request | Status::Prepare | Status::Resolve if self.outcomes.contains_key(&msg.ts) => {
+                // Decided before: the same answer again (a late copy, or a client resolving).
+                let outcome = self.outcomes[&msg.ts].clone();
+                self.answer(outcome.clone(), outcome.status, src, out);
+            }
             Status::Request => {
                 if self.check(&mut msg, &mut work, &mut io) {
                     self.install(&msg, &mut work, &mut io, out);
-                    self.answer(msg, Status::Committed, src, out);
+                    self.decide(msg, Status::Committed, src, out);
                 } else {
                     out.events.push(StoreEvent::Aborted);
-                    self.answer(msg, Status::Aborted, src, out);
+                    self.decide(msg, Status::Aborted, src, out);
                 }
+            }
+            Status::Prepare | Status::Resolve if self.prepared.contains_key(&msg.ts) => {
+                let voted = self.prepared[&msg.ts].clone();
+                self.answer(voted, Status::Voted, src, out);
             }
             Status::Prepare => {
                 if self.check(&mut msg, &mut work, &mut io) {
@@ -227,18 +254,29 @@ impl StorageNode {
                     self.answer(msg, Status::Voted, src, out);
                 } else {
                     out.events.push(StoreEvent::Aborted);
-                    self.answer(msg, Status::Aborted, src, out);
+                    self.decide(msg, Status::Aborted, src, out);
                 }
+            }
+            Status::Resolve => {
+                // Never seen: aborted from now on, so that a late copy is refused.
+                out.events.push(StoreEvent::Aborted);
+                self.decide(msg, Status::Aborted, src, out);
             }
             Status::Commit => match self.prepared.remove(&msg.ts) {
                 Some(prepared) => {
                     self.install(&prepared, &mut work, &mut io, out);
-                    self.answer(prepared, Status::Committed, src, out);
+                    self.decide(prepared, Status::Committed, src, out);
                 }
-                None => {
-                    self.rejections.count("unknown_commit");
-                    out.events.push(StoreEvent::Rejected("unknown_commit"));
-                }
+                None => match self.outcomes.get(&msg.ts) {
+                    Some(outcome) if outcome.status == Status::Committed => {
+                        let outcome = outcome.clone();
+                        self.answer(outcome, Status::Committed, src, out);
+                    }
+                    _ => {
+                        self.rejections.count("unknown_commit");
+                        out.events.push(StoreEvent::Rejected("unknown_commit"));
+                    }
+                },
             },
             _ => {
                 self.rejections.count("unexpected_status");

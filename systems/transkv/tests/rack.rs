@@ -13,6 +13,7 @@ fn small() -> RackConfig {
         outstanding: 8,
         txns_per_client: 200,
         seed: 7,
+        resolve_us: 10_000,
     }
 }
 
