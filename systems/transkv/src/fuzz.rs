@@ -9,30 +9,39 @@
 //! a while. A client resolves an unanswered attempt (`Status::Resolve`, `client.rs`); the
 //! storage node decides each timestamp's outcome once and answers every later message for it
 //! with that outcome (`store.rs`), and its `Aborted` on the way back releases any T-TS the
-//! transaction left in a switch: a lost `Committed` or abort never wedges a key. Duplication
-//! and crashes are not injected: a duplicated request would cross the switches twice and be
-//! decided twice (the switches cannot tell copies apart), and nothing is logged for recovery
-//! yet (issue 19's log and recovery part).
+//! transaction left in a switch: a lost `Committed` or abort never wedges a key. Storage
+//! nodes crash (up to two per case) and restart from their logs (`store.rs`: committed writes,
+//! outcomes and votes survive; a timestamp floor replaces the lost TSO timestamps), so a
+//! crash loses no committed write. Not injected: duplication (a duplicated request would
+//! cross the switches twice and be decided twice; the switches cannot tell copies apart) and
+//! crashes of switches, the controller or clients (the controller's log and recovery are not
+//! built).
 
+use crate::layout::NODES;
 use crate::program::TransKvProgram;
 use crate::rack::{build, check, RackConfig, RackHost, RackObserver};
+use crate::store::{NodeRecord, StorageNode};
 use pisadb_core::rng::derive;
 use pisadb_core::Nanos;
 use pisadb_harness::FuzzReport;
-use pisadb_sim::{Faults, Restarts, SlowLink};
+use pisadb_sim::{Crash, Faults, Restarts, SlowLink, Target};
 use pisadb_switch::Switch;
 use rand::Rng;
 
-/// Nothing crashes in these cases, so nothing restarts.
-struct NoRestarts;
+/// Restarts a crashed storage node from its log ([`StorageNode::restore`]); the cases crash
+/// nothing else.
+pub struct NodeRestarts;
 
-impl Restarts<RackHost, Switch<TransKvProgram>> for NoRestarts {
-    fn host(&mut self, id: u16, _log: &[()]) -> Result<RackHost, String> {
-        Err(format!("host {id} crashed, but TransKV's cases crash nothing"))
+impl Restarts<RackHost, Switch<TransKvProgram>> for NodeRestarts {
+    fn host(&mut self, id: u16, log: &[NodeRecord]) -> Result<RackHost, String> {
+        if id >= NODES {
+            return Err(format!("host {id} crashed, but TransKV's cases crash only storage nodes"));
+        }
+        Ok(RackHost::Store(StorageNode::restore(id, log)?))
     }
 
-    fn switch(&mut self, id: u16, _logs: &[Vec<()>], _epoch: u16) -> Result<Switch<TransKvProgram>, String> {
-        Err(format!("switch {id} crashed, but TransKV's cases crash nothing"))
+    fn switch(&mut self, id: u16, _logs: &[Vec<NodeRecord>], _epoch: u16) -> Result<Switch<TransKvProgram>, String> {
+        Err(format!("switch {id} crashed, but TransKV's cases crash only storage nodes"))
     }
 }
 
@@ -63,8 +72,16 @@ pub fn case(seed: u64) -> (&'static str, RackConfig, Faults) {
             }
         })
         .collect();
+    let crashes = (0..rng.random_range(0..3))
+        .map(|_| Crash {
+            target: Target::Node(rng.random_range(0..NODES)),
+            at_ns: rng.random_range(0..300_000),
+            down_ns: rng.random_range(1_000..100_000),
+        })
+        .collect();
     let faults = Faults {
         seed,
+        crashes,
         loss: [0.0, 0.001, 0.01, 0.05][rng.random_range(0..4)],
         jitter_ns: [0, 500, 5_000, 50_000][rng.random_range(0..4)],
         reorder: rng.random_bool(0.7),
@@ -106,13 +123,14 @@ pub fn fuzz_report(seed: u64) -> FuzzReport {
             return report;
         }
     };
-    world.inject(faults, Box::new(NoRestarts));
+    world.inject(faults, Box::new(NodeRestarts));
     let run = world.run(0, Nanos::MAX / 2, crate::rack::EVENTS_MAX).map_err(|e| e.to_string());
     let observer: &RackObserver = world.observer();
     report.committed = observer.commits();
     let stats = world.fault_stats();
     report.lost = stats.lost;
     report.duplicated = stats.duplicated;
+    report.crashes = stats.node_crashes + stats.switch_crashes;
     report.detail = format!("{} switch aborts", observer.switch_aborts());
     report.report = serde_json::json!({
         "variant": variant,

@@ -17,7 +17,7 @@ use crate::client::{ClientConfig, ClientEvent, ClientHost, ClientTimer, Path};
 use crate::control::{Controller, ControllerEvent};
 use crate::layout::{self, Hierarchy, CLIENT0, CLIENTS, CONTROLLER, NODES, SWITCHES};
 use crate::program::{fill, Mode, TransKvProgram, HITS, T_TS, VALUE0, VALUE_ARRAYS};
-use crate::store::{NoTimer, StorageNode, StoreEvent};
+use crate::store::{NoTimer, NodeRecord, StorageNode, StoreEvent};
 use crate::wire::{value_of, VALUE_BYTES};
 use hdrhistogram::Histogram;
 use pisadb_check::{CommittedTxn, History};
@@ -126,16 +126,26 @@ impl TraceBytes for RackTimer {
     }
 }
 
+/// The log records of a host that keeps none.
+fn no_log(_: ()) -> Option<NodeRecord> {
+    None
+}
+
+/// A storage node's log records.
+fn node_log(record: NodeRecord) -> Option<NodeRecord> {
+    Some(record)
+}
+
 /// Runs `f` on an inner host with its own outbox and moves what it produced into `out`.
-fn inner<H: Host<Log = ()>>(
+fn inner<H: Host>(
     host: &mut H,
     out: &mut HostOutbox<RackHost>,
-    timer: fn(H::Timer) -> RackTimer,
-    event: fn(H::Event) -> RackEvent,
+    (timer, event, log): (fn(H::Timer) -> RackTimer, fn(H::Event) -> RackEvent, fn(H::Log) -> Option<NodeRecord>),
     f: impl FnOnce(&mut H, &mut HostOutbox<H>),
 ) {
     let mut o = HostOutbox::<H>::default();
     f(host, &mut o);
+    out.log.extend(o.log.into_iter().filter_map(log));
     out.sends.extend(o.sends);
     out.timers.extend(o.timers.into_iter().map(|(at, t)| (at, timer(t))));
     out.events.extend(o.events.into_iter().map(event));
@@ -150,16 +160,18 @@ fn no_timer(t: NoTimer) -> RackTimer {
 macro_rules! each {
     ($self:expr, $out:expr, |$h:ident, $o:ident| $call:expr) => {
         match $self {
-            RackHost::Store($h) => inner($h, $out, no_timer, RackEvent::Store, |$h, $o| $call),
-            RackHost::Client($h) => inner(&mut **$h, $out, RackTimer::Client, RackEvent::Client, |$h, $o| $call),
-            RackHost::Controller($h) => inner($h, $out, no_timer, RackEvent::Controller, |$h, $o| $call),
+            RackHost::Store($h) => inner($h, $out, (no_timer, RackEvent::Store, node_log), |$h, $o| $call),
+            RackHost::Client($h) => {
+                inner(&mut **$h, $out, (RackTimer::Client, RackEvent::Client, no_log), |$h, $o| $call)
+            }
+            RackHost::Controller($h) => inner($h, $out, (no_timer, RackEvent::Controller, no_log), |$h, $o| $call),
         }
     };
 }
 
 impl Host for RackHost {
     type Timer = RackTimer;
-    type Log = ();
+    type Log = NodeRecord;
     type Event = RackEvent;
 
     fn cores(&self) -> u16 {
@@ -188,7 +200,7 @@ impl Host for RackHost {
 
     fn handle_timer(&mut self, now: Nanos, timer: RackTimer, out: &mut HostOutbox<Self>) {
         let (RackHost::Client(c), RackTimer::Client(t)) = (self, timer) else { return };
-        inner(&mut **c, out, RackTimer::Client, RackEvent::Client, |h, o| h.handle_timer(now, t, o));
+        inner(&mut **c, out, (RackTimer::Client, RackEvent::Client, no_log), |h, o| h.handle_timer(now, t, o));
     }
 
     fn stop(&mut self) {

@@ -22,6 +22,14 @@
 //!   loses. Its `Aborted` passes the switches on the way back and releases any claim the
 //!   transaction left there, which is how a lost reply never wedges a key.
 //!
+//! **Crashes.** The node logs each vote and each outcome before answering
+//! ([`NodeRecord`]); the simulator keeps the log as its disk. A restarted node
+//! ([`StorageNode::restore`]) has every committed write, answers every decided timestamp as
+//! before, and keeps its votes (the prepared writes go back into the TSO). The TSO's read and
+//! write timestamps are gone, so the node takes a floor from the time of its first message
+//! after the restart: an uncached op below it aborts. Every timestamp accepted before the
+//! crash is below the floor, so nothing accepted after it can break the order.
+//!
 //! Timestamps in the TSO are the transactions' T-TS, which are unique, so T-TS is also the
 //! engine's transaction id. The CPU time of each message comes from [`crate::costs`].
 
@@ -78,6 +86,21 @@ fn tuple_key(key: u128) -> TupleKey {
     TupleKey::new(0, key as u64)
 }
 
+/// What a storage node writes to its log (its disk): enough to come back after a crash with
+/// every committed write, every recorded outcome and every vote it gave.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NodeRecord {
+    /// A yes vote: the transaction as prepared (its pending writes are a promise).
+    Prepared(Message),
+    /// A decided transaction's final answer; a `Committed` one's write ops are installed at
+    /// version T-TS, in log order.
+    Outcome(Message),
+}
+
+/// Slots of 100 ns a restarted node's timestamp floor lies past its first message's time: more
+/// than any client's timestamps run ahead of time (`client.rs`).
+pub const FLOOR_MARGIN_SLOTS: u64 = 10_000;
+
 /// A storage node sets no timers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NoTimer {}
@@ -117,6 +140,11 @@ pub struct StorageNode {
     prepared: BTreeMap<u32, Message>,
     /// Decided transactions by T-TS: the final answer (`Committed` or `Aborted`).
     outcomes: BTreeMap<u32, Message>,
+    /// After a restart: uncached ops with a timestamp below this abort (the TSO's read and
+    /// write timestamps were lost with the crash; every timestamp accepted before it is below
+    /// the floor). 0: no floor. `None`: restarted, floor not yet set (set from the time of the
+    /// first message).
+    floor: Option<u32>,
     /// Rejected datagrams by reason.
     pub rejections: Rejections,
 }
@@ -130,8 +158,42 @@ impl StorageNode {
             tso: TimestampOrdering::new(),
             prepared: BTreeMap::new(),
             outcomes: BTreeMap::new(),
+            floor: Some(0),
             rejections: Rejections::default(),
         }
+    }
+
+    /// The node rebuilt from its log after a crash: committed versions, outcomes and prepared
+    /// transactions (their pending writes back in the TSO); a timestamp floor for the rest.
+    pub fn restore(address: u16, log: &[NodeRecord]) -> Result<Self, String> {
+        let mut node = StorageNode::new(address);
+        for record in log {
+            match record {
+                NodeRecord::Prepared(m) => {
+                    node.prepared.insert(m.ts, m.clone());
+                }
+                NodeRecord::Outcome(m) => {
+                    node.prepared.remove(&m.ts);
+                    if m.status == Status::Committed {
+                        for op in m.ops.iter().filter(|o| o.op_type == OpType::Write) {
+                            let tuple = Tuple { value: 0, version: u64::from(m.ts) };
+                            node.versions.put(tuple_key(op.key), tuple).map_err(|e| e.to_string())?;
+                        }
+                    }
+                    node.outcomes.insert(m.ts, m.clone());
+                }
+            }
+        }
+        let mut work = Work::default();
+        for (&ts, m) in &node.prepared {
+            let txn = TxnId::from_bits(u64::from(ts));
+            node.tso.begin(txn, u64::from(ts)).map_err(|e| e.to_string())?;
+            for op in m.ops.iter().filter(|o| o.op_type == OpType::Write && !o.decided()) {
+                node.tso.write(txn, tuple_key(op.key), 0, &mut work).map_err(|e| format!("restoring {ts}: {e}"))?;
+            }
+        }
+        node.floor = None;
+        Ok(node)
     }
 
     /// The committed version of `key`.
@@ -148,7 +210,8 @@ impl StorageNode {
     /// op is late.
     fn check(&mut self, msg: &mut Message, work: &mut Work, io: &mut StoreWork) -> bool {
         let txn = TxnId::from_bits(u64::from(msg.ts));
-        if self.tso.begin(txn, u64::from(msg.ts)).is_err() {
+        let late = msg.ts < self.floor.unwrap_or(u32::MAX);
+        if (late && msg.ops.iter().any(|o| !o.decided())) || self.tso.begin(txn, u64::from(msg.ts)).is_err() {
             return false;
         }
         for op in msg.ops.iter_mut().filter(|o| !o.decided()) {
@@ -203,6 +266,7 @@ impl StorageNode {
     /// answers it.
     fn decide(&mut self, mut msg: Message, status: Status, to: u16, out: &mut HostOutbox<Self>) {
         msg.status = status;
+        out.log.push(NodeRecord::Outcome(msg.clone()));
         self.outcomes.insert(msg.ts, msg.clone());
         self.answer(msg, status, to, out);
     }
@@ -250,6 +314,7 @@ impl StorageNode {
             }
             Status::Prepare => {
                 if self.check(&mut msg, &mut work, &mut io) {
+                    out.log.push(NodeRecord::Prepared(msg.clone()));
                     self.prepared.insert(msg.ts, msg.clone());
                     self.answer(msg, Status::Voted, src, out);
                 } else {
@@ -289,7 +354,7 @@ impl StorageNode {
 
 impl Host for StorageNode {
     type Timer = NoTimer;
-    type Log = ();
+    type Log = NodeRecord;
     type Event = StoreEvent;
 
     fn cores(&self) -> u16 {
@@ -306,8 +371,12 @@ impl Host for StorageNode {
         match *timer {}
     }
 
-    fn handle_datagram(&mut self, _now: Nanos, bytes: &[u8], out: &mut HostOutbox<Self>) {
+    fn handle_datagram(&mut self, now: Nanos, bytes: &[u8], out: &mut HostOutbox<Self>) {
         out.cpu_ns += costs::STORE_MESSAGE_NS;
+        if self.floor.is_none() {
+            let slot = (now / 100).saturating_add(FLOOR_MARGIN_SLOTS);
+            self.floor = Some(u32::try_from(slot << 2).unwrap_or(u32::MAX));
+        }
         match Message::open(bytes) {
             Ok((frame, msg)) => self.serve(frame.src, msg, out),
             Err(e) => {

@@ -51,3 +51,31 @@ fn transkv_answers_hot_reads_in_the_switch_and_beats_the_coordinator() {
     assert!(cached.switch_answers > 0 && plain.switch_answers == 0);
     assert!(cached.mtps > plain.mtps, "{cached:?} {plain:?}");
 }
+
+#[test]
+fn a_storage_node_crash_with_lossy_links_loses_no_committed_write_and_wedges_no_key() {
+    use pisadb_sim::{Crash, Faults, Target};
+    use pisadb_transkv::rack::{build, check};
+    for variant in ["transkv", "tranx-coor"] {
+        let cfg = RackConfig { write_ratio: 0.8, ops_per_txn: 2, resolve_us: 300, ..small() };
+        let (mut world, hierarchy) = build(variant, &cfg).unwrap();
+        // The node of the hottest key crashes twice while the clients write to it.
+        let hottest = pisadb_transkv::layout::key_of_rank(0, cfg.records);
+        let node = hierarchy.node_of(hottest);
+        let crash = |at_ns| Crash { target: Target::Node(node), at_ns, down_ns: 50_000 };
+        let faults = Faults {
+            seed: 9,
+            loss: 0.02,
+            heal_at_ns: 1_000_000_000,
+            crashes: vec![crash(100_000), crash(400_000)],
+            ..Faults::default()
+        };
+        world.inject(faults, Box::new(pisadb_transkv::fuzz::NodeRestarts));
+        world.run(0, u64::MAX / 2, pisadb_transkv::rack::EVENTS_MAX).unwrap();
+        let stats = world.fault_stats();
+        assert_eq!(stats.node_crashes, 2, "{variant}");
+        assert!(stats.lost > 0 && stats.to_down + stats.cut_short > 0, "{variant}: {stats:?}");
+        check(&world, &hierarchy).unwrap_or_else(|e| panic!("{variant}: {e}"));
+        assert_eq!(world.observer().commits(), 800, "{variant}");
+    }
+}
