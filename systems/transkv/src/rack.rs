@@ -136,11 +136,18 @@ fn node_log(record: NodeRecord) -> Option<NodeRecord> {
     Some(record)
 }
 
+/// How an inner host's timers, events and log records become the rack's.
+type Wrap<H> = (
+    fn(<H as Host>::Timer) -> RackTimer,
+    fn(<H as Host>::Event) -> RackEvent,
+    fn(<H as Host>::Log) -> Option<NodeRecord>,
+);
+
 /// Runs `f` on an inner host with its own outbox and moves what it produced into `out`.
 fn inner<H: Host>(
     host: &mut H,
     out: &mut HostOutbox<RackHost>,
-    (timer, event, log): (fn(H::Timer) -> RackTimer, fn(H::Event) -> RackEvent, fn(H::Log) -> Option<NodeRecord>),
+    (timer, event, log): Wrap<H>,
     f: impl FnOnce(&mut H, &mut HostOutbox<H>),
 ) {
     let mut o = HostOutbox::<H>::default();
