@@ -12,37 +12,122 @@
 //! transaction left in a switch: a lost `Committed` or abort never wedges a key. Storage
 //! nodes crash (up to two per case) and restart from their logs (`store.rs`: committed writes,
 //! outcomes and votes survive; a timestamp floor replaces the lost TSO timestamps), so a
-//! crash loses no committed write. Not injected: duplication (a duplicated request would
-//! cross the switches twice and be decided twice; the switches cannot tell copies apart) and
-//! crashes of switches, the controller or clients (the controller's log and recovery are not
-//! built).
+//! crash loses no committed write. Switches crash too and are rebuilt from the nodes' logs
+//! with safe timestamps ([`rebuild_switch`]). Not injected: duplication (a duplicated request
+//! would cross the switches twice and be decided twice; the switches cannot tell copies
+//! apart) and crashes of the controller or the clients (the controller's log and recovery
+//! are not built).
 
-use crate::layout::NODES;
-use crate::program::TransKvProgram;
-use crate::rack::{build, check, RackConfig, RackHost, RackObserver};
-use crate::store::{NodeRecord, StorageNode};
+use crate::layout::{Hierarchy, NODES, SWITCHES};
+use crate::program::{fill, Mode, TransKvProgram, R_TS, T_TS};
+use crate::rack::{build, check, variant_of, RackConfig, RackHost, RackObserver};
+use crate::store::{NodeRecord, StorageNode, FLOOR_MARGIN_SLOTS};
+use crate::wire::{value_of, Message, OpType, Status};
 use pisadb_core::rng::derive;
 use pisadb_core::Nanos;
 use pisadb_harness::FuzzReport;
 use pisadb_sim::{Crash, Faults, Restarts, SlowLink, Target};
 use pisadb_switch::Switch;
+use pisadb_switch::SwitchProfile;
 use rand::Rng;
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
-/// Restarts a crashed storage node from its log ([`StorageNode::restore`]); the cases crash
-/// nothing else.
-pub struct NodeRestarts;
+/// Restarts what crashes: a storage node from its log ([`StorageNode::restore`]), a switch
+/// rebuilt from the storage nodes' logs ([`rebuild_switch`]) at the time the plan restarts it.
+pub struct Restarter {
+    /// The switches' mode.
+    mode: Mode,
+    /// The cache placement.
+    hierarchy: Arc<Hierarchy>,
+    /// Restart times of each switch's crashes, in order.
+    restarts_ns: BTreeMap<u16, Vec<Nanos>>,
+    /// Restarts done per switch.
+    done: BTreeMap<u16, usize>,
+}
 
-impl Restarts<RackHost, Switch<TransKvProgram>> for NodeRestarts {
+impl Restarter {
+    /// The restarts of `faults` for `variant`'s switches over `hierarchy`.
+    pub fn new(variant: &str, hierarchy: Arc<Hierarchy>, faults: &Faults) -> Result<Self, String> {
+        let (mode, _) = variant_of(variant)?;
+        let mut restarts_ns: BTreeMap<u16, Vec<Nanos>> = BTreeMap::new();
+        let mut crashes = faults.crashes.clone();
+        crashes.sort_by_key(|c| c.at_ns);
+        for c in crashes {
+            if let Target::Switch(s) = c.target {
+                restarts_ns.entry(s).or_default().push(c.at_ns + c.down_ns);
+            }
+        }
+        Ok(Restarter { mode, hierarchy, restarts_ns, done: BTreeMap::new() })
+    }
+}
+
+impl Restarts<RackHost, Switch<TransKvProgram>> for Restarter {
     fn host(&mut self, id: u16, log: &[NodeRecord]) -> Result<RackHost, String> {
         if id >= NODES {
-            return Err(format!("host {id} crashed, but TransKV's cases crash only storage nodes"));
+            return Err(format!("host {id} crashed, but TransKV's cases crash only storage nodes and switches"));
         }
         Ok(RackHost::Store(StorageNode::restore(id, log)?))
     }
 
-    fn switch(&mut self, id: u16, _logs: &[Vec<NodeRecord>], _epoch: u16) -> Result<Switch<TransKvProgram>, String> {
-        Err(format!("switch {id} crashed, but TransKV's cases crash only storage nodes"))
+    fn switch(&mut self, id: u16, logs: &[Vec<NodeRecord>], _epoch: u16) -> Result<Switch<TransKvProgram>, String> {
+        let k = self.done.entry(id).or_insert(0);
+        let at_ns = *self.restarts_ns.get(&id).and_then(|r| r.get(*k)).ok_or("a restart the plan does not have")?;
+        *k += 1;
+        let floor = u32::try_from((at_ns / 100 + FLOOR_MARGIN_SLOTS) << 2).map_err(|e| e.to_string())?;
+        rebuild_switch(id, self.mode, &self.hierarchy, logs, floor)
     }
+}
+
+/// Switch `id` rebuilt after a crash (§IV: cached values are copies): its cache table as
+/// placed, each cached key's committed value and write timestamp from its storage node's log,
+/// R-TS at `floor` (above every timestamp the crashed switch accepted: a write older than it
+/// aborts), and T-TS restored for every write a node voted for and has not decided (its
+/// `Committed` installs the value on the way back). The nodes refuse the crashed switch's
+/// decisions still on the wire (`StorageNode::fence_switch`).
+pub fn rebuild_switch(
+    id: u16,
+    mode: Mode,
+    hierarchy: &Hierarchy,
+    logs: &[Vec<NodeRecord>],
+    floor: u32,
+) -> Result<Switch<TransKvProgram>, String> {
+    let mut switch = Switch::new(SwitchProfile::tofino1(), TransKvProgram::new(mode)).map_err(|e| e.to_string())?;
+    let mut versions: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut prepared: BTreeMap<u32, &Message> = BTreeMap::new();
+    for record in logs.iter().flatten() {
+        match record {
+            NodeRecord::Prepared(m) => {
+                prepared.insert(m.ts, m);
+            }
+            NodeRecord::Outcome(m) => {
+                prepared.remove(&m.ts);
+                if m.status == Status::Committed {
+                    for op in m.ops.iter().filter(|o| o.op_type == OpType::Write) {
+                        versions.insert(op.key as u64, u64::from(m.ts));
+                    }
+                }
+            }
+        }
+    }
+    let mut pending: BTreeMap<u64, u32> = BTreeMap::new();
+    for (&ts, m) in &prepared {
+        for op in m.ops.iter().filter(|o| o.op_type == OpType::Write && o.decided()) {
+            pending.insert(op.key as u64, ts);
+        }
+    }
+    for (&key, &(switch_id, slot)) in &hierarchy.cached {
+        if switch_id != id {
+            continue;
+        }
+        let version = versions.get(&key).copied().unwrap_or(0);
+        fill(&mut switch, key, slot, &value_of(u128::from(key), version), version as u32)?;
+        let registers = switch.registers_mut();
+        registers.write(R_TS, u32::from(slot), i64::from(floor), 0).map_err(|e| e.to_string())?;
+        let claim = pending.get(&key).copied().unwrap_or(0);
+        registers.write(T_TS, u32::from(slot), i64::from(claim), 0).map_err(|e| e.to_string())?;
+    }
+    Ok(switch)
 }
 
 /// The case of `seed`: its variant, data center and faults.
@@ -74,7 +159,11 @@ pub fn case(seed: u64) -> (&'static str, RackConfig, Faults) {
         .collect();
     let crashes = (0..rng.random_range(0..3))
         .map(|_| Crash {
-            target: Target::Node(rng.random_range(0..NODES)),
+            target: if rng.random_bool(0.5) {
+                Target::Node(rng.random_range(0..NODES))
+            } else {
+                Target::Switch(rng.random_range(0..SWITCHES))
+            },
             at_ns: rng.random_range(0..300_000),
             down_ns: rng.random_range(1_000..100_000),
         })
@@ -123,7 +212,14 @@ pub fn fuzz_report(seed: u64) -> FuzzReport {
             return report;
         }
     };
-    world.inject(faults, Box::new(NodeRestarts));
+    let restarter = match Restarter::new(variant, Arc::clone(&hierarchy), &faults) {
+        Ok(r) => r,
+        Err(e) => {
+            report.failure = Some(e);
+            return report;
+        }
+    };
+    world.inject(faults, Box::new(restarter));
     let run = world.run(0, Nanos::MAX / 2, crate::rack::EVENTS_MAX).map_err(|e| e.to_string());
     let observer: &RackObserver = world.observer();
     report.committed = observer.commits();

@@ -30,6 +30,12 @@
 //! after the restart: an uncached op below it aborts. Every timestamp accepted before the
 //! crash is below the floor, so nothing accepted after it can break the order.
 //!
+//! **Switch crashes.** When a switch is rebuilt (`fence_switch`), ops the crashed switch
+//! decided may still be on the wire; the node refuses any transaction carrying a decided op
+//! with a timestamp below a floor taken from the time of its next message, so only the
+//! rebuilt switch's decisions (timestamps above its own floor, `crate::fuzz`) commit from
+//! then on. Votes given before stay valid: the rebuilt switch restores their claims.
+//!
 //! Timestamps in the TSO are the transactions' T-TS, which are unique, so T-TS is also the
 //! engine's transaction id. The CPU time of each message comes from [`crate::costs`].
 
@@ -145,6 +151,12 @@ pub struct StorageNode {
     /// the floor). 0: no floor. `None`: restarted, floor not yet set (set from the time of the
     /// first message).
     floor: Option<u32>,
+    /// After a switch was rebuilt: ops a switch decided with a timestamp below this are
+    /// refused (the crashed switch's decisions still on the wire; `None`: set from the time of
+    /// the next message). 0: no floor.
+    decided_floor: Option<u32>,
+    /// The latest switch epoch fenced off.
+    switch_epoch: u16,
     /// Rejected datagrams by reason.
     pub rejections: Rejections,
 }
@@ -159,6 +171,8 @@ impl StorageNode {
             prepared: BTreeMap::new(),
             outcomes: BTreeMap::new(),
             floor: Some(0),
+            decided_floor: Some(0),
+            switch_epoch: 0,
             rejections: Rejections::default(),
         }
     }
@@ -211,7 +225,11 @@ impl StorageNode {
     fn check(&mut self, msg: &mut Message, work: &mut Work, io: &mut StoreWork) -> bool {
         let txn = TxnId::from_bits(u64::from(msg.ts));
         let late = msg.ts < self.floor.unwrap_or(u32::MAX);
-        if (late && msg.ops.iter().any(|o| !o.decided())) || self.tso.begin(txn, u64::from(msg.ts)).is_err() {
+        let late_decided = msg.ts < self.decided_floor.unwrap_or(u32::MAX);
+        if (late && msg.ops.iter().any(|o| !o.decided()))
+            || (late_decided && msg.ops.iter().any(|o| o.decided()))
+            || self.tso.begin(txn, u64::from(msg.ts)).is_err()
+        {
             return false;
         }
         for op in msg.ops.iter_mut().filter(|o| !o.decided()) {
@@ -373,10 +391,9 @@ impl Host for StorageNode {
 
     fn handle_datagram(&mut self, now: Nanos, bytes: &[u8], out: &mut HostOutbox<Self>) {
         out.cpu_ns += costs::STORE_MESSAGE_NS;
-        if self.floor.is_none() {
-            let slot = (now / 100).saturating_add(FLOOR_MARGIN_SLOTS);
-            self.floor = Some(u32::try_from(slot << 2).unwrap_or(u32::MAX));
-        }
+        let floor_now = || u32::try_from((now / 100).saturating_add(FLOOR_MARGIN_SLOTS) << 2).unwrap_or(u32::MAX);
+        self.floor = self.floor.or_else(|| Some(floor_now()));
+        self.decided_floor = self.decided_floor.or_else(|| Some(floor_now()));
         match Message::open(bytes) {
             Ok((frame, msg)) => self.serve(frame.src, msg, out),
             Err(e) => {
@@ -394,6 +411,13 @@ impl Host for StorageNode {
 
     fn is_idle(&self) -> bool {
         true
+    }
+
+    fn fence_switch(&mut self, epoch: u16) {
+        if epoch > self.switch_epoch {
+            self.switch_epoch = epoch;
+            self.decided_floor = None;
+        }
     }
 }
 

@@ -53,7 +53,7 @@ fn transkv_answers_hot_reads_in_the_switch_and_beats_the_coordinator() {
 }
 
 #[test]
-fn a_storage_node_crash_with_lossy_links_loses_no_committed_write_and_wedges_no_key() {
+fn node_and_switch_crashes_with_lossy_links_lose_no_committed_write_and_wedge_no_key() {
     use pisadb_sim::{Crash, Faults, Target};
     use pisadb_transkv::rack::{build, check};
     for variant in ["transkv", "tranx-coor"] {
@@ -63,17 +63,21 @@ fn a_storage_node_crash_with_lossy_links_loses_no_committed_write_and_wedges_no_
         let hottest = pisadb_transkv::layout::key_of_rank(0, cfg.records);
         let node = hierarchy.node_of(hottest);
         let crash = |at_ns| Crash { target: Target::Node(node), at_ns, down_ns: 50_000 };
+        // And the switch caching it (the core of its pod) crashes and is rebuilt.
+        let core = hierarchy.switch_of(hottest).unwrap_or(0);
+        let switch_crash = Crash { target: Target::Switch(core), at_ns: 250_000, down_ns: 20_000 };
         let faults = Faults {
             seed: 9,
             loss: 0.02,
             heal_at_ns: 1_000_000_000,
-            crashes: vec![crash(100_000), crash(400_000)],
+            crashes: vec![crash(100_000), switch_crash, crash(400_000)],
             ..Faults::default()
         };
-        world.inject(faults, Box::new(pisadb_transkv::fuzz::NodeRestarts));
+        let restarter = pisadb_transkv::fuzz::Restarter::new(variant, hierarchy.clone(), &faults).unwrap();
+        world.inject(faults, Box::new(restarter));
         world.run(0, u64::MAX / 2, pisadb_transkv::rack::EVENTS_MAX).unwrap();
         let stats = world.fault_stats();
-        assert_eq!(stats.node_crashes, 2, "{variant}");
+        assert_eq!((stats.node_crashes, stats.switch_crashes), (2, 1), "{variant}");
         assert!(stats.lost > 0 && stats.to_down + stats.cut_short > 0, "{variant}: {stats:?}");
         check(&world, &hierarchy).unwrap_or_else(|e| panic!("{variant}: {e}"));
         assert_eq!(world.observer().commits(), 800, "{variant}");
