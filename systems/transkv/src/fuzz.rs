@@ -19,10 +19,10 @@
 //! are not built).
 
 use crate::layout::{Hierarchy, NODES, SWITCHES};
-use crate::program::{fill, Mode, TransKvProgram, R_TS, T_TS};
+use crate::program::{entry_value, Mode, TransKvProgram, CACHE_TABLE, R_TS, T_TS, W_TS};
 use crate::rack::{build, check, variant_of, RackConfig, RackHost, RackObserver};
 use crate::store::{NodeRecord, StorageNode, FLOOR_MARGIN_SLOTS};
-use crate::wire::{value_of, Message, OpType, Status};
+use crate::wire::{Message, OpType};
 use pisadb_core::rng::derive;
 use pisadb_core::Nanos;
 use pisadb_harness::FuzzReport;
@@ -80,11 +80,13 @@ impl Restarts<RackHost, Switch<TransKvProgram>> for Restarter {
 }
 
 /// Switch `id` rebuilt after a crash (§IV: cached values are copies): its cache table as
-/// placed, each cached key's committed value and write timestamp from its storage node's log,
-/// R-TS at `floor` (above every timestamp the crashed switch accepted: a write older than it
-/// aborts), and T-TS restored for every write a node voted for and has not decided (its
-/// `Committed` installs the value on the way back). The nodes refuse the crashed switch's
-/// decisions still on the wire (`StorageNode::fence_switch`).
+/// placed, but with an empty bitmap (no value is answered from it: reads of its keys take
+/// their values from the storage nodes), W-TS and R-TS at `floor` (above every timestamp the
+/// crashed switch accepted: an older op aborts), and T-TS restored for the writes the nodes'
+/// logs show voted and undecided. The logs lag the nodes by the handlers still running, so
+/// the nodes also check decided ops against their own votes (`store.rs`), and they refuse the
+/// crashed switch's decisions still on the wire (`StorageNode::fence_switch`). Giving a
+/// rebuilt key its value back is the cache refresh's job, which is not built.
 pub fn rebuild_switch(
     id: u16,
     mode: Mode,
@@ -93,7 +95,6 @@ pub fn rebuild_switch(
     floor: u32,
 ) -> Result<Switch<TransKvProgram>, String> {
     let mut switch = Switch::new(SwitchProfile::tofino1(), TransKvProgram::new(mode)).map_err(|e| e.to_string())?;
-    let mut versions: BTreeMap<u64, u64> = BTreeMap::new();
     let mut prepared: BTreeMap<u32, &Message> = BTreeMap::new();
     for record in logs.iter().flatten() {
         match record {
@@ -102,11 +103,6 @@ pub fn rebuild_switch(
             }
             NodeRecord::Outcome(m) => {
                 prepared.remove(&m.ts);
-                if m.status == Status::Committed {
-                    for op in m.ops.iter().filter(|o| o.op_type == OpType::Write) {
-                        versions.insert(op.key as u64, u64::from(m.ts));
-                    }
-                }
             }
         }
     }
@@ -120,12 +116,12 @@ pub fn rebuild_switch(
         if switch_id != id {
             continue;
         }
-        let version = versions.get(&key).copied().unwrap_or(0);
-        fill(&mut switch, key, slot, &value_of(u128::from(key), version), version as u32)?;
+        switch.insert_entry(CACHE_TABLE, key, entry_value(slot, 0, slot)).map_err(|e| e.to_string())?;
         let registers = switch.registers_mut();
-        registers.write(R_TS, u32::from(slot), i64::from(floor), 0).map_err(|e| e.to_string())?;
         let claim = pending.get(&key).copied().unwrap_or(0);
-        registers.write(T_TS, u32::from(slot), i64::from(claim), 0).map_err(|e| e.to_string())?;
+        for (register, value) in [(W_TS, floor), (R_TS, floor), (T_TS, claim)] {
+            registers.write(register, u32::from(slot), i64::from(value), 0).map_err(|e| e.to_string())?;
+        }
     }
     Ok(switch)
 }

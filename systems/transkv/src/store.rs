@@ -157,6 +157,8 @@ pub struct StorageNode {
     decided_floor: Option<u32>,
     /// The latest switch epoch fenced off.
     switch_epoch: u16,
+    /// Every version a switch-decided write installed, per key, in commit (= timestamp) order.
+    history: BTreeMap<u64, Vec<u64>>,
     /// Rejected datagrams by reason.
     pub rejections: Rejections,
 }
@@ -173,6 +175,7 @@ impl StorageNode {
             floor: Some(0),
             decided_floor: Some(0),
             switch_epoch: 0,
+            history: BTreeMap::new(),
             rejections: Rejections::default(),
         }
     }
@@ -192,6 +195,9 @@ impl StorageNode {
                         for op in m.ops.iter().filter(|o| o.op_type == OpType::Write) {
                             let tuple = Tuple { value: 0, version: u64::from(m.ts) };
                             node.versions.put(tuple_key(op.key), tuple).map_err(|e| e.to_string())?;
+                            if op.decided() {
+                                node.history.entry(op.key as u64).or_default().push(u64::from(m.ts));
+                            }
                         }
                     }
                     node.outcomes.insert(m.ts, m.clone());
@@ -208,6 +214,16 @@ impl StorageNode {
         }
         node.floor = None;
         Ok(node)
+    }
+
+    /// The newest committed version of `key` not younger than `ts` (0: the initial load).
+    fn version_at(&self, key: u64, ts: u32) -> u64 {
+        let newest = self.version(key);
+        if newest <= u64::from(ts) {
+            return newest;
+        }
+        let older = self.history.get(&key).map_or(&[][..], |h| h.as_slice());
+        older.iter().rev().copied().find(|&v| v <= u64::from(ts)).unwrap_or(0)
     }
 
     /// The committed version of `key`.
@@ -250,12 +266,34 @@ impl StorageNode {
                 return false;
             }
         }
+        if self.conflicts_with_a_vote(msg) {
+            self.tso.abort(&self.versions, txn, work);
+            return false;
+        }
         for op in msg.ops.iter_mut().filter(|o| o.decided() && o.op_type == OpType::Read && !o.served()) {
-            // Decided by a switch whose value was not whole: the committed value is here.
+            // Decided by a switch that holds no value for it (a rebuilt switch): the value as of
+            // the reader's timestamp is here. The switch let the read pass only if no older
+            // writer is pending, but a younger one may have committed here since: read the
+            // newest version not younger than the reader.
             io.reads += 1;
-            op.value = value_of(op.key, self.version(op.key as u64));
+            let version = self.version_at(op.key as u64, msg.ts);
+            op.value = value_of(op.key, version);
         }
         true
+    }
+
+    /// Whether a switch-decided op of `msg` meets a write this node voted for (another
+    /// transaction's, undecided): a write, or a read younger than that write. The switch that
+    /// decided it should have seen the claim; after a switch was rebuilt from logs that lag
+    /// the node, it may not have.
+    fn conflicts_with_a_vote(&self, msg: &Message) -> bool {
+        msg.ops.iter().filter(|o| o.decided()).any(|op| {
+            self.prepared.values().filter(|p| p.ts != msg.ts).any(|p| {
+                p.ops.iter().any(|w| {
+                    w.op_type == OpType::Write && w.key == op.key && (op.op_type == OpType::Write || p.ts < msg.ts)
+                })
+            })
+        })
     }
 
     /// Installs `msg`'s writes (the TSO's pending ones and the switch-decided ones).
@@ -274,6 +312,7 @@ impl StorageNode {
             work.tuple_ops += 1;
             let tuple = Tuple { value: 0, version: u64::from(msg.ts) };
             let _ = self.versions.put(tuple_key(op.key), tuple);
+            self.history.entry(op.key as u64).or_default().push(u64::from(msg.ts));
         }
         if !writes.is_empty() {
             out.events.push(StoreEvent::Committed { ts: msg.ts, writes });
