@@ -32,6 +32,8 @@ pub(crate) enum Paper {
     /// NetAccel (seed 002): Fig. 7, Tables 1-2, Fig. 8 and a scale-factor sweep
     /// (`systems/netaccel/src/experiments.rs`), reported in `results/netaccel.md`.
     Netaccel,
+    /// TransKV (seed 003): Figs. 9-11 and Tables I-II, run by the system's own experiments.
+    Transkv,
 }
 
 /// Flags of `pisadb reproduce`.
@@ -78,6 +80,7 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
     match args.paper {
         Paper::P4db => {}
         Paper::Gotthard => return super::sweep::run_system_reproduce("gotthard", &args.common),
+        Paper::Transkv => return super::sweep::run_system_reproduce("transkv", &args.common),
         Paper::Netaccel => {
             eprintln!(
                 "reproducing NetAccel{}: about 10 s (--quick) or 1 minute on a 2-core machine",

@@ -96,6 +96,7 @@ fn bench(c: &mut Criterion) {
         write_ratio: 0.0,
         zipf: 0.99,
         seed: 1,
+        resolve_ns: 1_000_000,
         hierarchy,
     };
     let mut client = ClientHost::new(cfg).expect("client");

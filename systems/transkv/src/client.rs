@@ -12,6 +12,11 @@
 //! the client host. It stays below 2^31 for 53 s of simulated time (the switch's ALU compares
 //! 32-bit signed words). An abort restarts the transaction with a new timestamp (basic TSO).
 //!
+//! **Lost messages.** An attempt unanswered for `resolve_ns` is resolved: the client sends
+//! `Resolve` with the same timestamp where the attempt went (the node, or the controller) and
+//! keeps doing so until an answer comes; the node (`store.rs`) is where the outcome is decided
+//! once, so a resolve never makes a second copy of the transaction cross the switches.
+//!
 //! **Path** ([`Path`]): TransKV sends a transaction whose keys are all cached straight to the
 //! storage node (the switches on the way decide it) and any other to the controller
 //! (coordinator); Tranx-Coor sends every transaction to the controller; non-transactional
@@ -60,17 +65,31 @@ pub struct ClientConfig {
     pub zipf: f64,
     /// The seed.
     pub seed: u64,
+    /// After this long without an answer an attempt is resolved (`Status::Resolve`).
+    pub resolve_ns: Nanos,
     /// Keys, nodes and the cache placement.
     pub hierarchy: Arc<Hierarchy>,
 }
 
-/// A client timer (none: the protocol tolerates no loss yet).
+/// A client timer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ClientTimer {}
+pub enum ClientTimer {
+    /// No answer yet to attempt `ts` of transaction `seq`: resolve it (a non-transactional
+    /// read, `ts` = 0, is sent again).
+    Resolve {
+        /// The transaction.
+        seq: u32,
+        /// The attempt.
+        ts: u32,
+    },
+}
 
 impl TraceBytes for ClientTimer {
-    fn trace(&self, _hash: &mut TraceHash) {
-        match *self {}
+    fn trace(&self, hash: &mut TraceHash) {
+        let ClientTimer::Resolve { seq, ts } = *self;
+        hash.write(b"resolve");
+        hash.write(&seq.to_le_bytes());
+        hash.write(&ts.to_le_bytes());
     }
 }
 
@@ -92,6 +111,8 @@ pub enum ClientEvent {
         /// (key, version read) per read.
         reads: Vec<(u64, u64)>,
     },
+    /// An attempt went unanswered for `resolve_ns`: the client asked what became of it.
+    Resolving,
     /// An attempt aborted (by a switch, or by a node or the controller).
     Aborted {
         /// Whether a switch aborted it.
@@ -118,6 +139,8 @@ struct Txn {
     started_ns: Nanos,
     /// Attempts so far.
     attempts: u32,
+    /// Where the current attempt went (a node, or the controller).
+    dst: u16,
 }
 
 /// A client host.
@@ -212,9 +235,11 @@ impl ClientHost {
             Path::TransKv | Path::Coordinator => (Status::Coordinate, CONTROLLER),
             Path::NonTransactional => (Status::Request, node),
         };
+        txn.dst = dst;
         let msg = Message { ts, status, client: self.cfg.address, seq, ops: txn.ops.clone() };
         out.cpu_ns += costs::CLIENT_MESSAGE_NS;
         out.sends.push(Send { dst, bytes: msg.datagram(self.cfg.address, dst) });
+        out.timers.push((now + self.cfg.resolve_ns, ClientTimer::Resolve { seq, ts }));
     }
 
     fn start_next(&mut self, now: Nanos, out: &mut HostOutbox<Self>) {
@@ -224,7 +249,7 @@ impl ClientHost {
         self.started += 1;
         let seq = self.started;
         let ops = self.draw_ops();
-        self.in_flight.insert(seq, Txn { seq, ts: 0, ops, started_ns: now, attempts: 0 });
+        self.in_flight.insert(seq, Txn { seq, ts: 0, ops, started_ns: now, attempts: 0, dst: 0 });
         self.send_attempt(now, seq, out);
     }
 
@@ -289,8 +314,8 @@ impl Host for ClientHost {
         Route::AnyCore
     }
 
-    fn timer_core(&self, timer: &ClientTimer) -> u16 {
-        match *timer {}
+    fn timer_core(&self, _timer: &ClientTimer) -> u16 {
+        0
     }
 
     fn handle_datagram(&mut self, now: Nanos, bytes: &[u8], out: &mut HostOutbox<Self>) {
@@ -304,8 +329,16 @@ impl Host for ClientHost {
         }
     }
 
-    fn handle_timer(&mut self, _now: Nanos, timer: ClientTimer, _out: &mut HostOutbox<Self>) {
-        match timer {}
+    fn handle_timer(&mut self, now: Nanos, timer: ClientTimer, out: &mut HostOutbox<Self>) {
+        let ClientTimer::Resolve { seq, ts } = timer;
+        let Some(txn) = self.in_flight.get(&seq).filter(|t| t.ts == ts) else { return };
+        // A non-transactional read is only asked again (reads change nothing).
+        let status = if ts == 0 { Status::Request } else { Status::Resolve };
+        let msg = Message { ts, status, client: self.cfg.address, seq, ops: txn.ops.clone() };
+        out.cpu_ns += costs::CLIENT_MESSAGE_NS;
+        out.sends.push(Send { dst: txn.dst, bytes: msg.datagram(self.cfg.address, txn.dst) });
+        out.timers.push((now + self.cfg.resolve_ns, timer));
+        out.events.push(ClientEvent::Resolving);
     }
 
     fn stop(&mut self) {
@@ -333,6 +366,7 @@ mod tests {
             write_ratio: 0.5,
             zipf,
             seed: 1,
+            resolve_ns: 1_000_000,
             hierarchy,
         })
         .unwrap()

@@ -14,7 +14,13 @@
 //! refused) and `SwitchAborted` (a switch refused on the way) go on to the client as they are;
 //! `Served` (every op a read a switch answered) becomes `Committed`. Transactions span one
 //! node (`client.rs`), so one vote decides; the controller keeps which client waits for which
-//! timestamp.
+//! timestamp, and the final answer of each.
+//!
+//! **Lost messages.** A client that waits too long sends `Resolve`. A decided transaction gets
+//! its final answer again; one whose vote came gets its `Commit` again (the node answers a
+//! second `Commit` with the same `Committed`); one still preparing is resolved by the node
+//! (`store.rs`: its outcome, its vote, or — never seen — aborted for good). Nothing is ever
+//! prepared twice, so every transaction crosses the switches as one copy.
 //!
 //! The cache fill from the workload's popularity is done at setup by the rack
 //! (`layout::Hierarchy` and `program::fill`), as the control plane would before the run; the
@@ -40,6 +46,15 @@ pub enum ControllerEvent {
     Rejected(&'static str),
 }
 
+/// Where a coordinated transaction is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Phase {
+    /// `Prepare` (or `Resolve`) sent, no vote yet.
+    Preparing,
+    /// Voted yes, `Commit` sent: the message to send again.
+    Committing(Message),
+}
+
 /// The controller.
 #[derive(Debug)]
 pub struct Controller {
@@ -47,8 +62,10 @@ pub struct Controller {
     address: u16,
     /// Keys and nodes.
     hierarchy: Arc<Hierarchy>,
-    /// Transactions being coordinated: T-TS → client.
-    waiting: BTreeMap<u32, u16>,
+    /// Transactions being coordinated: T-TS → (client, phase).
+    waiting: BTreeMap<u32, (u16, Phase)>,
+    /// Transactions decided: T-TS → the final answer sent to the client.
+    decided: BTreeMap<u32, Message>,
     /// Rejected datagrams by reason.
     pub rejections: Rejections,
 }
@@ -56,7 +73,13 @@ pub struct Controller {
 impl Controller {
     /// A controller with nothing to coordinate yet.
     pub fn new(address: u16, hierarchy: Arc<Hierarchy>) -> Self {
-        Controller { address, hierarchy, waiting: BTreeMap::new(), rejections: Rejections::default() }
+        Controller {
+            address,
+            hierarchy,
+            waiting: BTreeMap::new(),
+            decided: BTreeMap::new(),
+            rejections: Rejections::default(),
+        }
     }
 
     /// Transactions still being coordinated.
@@ -76,26 +99,55 @@ impl Controller {
 
     fn coordinate(&mut self, src: u16, msg: Message, out: &mut HostOutbox<Self>) {
         let node = self.hierarchy.node_of(msg.ops[0].key as u64);
+        if msg.ts == 0 {
+            return self.reject("bad_coordinate", out);
+        }
         match msg.status {
-            Status::Coordinate => {
-                if msg.ts == 0 || self.waiting.insert(msg.ts, src).is_some() {
-                    return self.reject("bad_coordinate", out);
+            Status::Coordinate | Status::Resolve => {
+                if let Some(done) = self.decided.get(&msg.ts) {
+                    let done = done.clone();
+                    let status = done.status;
+                    return self.send(done, status, src, out);
                 }
-                self.send(msg, Status::Prepare, node, out);
-            }
-            Status::Voted => {
-                if !self.waiting.contains_key(&msg.ts) {
-                    return self.reject("unknown_vote", out);
+                match self.waiting.get(&msg.ts) {
+                    Some((_, Phase::Committing(voted))) => {
+                        let voted = voted.clone();
+                        self.send(voted, Status::Commit, node, out);
+                    }
+                    // A client resolving: the node says what it knows (and refuses the
+                    // timestamp from now on if it knows nothing).
+                    Some((_, Phase::Preparing)) => self.send(msg, Status::Resolve, node, out),
+                    None => {
+                        let status = if msg.status == Status::Coordinate { Status::Prepare } else { Status::Resolve };
+                        self.waiting.insert(msg.ts, (src, Phase::Preparing));
+                        self.send(msg, status, node, out);
+                    }
                 }
-                self.send(msg, Status::Commit, node, out);
             }
+            Status::Voted => match self.waiting.get_mut(&msg.ts) {
+                Some((_, phase)) => {
+                    *phase = Phase::Committing(msg.clone());
+                    self.send(msg, Status::Commit, node, out);
+                }
+                None => self.reject("unknown_vote", out),
+            },
             Status::Committed | Status::Served | Status::Aborted | Status::SwitchAborted => {
-                let Some(client) = self.waiting.remove(&msg.ts) else { return self.reject("unknown_outcome", out) };
+                let Some((client, phase)) = self.waiting.remove(&msg.ts) else {
+                    return self.reject("unknown_outcome", out);
+                };
+                if msg.status == Status::SwitchAborted && matches!(phase, Phase::Committing(_)) {
+                    // Cannot happen with one copy per transaction; keep the vote.
+                    self.waiting.insert(msg.ts, (client, phase));
+                    return self.reject("abort_after_vote", out);
+                }
                 let committed = matches!(msg.status, Status::Committed | Status::Served);
                 out.events.push(ControllerEvent::Decided { committed });
                 // An abort keeps its source (a switch's or a node's) for the client's figures.
                 let status = if committed { Status::Committed } else { msg.status };
-                self.send(msg, status, client, out);
+                let mut done = msg;
+                done.status = status;
+                self.decided.insert(done.ts, done.clone());
+                self.send(done, status, client, out);
             }
             _ => self.reject("unexpected_status", out),
         }

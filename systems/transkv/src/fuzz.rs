@@ -4,32 +4,126 @@
 //! commit, every client finishes, cached values equal the stores', no pending T-TS, no
 //! transaction left at the controller or a node).
 //!
-//! **What the protocol tolerates today, and so what the cases inject.** Messages may be
-//! delayed and reordered on every link, and a node's links may be slow for a while. Loss,
-//! duplication and crashes are not injected: the clients do not retransmit, the switches have
-//! no leases on T-TS and the controller keeps no log yet (issue 19's recovery part), so a lost
-//! `Committed` would leave a key's T-TS pending and a duplicated write would apply twice.
+//! **What the protocol tolerates today, and so what the cases inject.** Messages may be lost
+//! (up to 5% per hop), delayed and reordered on every link, and a node's links may be slow for
+//! a while. A client resolves an unanswered attempt (`Status::Resolve`, `client.rs`); the
+//! storage node decides each timestamp's outcome once and answers every later message for it
+//! with that outcome (`store.rs`), and its `Aborted` on the way back releases any T-TS the
+//! transaction left in a switch: a lost `Committed` or abort never wedges a key. Storage
+//! nodes crash (up to two per case) and restart from their logs (`store.rs`: committed writes,
+//! outcomes and votes survive; a timestamp floor replaces the lost TSO timestamps), so a
+//! crash loses no committed write. Switches crash too and are rebuilt from the nodes' logs
+//! with safe timestamps ([`rebuild_switch`]). Not injected: duplication (a duplicated request
+//! would cross the switches twice and be decided twice; the switches cannot tell copies
+//! apart) and crashes of the controller or the clients (the controller's log and recovery
+//! are not built).
 
-use crate::program::TransKvProgram;
-use crate::rack::{build, check, RackConfig, RackHost, RackObserver};
+use crate::layout::{Hierarchy, NODES, SWITCHES};
+use crate::program::{entry_value, Mode, TransKvProgram, CACHE_TABLE, R_TS, T_TS, W_TS};
+use crate::rack::{build, check, variant_of, RackConfig, RackHost, RackObserver};
+use crate::store::{NodeRecord, StorageNode, FLOOR_MARGIN_SLOTS};
+use crate::wire::{Message, OpType};
 use pisadb_core::rng::derive;
 use pisadb_core::Nanos;
 use pisadb_harness::FuzzReport;
-use pisadb_sim::{Faults, Restarts, SlowLink};
+use pisadb_sim::{Crash, Faults, Restarts, SlowLink, Target};
 use pisadb_switch::Switch;
+use pisadb_switch::SwitchProfile;
 use rand::Rng;
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
-/// Nothing crashes in these cases, so nothing restarts.
-struct NoRestarts;
+/// Restarts what crashes: a storage node from its log ([`StorageNode::restore`]), a switch
+/// rebuilt from the storage nodes' logs ([`rebuild_switch`]) at the time the plan restarts it.
+pub struct Restarter {
+    /// The switches' mode.
+    mode: Mode,
+    /// The cache placement.
+    hierarchy: Arc<Hierarchy>,
+    /// Restart times of each switch's crashes, in order.
+    restarts_ns: BTreeMap<u16, Vec<Nanos>>,
+    /// Restarts done per switch.
+    done: BTreeMap<u16, usize>,
+}
 
-impl Restarts<RackHost, Switch<TransKvProgram>> for NoRestarts {
-    fn host(&mut self, id: u16, _log: &[()]) -> Result<RackHost, String> {
-        Err(format!("host {id} crashed, but TransKV's cases crash nothing"))
+impl Restarter {
+    /// The restarts of `faults` for `variant`'s switches over `hierarchy`.
+    pub fn new(variant: &str, hierarchy: Arc<Hierarchy>, faults: &Faults) -> Result<Self, String> {
+        let (mode, _) = variant_of(variant)?;
+        let mut restarts_ns: BTreeMap<u16, Vec<Nanos>> = BTreeMap::new();
+        let mut crashes = faults.crashes.clone();
+        crashes.sort_by_key(|c| c.at_ns);
+        for c in crashes {
+            if let Target::Switch(s) = c.target {
+                restarts_ns.entry(s).or_default().push(c.at_ns + c.down_ns);
+            }
+        }
+        Ok(Restarter { mode, hierarchy, restarts_ns, done: BTreeMap::new() })
+    }
+}
+
+impl Restarts<RackHost, Switch<TransKvProgram>> for Restarter {
+    fn host(&mut self, id: u16, log: &[NodeRecord]) -> Result<RackHost, String> {
+        if id >= NODES {
+            return Err(format!("host {id} crashed, but TransKV's cases crash only storage nodes and switches"));
+        }
+        Ok(RackHost::Store(StorageNode::restore(id, log)?))
     }
 
-    fn switch(&mut self, id: u16, _logs: &[Vec<()>], _epoch: u16) -> Result<Switch<TransKvProgram>, String> {
-        Err(format!("switch {id} crashed, but TransKV's cases crash nothing"))
+    fn switch(&mut self, id: u16, logs: &[Vec<NodeRecord>], _epoch: u16) -> Result<Switch<TransKvProgram>, String> {
+        let k = self.done.entry(id).or_insert(0);
+        let at_ns = *self.restarts_ns.get(&id).and_then(|r| r.get(*k)).ok_or("a restart the plan does not have")?;
+        *k += 1;
+        let floor = u32::try_from((at_ns / 100 + FLOOR_MARGIN_SLOTS) << 2).map_err(|e| e.to_string())?;
+        rebuild_switch(id, self.mode, &self.hierarchy, logs, floor)
     }
+}
+
+/// Switch `id` rebuilt after a crash (§IV: cached values are copies): its cache table as
+/// placed, but with an empty bitmap (no value is answered from it: reads of its keys take
+/// their values from the storage nodes), W-TS and R-TS at `floor` (above every timestamp the
+/// crashed switch accepted: an older op aborts), and T-TS restored for the writes the nodes'
+/// logs show voted and undecided. The logs lag the nodes by the handlers still running, so
+/// the nodes also check decided ops against their own votes (`store.rs`), and they refuse the
+/// crashed switch's decisions still on the wire (`StorageNode::fence_switch`). Giving a
+/// rebuilt key its value back is the cache refresh's job, which is not built.
+pub fn rebuild_switch(
+    id: u16,
+    mode: Mode,
+    hierarchy: &Hierarchy,
+    logs: &[Vec<NodeRecord>],
+    floor: u32,
+) -> Result<Switch<TransKvProgram>, String> {
+    let mut switch = Switch::new(SwitchProfile::tofino1(), TransKvProgram::new(mode)).map_err(|e| e.to_string())?;
+    let mut prepared: BTreeMap<u32, &Message> = BTreeMap::new();
+    for record in logs.iter().flatten() {
+        match record {
+            NodeRecord::Prepared(m) => {
+                prepared.insert(m.ts, m);
+            }
+            NodeRecord::Outcome(m) => {
+                prepared.remove(&m.ts);
+            }
+        }
+    }
+    let mut pending: BTreeMap<u64, u32> = BTreeMap::new();
+    for (&ts, m) in &prepared {
+        for op in m.ops.iter().filter(|o| o.op_type == OpType::Write && o.decided()) {
+            pending.insert(op.key as u64, ts);
+        }
+    }
+    for (&key, &(switch_id, slot)) in &hierarchy.cached {
+        if switch_id != id {
+            continue;
+        }
+        switch.insert_entry(CACHE_TABLE, key, entry_value(slot, 0, slot)).map_err(|e| e.to_string())?;
+        let registers = switch.registers_mut();
+        let claim = pending.get(&key).copied().unwrap_or(0);
+        for (register, value) in [(W_TS, floor), (R_TS, floor), (T_TS, claim)] {
+            registers.write(register, u32::from(slot), i64::from(value), 0).map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(switch)
 }
 
 /// The case of `seed`: its variant, data center and faults.
@@ -46,6 +140,7 @@ pub fn case(seed: u64) -> (&'static str, RackConfig, Faults) {
         outstanding: rng.random_range(1..=8),
         txns_per_client: 60,
         seed,
+        resolve_us: [200, 1_000, 10_000][rng.random_range(0..3)],
     };
     let slow = (0..rng.random_range(0..3))
         .map(|_| {
@@ -58,11 +153,26 @@ pub fn case(seed: u64) -> (&'static str, RackConfig, Faults) {
             }
         })
         .collect();
+    let crashes = (0..rng.random_range(0..3))
+        .map(|_| Crash {
+            target: if rng.random_bool(0.5) {
+                Target::Node(rng.random_range(0..NODES))
+            } else {
+                Target::Switch(rng.random_range(0..SWITCHES))
+            },
+            at_ns: rng.random_range(0..300_000),
+            down_ns: rng.random_range(1_000..100_000),
+        })
+        .collect();
     let faults = Faults {
         seed,
+        crashes,
+        loss: [0.0, 0.001, 0.01, 0.05][rng.random_range(0..4)],
         jitter_ns: [0, 500, 5_000, 50_000][rng.random_range(0..4)],
         reorder: rng.random_bool(0.7),
         slow,
+        // Faulty until then (runs take a few simulated milliseconds: often to the end).
+        heal_at_ns: [300_000, 3_000_000, 1_000_000_000][rng.random_range(0..3)],
         ..Faults::default()
     };
     (variant, cfg, faults)
@@ -98,10 +208,21 @@ pub fn fuzz_report(seed: u64) -> FuzzReport {
             return report;
         }
     };
-    world.inject(faults, Box::new(NoRestarts));
+    let restarter = match Restarter::new(variant, Arc::clone(&hierarchy), &faults) {
+        Ok(r) => r,
+        Err(e) => {
+            report.failure = Some(e);
+            return report;
+        }
+    };
+    world.inject(faults, Box::new(restarter));
     let run = world.run(0, Nanos::MAX / 2, crate::rack::EVENTS_MAX).map_err(|e| e.to_string());
     let observer: &RackObserver = world.observer();
     report.committed = observer.commits();
+    let stats = world.fault_stats();
+    report.lost = stats.lost;
+    report.duplicated = stats.duplicated;
+    report.crashes = stats.node_crashes + stats.switch_crashes;
     report.detail = format!("{} switch aborts", observer.switch_aborts());
     report.report = serde_json::json!({
         "variant": variant,

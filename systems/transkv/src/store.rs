@@ -14,6 +14,27 @@
 //! - `Prepare` (the controller): the same checks; accepted ops stay pending in the TSO and the
 //!   node answers `Voted` with the read values; a late op: `Aborted`.
 //! - `Commit` (the controller): installs the prepared transaction, answers `Committed`.
+//! - `Resolve` (a client or the controller after a timeout): the recorded outcome again, or
+//!   `Voted` for a prepared transaction; a timestamp never seen is recorded as aborted, so a
+//!   late copy of it is refused, and answered `Aborted`. Every decided transaction keeps its
+//!   final answer, and any later message for its timestamp gets that answer: the node is the
+//!   one place a transaction's outcome is decided, whatever copies the network delays or
+//!   loses. Its `Aborted` passes the switches on the way back and releases any claim the
+//!   transaction left there, which is how a lost reply never wedges a key.
+//!
+//! **Crashes.** The node logs each vote and each outcome before answering
+//! ([`NodeRecord`]); the simulator keeps the log as its disk. A restarted node
+//! ([`StorageNode::restore`]) has every committed write, answers every decided timestamp as
+//! before, and keeps its votes (the prepared writes go back into the TSO). The TSO's read and
+//! write timestamps are gone, so the node takes a floor from the time of its first message
+//! after the restart: an uncached op below it aborts. Every timestamp accepted before the
+//! crash is below the floor, so nothing accepted after it can break the order.
+//!
+//! **Switch crashes.** When a switch is rebuilt (`fence_switch`), ops the crashed switch
+//! decided may still be on the wire; the node refuses any transaction carrying a decided op
+//! with a timestamp below a floor taken from the time of its next message, so only the
+//! rebuilt switch's decisions (timestamps above its own floor, `crate::fuzz`) commit from
+//! then on. Votes given before stay valid: the rebuilt switch restores their claims.
 //!
 //! Timestamps in the TSO are the transactions' T-TS, which are unique, so T-TS is also the
 //! engine's transaction id. The CPU time of each message comes from [`crate::costs`].
@@ -71,6 +92,21 @@ fn tuple_key(key: u128) -> TupleKey {
     TupleKey::new(0, key as u64)
 }
 
+/// What a storage node writes to its log (its disk): enough to come back after a crash with
+/// every committed write, every recorded outcome and every vote it gave.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NodeRecord {
+    /// A yes vote: the transaction as prepared (its pending writes are a promise).
+    Prepared(Message),
+    /// A decided transaction's final answer; a `Committed` one's write ops are installed at
+    /// version T-TS, in log order.
+    Outcome(Message),
+}
+
+/// Slots of 100 ns a restarted node's timestamp floor lies past its first message's time: more
+/// than any client's timestamps run ahead of time (`client.rs`).
+pub const FLOOR_MARGIN_SLOTS: u64 = 10_000;
+
 /// A storage node sets no timers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NoTimer {}
@@ -108,6 +144,21 @@ pub struct StorageNode {
     tso: TimestampOrdering,
     /// Prepared transactions by T-TS: the message as voted.
     prepared: BTreeMap<u32, Message>,
+    /// Decided transactions by T-TS: the final answer (`Committed` or `Aborted`).
+    outcomes: BTreeMap<u32, Message>,
+    /// After a restart: uncached ops with a timestamp below this abort (the TSO's read and
+    /// write timestamps were lost with the crash; every timestamp accepted before it is below
+    /// the floor). 0: no floor. `None`: restarted, floor not yet set (set from the time of the
+    /// first message).
+    floor: Option<u32>,
+    /// After a switch was rebuilt: ops a switch decided with a timestamp below this are
+    /// refused (the crashed switch's decisions still on the wire; `None`: set from the time of
+    /// the next message). 0: no floor.
+    decided_floor: Option<u32>,
+    /// The latest switch epoch fenced off.
+    switch_epoch: u16,
+    /// Every version a switch-decided write installed, per key, in commit (= timestamp) order.
+    history: BTreeMap<u64, Vec<u64>>,
     /// Rejected datagrams by reason.
     pub rejections: Rejections,
 }
@@ -120,8 +171,59 @@ impl StorageNode {
             versions: Versions::default(),
             tso: TimestampOrdering::new(),
             prepared: BTreeMap::new(),
+            outcomes: BTreeMap::new(),
+            floor: Some(0),
+            decided_floor: Some(0),
+            switch_epoch: 0,
+            history: BTreeMap::new(),
             rejections: Rejections::default(),
         }
+    }
+
+    /// The node rebuilt from its log after a crash: committed versions, outcomes and prepared
+    /// transactions (their pending writes back in the TSO); a timestamp floor for the rest.
+    pub fn restore(address: u16, log: &[NodeRecord]) -> Result<Self, String> {
+        let mut node = StorageNode::new(address);
+        for record in log {
+            match record {
+                NodeRecord::Prepared(m) => {
+                    node.prepared.insert(m.ts, m.clone());
+                }
+                NodeRecord::Outcome(m) => {
+                    node.prepared.remove(&m.ts);
+                    if m.status == Status::Committed {
+                        for op in m.ops.iter().filter(|o| o.op_type == OpType::Write) {
+                            let tuple = Tuple { value: 0, version: u64::from(m.ts) };
+                            node.versions.put(tuple_key(op.key), tuple).map_err(|e| e.to_string())?;
+                            if op.decided() {
+                                node.history.entry(op.key as u64).or_default().push(u64::from(m.ts));
+                            }
+                        }
+                    }
+                    node.outcomes.insert(m.ts, m.clone());
+                }
+            }
+        }
+        let mut work = Work::default();
+        for (&ts, m) in &node.prepared {
+            let txn = TxnId::from_bits(u64::from(ts));
+            node.tso.begin(txn, u64::from(ts)).map_err(|e| e.to_string())?;
+            for op in m.ops.iter().filter(|o| o.op_type == OpType::Write && !o.decided()) {
+                node.tso.write(txn, tuple_key(op.key), 0, &mut work).map_err(|e| format!("restoring {ts}: {e}"))?;
+            }
+        }
+        node.floor = None;
+        Ok(node)
+    }
+
+    /// The newest committed version of `key` not younger than `ts` (0: the initial load).
+    fn version_at(&self, key: u64, ts: u32) -> u64 {
+        let newest = self.version(key);
+        if newest <= u64::from(ts) {
+            return newest;
+        }
+        let older = self.history.get(&key).map_or(&[][..], |h| h.as_slice());
+        older.iter().rev().copied().find(|&v| v <= u64::from(ts)).unwrap_or(0)
     }
 
     /// The committed version of `key`.
@@ -138,7 +240,12 @@ impl StorageNode {
     /// op is late.
     fn check(&mut self, msg: &mut Message, work: &mut Work, io: &mut StoreWork) -> bool {
         let txn = TxnId::from_bits(u64::from(msg.ts));
-        if self.tso.begin(txn, u64::from(msg.ts)).is_err() {
+        let late = msg.ts < self.floor.unwrap_or(u32::MAX);
+        let late_decided = msg.ts < self.decided_floor.unwrap_or(u32::MAX);
+        if (late && msg.ops.iter().any(|o| !o.decided()))
+            || (late_decided && msg.ops.iter().any(|o| o.decided()))
+            || self.tso.begin(txn, u64::from(msg.ts)).is_err()
+        {
             return false;
         }
         for op in msg.ops.iter_mut().filter(|o| !o.decided()) {
@@ -159,12 +266,34 @@ impl StorageNode {
                 return false;
             }
         }
+        if self.conflicts_with_a_vote(msg) {
+            self.tso.abort(&self.versions, txn, work);
+            return false;
+        }
         for op in msg.ops.iter_mut().filter(|o| o.decided() && o.op_type == OpType::Read && !o.served()) {
-            // Decided by a switch whose value was not whole: the committed value is here.
+            // Decided by a switch that holds no value for it (a rebuilt switch): the value as of
+            // the reader's timestamp is here. The switch let the read pass only if no older
+            // writer is pending, but a younger one may have committed here since: read the
+            // newest version not younger than the reader.
             io.reads += 1;
-            op.value = value_of(op.key, self.version(op.key as u64));
+            let version = self.version_at(op.key as u64, msg.ts);
+            op.value = value_of(op.key, version);
         }
         true
+    }
+
+    /// Whether a switch-decided op of `msg` meets a write this node voted for (another
+    /// transaction's, undecided): a write, or a read younger than that write. The switch that
+    /// decided it should have seen the claim; after a switch was rebuilt from logs that lag
+    /// the node, it may not have.
+    fn conflicts_with_a_vote(&self, msg: &Message) -> bool {
+        msg.ops.iter().filter(|o| o.decided()).any(|op| {
+            self.prepared.values().filter(|p| p.ts != msg.ts).any(|p| {
+                p.ops.iter().any(|w| {
+                    w.op_type == OpType::Write && w.key == op.key && (op.op_type == OpType::Write || p.ts < msg.ts)
+                })
+            })
+        })
     }
 
     /// Installs `msg`'s writes (the TSO's pending ones and the switch-decided ones).
@@ -183,10 +312,20 @@ impl StorageNode {
             work.tuple_ops += 1;
             let tuple = Tuple { value: 0, version: u64::from(msg.ts) };
             let _ = self.versions.put(tuple_key(op.key), tuple);
+            self.history.entry(op.key as u64).or_default().push(u64::from(msg.ts));
         }
         if !writes.is_empty() {
             out.events.push(StoreEvent::Committed { ts: msg.ts, writes });
         }
+    }
+
+    /// Records the transaction's outcome (answered again to any later copy or resolve) and
+    /// answers it.
+    fn decide(&mut self, mut msg: Message, status: Status, to: u16, out: &mut HostOutbox<Self>) {
+        msg.status = status;
+        out.log.push(NodeRecord::Outcome(msg.clone()));
+        self.outcomes.insert(msg.ts, msg.clone());
+        self.answer(msg, status, to, out);
     }
 
     fn answer(&self, mut msg: Message, status: Status, to: u16, out: &mut HostOutbox<Self>) {
@@ -212,33 +351,54 @@ impl StorageNode {
                 }
                 self.answer(msg, Status::Committed, src, out);
             }
+            Status::Request | Status::Prepare | Status::Resolve if self.outcomes.contains_key(&msg.ts) => {
+                // Decided before: the same answer again (a late copy, or a client resolving).
+                let outcome = self.outcomes[&msg.ts].clone();
+                self.answer(outcome.clone(), outcome.status, src, out);
+            }
             Status::Request => {
                 if self.check(&mut msg, &mut work, &mut io) {
                     self.install(&msg, &mut work, &mut io, out);
-                    self.answer(msg, Status::Committed, src, out);
+                    self.decide(msg, Status::Committed, src, out);
                 } else {
                     out.events.push(StoreEvent::Aborted);
-                    self.answer(msg, Status::Aborted, src, out);
+                    self.decide(msg, Status::Aborted, src, out);
                 }
+            }
+            Status::Prepare | Status::Resolve if self.prepared.contains_key(&msg.ts) => {
+                let voted = self.prepared[&msg.ts].clone();
+                self.answer(voted, Status::Voted, src, out);
             }
             Status::Prepare => {
                 if self.check(&mut msg, &mut work, &mut io) {
+                    out.log.push(NodeRecord::Prepared(msg.clone()));
                     self.prepared.insert(msg.ts, msg.clone());
                     self.answer(msg, Status::Voted, src, out);
                 } else {
                     out.events.push(StoreEvent::Aborted);
-                    self.answer(msg, Status::Aborted, src, out);
+                    self.decide(msg, Status::Aborted, src, out);
                 }
+            }
+            Status::Resolve => {
+                // Never seen: aborted from now on, so that a late copy is refused.
+                out.events.push(StoreEvent::Aborted);
+                self.decide(msg, Status::Aborted, src, out);
             }
             Status::Commit => match self.prepared.remove(&msg.ts) {
                 Some(prepared) => {
                     self.install(&prepared, &mut work, &mut io, out);
-                    self.answer(prepared, Status::Committed, src, out);
+                    self.decide(prepared, Status::Committed, src, out);
                 }
-                None => {
-                    self.rejections.count("unknown_commit");
-                    out.events.push(StoreEvent::Rejected("unknown_commit"));
-                }
+                None => match self.outcomes.get(&msg.ts) {
+                    Some(outcome) if outcome.status == Status::Committed => {
+                        let outcome = outcome.clone();
+                        self.answer(outcome, Status::Committed, src, out);
+                    }
+                    _ => {
+                        self.rejections.count("unknown_commit");
+                        out.events.push(StoreEvent::Rejected("unknown_commit"));
+                    }
+                },
             },
             _ => {
                 self.rejections.count("unexpected_status");
@@ -251,7 +411,7 @@ impl StorageNode {
 
 impl Host for StorageNode {
     type Timer = NoTimer;
-    type Log = ();
+    type Log = NodeRecord;
     type Event = StoreEvent;
 
     fn cores(&self) -> u16 {
@@ -268,8 +428,11 @@ impl Host for StorageNode {
         match *timer {}
     }
 
-    fn handle_datagram(&mut self, _now: Nanos, bytes: &[u8], out: &mut HostOutbox<Self>) {
+    fn handle_datagram(&mut self, now: Nanos, bytes: &[u8], out: &mut HostOutbox<Self>) {
         out.cpu_ns += costs::STORE_MESSAGE_NS;
+        let floor_now = || u32::try_from((now / 100).saturating_add(FLOOR_MARGIN_SLOTS) << 2).unwrap_or(u32::MAX);
+        self.floor = self.floor.or_else(|| Some(floor_now()));
+        self.decided_floor = self.decided_floor.or_else(|| Some(floor_now()));
         match Message::open(bytes) {
             Ok((frame, msg)) => self.serve(frame.src, msg, out),
             Err(e) => {
@@ -287,6 +450,13 @@ impl Host for StorageNode {
 
     fn is_idle(&self) -> bool {
         true
+    }
+
+    fn fence_switch(&mut self, epoch: u16) {
+        if epoch > self.switch_epoch {
+            self.switch_epoch = epoch;
+            self.decided_floor = None;
+        }
     }
 }
 
