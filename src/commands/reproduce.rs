@@ -32,6 +32,9 @@ pub(crate) enum Paper {
     /// NetAccel (seed 002): Fig. 7, Tables 1-2, Fig. 8 and a scale-factor sweep
     /// (`systems/netaccel/src/experiments.rs`), reported in `results/netaccel.md`.
     Netaccel,
+    /// SwitchTx (seed 001): Fig. 10a/b, 11, 13, 14, 15, 17a, run by the system's own
+    /// experiments (`systems/switchtx/src/experiments.rs`).
+    Switchtx,
 }
 
 /// Flags of `pisadb reproduce`.
@@ -78,6 +81,7 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
     match args.paper {
         Paper::P4db => {}
         Paper::Gotthard => return super::sweep::run_system_reproduce("gotthard", &args.common),
+        Paper::Switchtx => return super::sweep::run_system_reproduce("switchtx", &args.common),
         Paper::Netaccel => {
             eprintln!(
                 "reproducing NetAccel{}: about 10 s (--quick) or 1 minute on a 2-core machine",
