@@ -675,6 +675,25 @@ impl Server {
         out.timers.push((now + self.cfg.timeout_ns, ServerTimer::Timeout(thread, lane, attempt)));
     }
 
+    /// Tells every participant of the lane's attempt that it aborted (and waits for them).
+    fn resolve_abort(&mut self, now: Nanos, thread: u16, lane: u8, out: &mut HostOutbox<Self>) {
+        let slot = self.cfg.slot(self.cfg.id, thread, lane);
+        let me = self.cfg.id;
+        let Some(txn) = self.workers[usize::from(thread)].lanes[usize::from(lane)].as_mut() else { return };
+        let asked = txn.parts.wp | txn.parts.wb | txn.parts.rp;
+        txn.query = Some(Query { asked, decided: Some(false), ..Query::default() });
+        let attempt = txn.attempt;
+        for server in bits(asked) {
+            let mut r = Data::new(MsgType::Resolve, slot, Self::tag(attempt), attempt, 0);
+            r.client = me;
+            r.thread = thread as u8;
+            self.send(out, server, r.datagram(u16::from(me), u16::from(server)));
+        }
+        if self.cfg.timeout_ns > 0 {
+            out.timers.push((now + self.cfg.timeout_ns, ServerTimer::Timeout(thread, lane, attempt)));
+        }
+    }
+
     /// A participant's answer to a query or a decision.
     fn query_answer(&mut self, now: Nanos, d: &Data, from: u8, out: &mut HostOutbox<Self>) {
         let Some((thread, lane, txn)) = self.current(d.slot, d.attempt) else { return };
@@ -814,6 +833,13 @@ impl Server {
     fn retry(&mut self, now: Nanos, thread: u16, lane: u8, out: &mut HostOutbox<Self>) {
         let (t, l) = (usize::from(thread), usize::from(lane));
         if self.stopping {
+            // No retry while draining; but an attempt aborted by a `fail` may have left locks
+            // where that `fail` was lost, and no later attempt will release them: tell every
+            // participant (the timeout path's decision, with its resends) before leaving.
+            let cleanup = self.workers[t].lanes[l].as_ref().is_some_and(|x| x.committing && x.query.is_none());
+            if cleanup {
+                return self.resolve_abort(now, thread, lane, out);
+            }
             self.workers[t].lanes[l] = None;
             return;
         }
@@ -905,7 +931,13 @@ impl Server {
 
     // ---- participant side ----
 
-    fn serve_read(&mut self, d: &Data, from: u8, out: &mut HostOutbox<Self>) {
+    fn serve_read(&mut self, now: Nanos, d: &Data, from: u8, out: &mut HostOutbox<Self>) {
+        // A newer attempt of the slot: the client decided the older one aborted, so whatever
+        // it still holds here (its `fail` was lost on the way) goes.
+        if self.parts.get(&d.slot).is_some_and(|p| p.attempt < d.attempt) {
+            self.release(now, d.slot, out);
+            self.parts.remove(&d.slot);
+        }
         let mut reply = Data::new(MsgType::ReadReply, d.slot, d.tag, d.attempt, 0);
         reply.client = d.client;
         reply.thread = d.thread;
@@ -1188,7 +1220,7 @@ impl Host for Server {
             }
             Message::Data(_) if from >= self.n() => out.events.push(ServerEvent::Rejected("unknown_source")),
             Message::Data(d) => match d.msg {
-                MsgType::Read => self.serve_read(&d, from, out),
+                MsgType::Read => self.serve_read(now, &d, from, out),
                 MsgType::ReadReply => {
                     out.cpu_ns += self.cfg.costs.handler_ns;
                     self.read_reply(now, &d, from, out)
