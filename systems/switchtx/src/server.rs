@@ -23,7 +23,9 @@
 //!   still the one read (so a read-modify-write key needs no separate validation race), and
 //!   answers `lock_ok` or `fail`;
 //! - *validate* (on the scattered `lock_ok`): a read primary checks every read version is
-//!   unchanged and the record not locked by another attempt: `validate_ok` or `fail`;
+//!   unchanged and the record not locked by another attempt: `validate_ok` or `fail`; a write
+//!   primary that is the only read primary validates right after locking, without a round
+//!   (single-shard transactions, §3.2.3);
 //! - *commit backup* (on `validate_ok`): a write backup applies the redo record to its copy:
 //!   `replicate_ok`;
 //! - *commit primary* (on `replicate_ok`): a write primary installs its writes (version := the
@@ -1033,6 +1035,11 @@ impl Server {
             let part = self.parts.get_mut(&slot).expect("present");
             part.locked = keys;
             part.locked_at = now;
+            if part.parts.rp == 1 << self.cfg.id {
+                // The validate phase needs only this participant (a single-shard
+                // transaction, §3.2.3): validate now, no coordination round.
+                return self.phase(now, slot, MsgType::LockOk, out);
+            }
             self.reply(now, slot, MsgType::LockOk, out);
         } else {
             self.fail(now, slot, out);

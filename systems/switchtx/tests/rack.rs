@@ -50,3 +50,19 @@ fn a_one_rack_testbed_and_the_adaptive_mpl_run_and_pass() {
     let g = run("gas", &RackConfig { multi_rack: false, ..small() }).unwrap();
     assert!(g.switch_gathered > 0, "one rack: the ToR coordinates");
 }
+
+#[test]
+fn a_single_shard_transaction_skips_the_validate_round() {
+    use pisadb_switchtx::server::Workload;
+    let at = |partitions| RackConfig {
+        workload: Workload { theta: 0.0, keys: 4, partitions, ..Workload::default() },
+        threads: 1,
+        mpl: 1,
+        ..small()
+    };
+    for v in ["fasst", "tree-gas"] {
+        let one = run(v, &at(1)).unwrap();
+        let two = run(v, &at(2)).unwrap();
+        assert!(one.commits > 0 && one.p50_us < two.p50_us, "{v}: {one:?} vs {two:?}");
+    }
+}
