@@ -104,13 +104,25 @@ pub struct Workload {
     pub keys: u8,
     /// Servers a transaction spans (keys are dealt round-robin over that many distinct ones).
     pub partitions: u8,
-    /// Chance that a key is written (read-modify-write); at least one key always is.
+    /// Chance that a key is written (read-modify-write); at least one key always is, except
+    /// in read-only transactions.
     pub write_fraction: f64,
+    /// Chance that a transaction is read-only (version copy, then validate and read).
+    #[serde(default)]
+    pub read_only_fraction: f64,
 }
 
 impl Default for Workload {
     fn default() -> Self {
-        Workload { records: 100_000, columns: 24, theta: 0.8, keys: 8, partitions: 8, write_fraction: 0.5 }
+        Workload {
+            records: 100_000,
+            columns: 24,
+            theta: 0.8,
+            keys: 8,
+            partitions: 8,
+            write_fraction: 0.5,
+            read_only_fraction: 0.0,
+        }
     }
 }
 
@@ -188,7 +200,12 @@ impl ServerConfig {
         if w.partitions == 0 || w.partitions > n || w.keys == 0 || w.keys > 32 {
             return Err(format!("partitions {} and keys {}: accepted 1..={n} and 1..=32", w.partitions, w.keys));
         }
-        if !(0.0..=1.0).contains(&w.write_fraction) || w.theta < 0.0 || w.records == 0 || w.columns == 0 {
+        if !(0.0..=1.0).contains(&w.write_fraction)
+            || !(0.0..=1.0).contains(&w.read_only_fraction)
+            || w.theta < 0.0
+            || w.records == 0
+            || w.columns == 0
+        {
             return Err("write_fraction in 0..=1, theta >= 0, records and columns > 0".into());
         }
         Ok(())
@@ -244,6 +261,8 @@ pub enum ServerEvent {
         retries: u32,
         /// (key, version read) of every key.
         reads: Vec<(u64, u64)>,
+        /// Whether it was read-only (no primary installs anything for it).
+        read_only: bool,
     },
     /// An attempt aborted.
     Aborted(AbortReason),
@@ -290,6 +309,8 @@ struct Txn {
     aborted: bool,
     /// After a timeout: the resolution in progress.
     query: Option<Query>,
+    /// Read-only: version copy, then validate and read (no execute phase).
+    read_only: bool,
 }
 
 /// A client's resolution of a timed-out attempt.
@@ -490,7 +511,10 @@ impl Server {
                 keys.push((key, rng.random_bool(w.write_fraction)));
             }
         }
-        if keys.iter().all(|&(_, wr)| !wr) {
+        let read_only = w.read_only_fraction > 0.0 && rng.random_bool(w.read_only_fraction);
+        if read_only {
+            keys.iter_mut().for_each(|k| k.1 = false);
+        } else if keys.iter().all(|&(_, wr)| !wr) {
             keys[0].1 = true;
         }
         keys
@@ -510,7 +534,10 @@ impl Server {
             counter: 0,
             aborted: false,
             query: None,
+            read_only: false,
         };
+        let read_only = txn.keys.iter().all(|k| !k.1);
+        let txn = Txn { read_only, ..txn };
         self.workers[usize::from(thread)].lanes[usize::from(lane)] = Some(txn);
         self.execute(now, thread, lane, out);
     }
@@ -533,6 +560,10 @@ impl Server {
         let servers = keys.iter().fold(0u8, |m, &(k, _)| m | (1 << shard_of(k)));
         txn.awaiting = servers;
         out.cpu_ns += self.cfg.costs.begin_ns;
+        if txn.read_only {
+            // No execute phase: the participants copy their versions (§3.2.3).
+            return self.commit(now, thread, lane, out);
+        }
         for server in bits(servers) {
             let mut d = Data::new(MsgType::Read, slot, Self::tag(attempt), attempt, 0);
             d.client = self.cfg.id;
@@ -566,7 +597,7 @@ impl Server {
 
     fn read_reply(&mut self, now: Nanos, d: &Data, from: u8, out: &mut HostOutbox<Self>) {
         let Some((thread, lane, txn)) = self.current(d.slot, d.attempt) else { return };
-        if txn.committing || txn.awaiting & (1 << from) == 0 {
+        if txn.committing != txn.read_only || txn.query.is_some() || txn.awaiting & (1 << from) == 0 {
             return;
         }
         txn.awaiting &= !(1 << from);
@@ -579,7 +610,9 @@ impl Server {
             out.events.push(ServerEvent::Aborted(AbortReason::ReadLocked));
             return self.retry(now, thread, lane, out);
         }
-        if txn.awaiting == 0 {
+        if txn.awaiting == 0 && txn.read_only {
+            self.committed(now, thread, lane, out);
+        } else if txn.awaiting == 0 {
             self.commit(now, thread, lane, out);
         }
     }
@@ -599,6 +632,7 @@ impl Server {
             let rp = txn.keys.iter().fold(0u8, |m, &(k, _)| m | (1 << shard_of(k)));
             let wb = bits(wp).fold(0u8, |m, s| m | (1 << ((s + 1) % n)));
             txn.parts = Participants { wp, wb, rp, client: me };
+            txn.awaiting = rp;
             attempt = txn.attempt;
             keys = txn.keys.clone();
             reads = txn.reads.clone();
@@ -860,6 +894,7 @@ impl Server {
             latency_ns: now.saturating_sub(txn.first_start),
             retries: txn.retries,
             reads: txn.reads.iter().map(|(&k, &(_, v))| (k, v)).collect(),
+            read_only: txn.read_only,
         });
         self.fill_lanes(now, thread, out);
     }
@@ -1010,11 +1045,34 @@ impl Server {
         part.reads = reads.iter().map(|i| (i.key, i.version)).collect();
         let early = std::mem::take(&mut part.early);
         out.cpu_ns += self.cfg.costs.prepare_ns + self.cfg.costs.item_ns * d.items.len() as u64;
-        if d.wp & (1 << me) != 0 {
+        if d.wp == 0 {
+            self.version_copy(now, slot, out);
+        } else if d.wp & (1 << me) != 0 {
             self.lock(now, slot, out);
         }
         for msg in early {
             self.phase(now, slot, msg, out);
+        }
+    }
+
+    /// Version copy of a read-only transaction at a read primary: the versions now (a locked
+    /// record fails at once).
+    fn version_copy(&mut self, now: Nanos, slot: u16, out: &mut HostOutbox<Self>) {
+        let Some(part) = self.parts.get(&slot) else { return };
+        let copied: Option<Vec<(u64, u64)>> = part
+            .reads
+            .iter()
+            .map(|&(k, _)| {
+                let r = self.primary.get(&k).copied().unwrap_or_default();
+                r.lock.is_none().then_some((k, r.version))
+            })
+            .collect();
+        match copied {
+            Some(reads) => {
+                self.parts.get_mut(&slot).expect("present").reads = reads;
+                self.reply(now, slot, MsgType::VersionCopyOk, out);
+            }
+            None => self.fail(now, slot, out),
         }
     }
 
@@ -1127,6 +1185,29 @@ impl Server {
                 } else {
                     self.fail(now, slot, out);
                 }
+            }
+            MsgType::VersionCopyOk if part.parts.rp & (1 << me) != 0 => {
+                out.cpu_ns += self.cfg.costs.item_ns * part.reads.len() as u64;
+                let items: Option<Vec<Item>> = part
+                    .reads
+                    .iter()
+                    .map(|&(k, v)| {
+                        let r = self.primary.get(&k).copied().unwrap_or_default();
+                        (r.version == v && r.lock.is_none()).then_some(Item {
+                            key: k,
+                            value: r.value,
+                            version: v,
+                            locked: false,
+                        })
+                    })
+                    .collect();
+                let Some(items) = items else { return self.fail(now, slot, out) };
+                let mut d = Data::new(MsgType::ReadReply, slot, part.tag, part.attempt, part.txn);
+                d.client = part.client;
+                d.thread = part.thread;
+                d.items = items;
+                let client = part.client;
+                self.send(out, client, d.datagram(u16::from(me), u16::from(client)));
             }
             MsgType::ValidateOk if part.parts.wb & (1 << me) != 0 && !part.replicated => {
                 let txn = part.txn;

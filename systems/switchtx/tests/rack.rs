@@ -66,3 +66,18 @@ fn a_single_shard_transaction_skips_the_validate_round() {
         assert!(one.commits > 0 && one.p50_us < two.p50_us, "{v}: {one:?} vs {two:?}");
     }
 }
+
+#[test]
+fn read_only_transactions_commit_without_an_execute_phase_and_pass_the_checks() {
+    use pisadb_switchtx::server::Workload;
+    let mixed = RackConfig { workload: Workload { read_only_fraction: 0.5, ..Workload::default() }, ..small() };
+    let only = RackConfig { workload: Workload { read_only_fraction: 1.0, ..Workload::default() }, ..small() };
+    for v in VARIANT_NAMES {
+        let f = run(v, &mixed).unwrap_or_else(|e| panic!("{v}: {e}"));
+        assert!(f.commits > 0, "{v}: {f:?}");
+        let r = run(v, &only).unwrap_or_else(|e| panic!("{v}: {e}"));
+        assert_eq!(r.lock_us_mean, 0.0, "{v}: read-only transactions lock nothing");
+        let rw = run(v, &small()).unwrap();
+        assert!(r.p50_us < rw.p50_us, "{v}: two phases beat five: {r:?} vs {rw:?}");
+    }
+}
