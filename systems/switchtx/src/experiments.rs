@@ -13,7 +13,11 @@
 //! - `fig15`: Zipf θ from 0.5 to 0.99.
 //! - `fig17`: servers per transaction (1..8), FaSST against SwitchTx.
 //!
-//! TPC-C (Fig. 10c/d, 16, 17b) and Eris are not modelled yet. Every point is an independent
+//! - `fig10cd`: TPC-C NewOrder + Payment (every NewOrder item from a remote warehouse), 24 and
+//!   4 warehouses per server, static MPL 1, every variant.
+//! - `fig16`: TPC-C against warehouses per server.
+//!
+//! Fig. 17b (remote items) and Eris are not covered. Every point is an independent
 //! seeded simulation, so the thread count changes only the wall time. `quick` runs 8 threads
 //! per server and shorter windows; the full runs use the paper's 24.
 
@@ -145,6 +149,30 @@ fn plan(name: &str, options: &ExperimentOptions) -> Result<Plan, String> {
                 Unit::Ratio,
                 vec![Metric::Throughput, Metric::P50, Metric::P99, Metric::Lock],
             )
+        }
+        "fig10cd" | "fig16" => {
+            let warehouses: &[u16] = match (name, options.quick) {
+                ("fig10cd", _) => &[24, 4],
+                (_, true) => &[2, 8, 24],
+                _ => &[1, 2, 4, 8, 16, 24],
+            };
+            for &w in warehouses {
+                let workload = Workload { tpcc_warehouses: w, ..base.workload.clone() };
+                for (v, _) in all(f64::from(w)) {
+                    add("TPC-C", v, v, f64::from(w), RackConfig { mpl: 1, workload: workload.clone(), ..base.clone() });
+                }
+            }
+            let title = if name == "fig10cd" {
+                "SwitchTx Fig. 10c/d: TPC-C NewOrder + Payment (every item remote), every variant"
+            } else {
+                "SwitchTx Fig. 16: TPC-C against warehouses per server"
+            };
+            let metrics = if name == "fig10cd" {
+                vec![Metric::Throughput, Metric::P50, Metric::P99, Metric::Lock]
+            } else {
+                vec![Metric::Throughput, Metric::P50]
+            };
+            (title.to_string(), "warehouses per server", Unit::Integer, metrics)
         }
         "fig11" => {
             for n in 2..=8u8 {

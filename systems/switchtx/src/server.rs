@@ -110,6 +110,17 @@ pub struct Workload {
     /// Chance that a transaction is read-only (version copy, then validate and read).
     #[serde(default)]
     pub read_only_fraction: f64,
+    /// TPC-C instead of YCSB-T when non-zero: warehouses per server (NewOrder + Payment 50/50
+    /// from `pisadb_workload::tpcc`; the YCSB fields above are then unused).
+    #[serde(default)]
+    pub tpcc_warehouses: u16,
+    /// TPC-C: the chance that a NewOrder line comes from another warehouse (the paper: 1.0).
+    #[serde(default = "all_remote")]
+    pub remote_items: f64,
+}
+
+fn all_remote() -> f64 {
+    1.0
 }
 
 impl Default for Workload {
@@ -122,6 +133,8 @@ impl Default for Workload {
             partitions: 8,
             write_fraction: 0.5,
             read_only_fraction: 0.0,
+            tpcc_warehouses: 0,
+            remote_items: 1.0,
         }
     }
 }
@@ -197,6 +210,13 @@ impl ServerConfig {
             return Err(format!("threads {}: accepted 1..=255", self.threads));
         }
         let w = &self.workload;
+        if w.tpcc_warehouses > 0 {
+            return if (0.0..=1.0).contains(&w.remote_items) && w.tpcc_warehouses <= 1_000 {
+                Ok(())
+            } else {
+                Err("tpcc_warehouses 1..=1000 per server and remote_items in 0..=1".into())
+            };
+        }
         if w.partitions == 0 || w.partitions > n || w.keys == 0 || w.keys > 32 {
             return Err(format!("partitions {} and keys {}: accepted 1..={n} and 1..=32", w.partitions, w.keys));
         }
@@ -373,10 +393,20 @@ struct Part {
     early: Vec<MsgType>,
 }
 
+/// The TPC-C generators of a server's threads (each its own stream over one database).
+struct TpccStreams(Vec<Box<dyn pisadb_workload::Workload>>);
+
+impl std::fmt::Debug for TpccStreams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "TpccStreams({} threads)", self.0.len())
+    }
+}
+
 /// A server host.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Server {
     cfg: ServerConfig,
+    tpcc: Option<TpccStreams>,
     zipf: Zipf<f64>,
     primary: BTreeMap<u64, Record>,
     backup: BTreeMap<u64, (u64, u64)>,
@@ -423,7 +453,21 @@ impl Server {
             })
             .collect();
         let n = usize::from(cfg.layout.servers());
+        let tpcc = (w.tpcc_warehouses > 0).then(|| {
+            let nodes = u16::from(cfg.layout.servers());
+            let config = pisadb_workload::tpcc::TpccConfig {
+                nodes,
+                warehouses: w.tpcc_warehouses * nodes,
+                remote_item_prob: w.remote_items,
+                ..pisadb_workload::tpcc::TpccConfig::default()
+            };
+            // `check` made sure the configuration is valid.
+            let db = pisadb_workload::tpcc::Tpcc::new(config, cfg.seed).expect("a valid TPC-C configuration");
+            let seed = |t: u16| pisadb_core::rng::splitmix64(cfg.seed ^ (u64::from(cfg.id) << 32) ^ u64::from(t));
+            TpccStreams((0..cfg.threads).map(|t| pisadb_workload::Workload::with_stream(&db, seed(t))).collect())
+        });
         Server {
+            tpcc,
             zipf,
             primary: BTreeMap::new(),
             backup: BTreeMap::new(),
@@ -494,6 +538,9 @@ impl Server {
 
     /// Draws a transaction's keys.
     fn draw(&mut self, thread: u16) -> Vec<(u64, bool)> {
+        if let Some(tpcc) = self.tpcc.as_mut() {
+            return draw_tpcc(tpcc.0[usize::from(thread)].as_mut(), self.cfg.id);
+        }
         let w = self.cfg.workload.clone();
         let n = self.n();
         let rng = &mut self.workers[usize::from(thread)].rng;
@@ -1243,6 +1290,28 @@ impl Server {
             p.installed = true;
         }
     }
+}
+
+/// A TPC-C transaction's keys: each distinct tuple once, written if any operation writes it,
+/// on the server its warehouse lives on (`table << 32 | row` within the server). Inserts are
+/// left out (fresh rows: they conflict with nothing) and values follow this crate's
+/// read-modify-write rule, not TPC-C's arithmetic: the conflicts are TPC-C's, the invariants
+/// are not checked.
+fn draw_tpcc(gen: &mut dyn pisadb_workload::Workload, home: u8) -> Vec<(u64, bool)> {
+    let parts = gen.partitioning();
+    let txn = gen.next_txn(u16::from(home));
+    let mut keys: Vec<(u64, bool)> = Vec::with_capacity(txn.txn.ops.len());
+    for op in &txn.txn.ops {
+        let server = parts.node_of(op.key) as u8;
+        let key = (u64::from(server) << 40) | (u64::from(op.key.table) << 32) | (op.key.row & 0xffff_ffff);
+        let writes = op.kind != pisadb_core::OpKind::Read;
+        match keys.iter_mut().find(|k| k.0 == key) {
+            Some(k) => k.1 |= writes,
+            None => keys.push((key, writes)),
+        }
+    }
+    keys.truncate(crate::wire::MAX_ITEMS);
+    keys
 }
 
 /// The client thread a datagram names (its handler's core).

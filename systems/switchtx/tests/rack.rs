@@ -81,3 +81,13 @@ fn read_only_transactions_commit_without_an_execute_phase_and_pass_the_checks() 
         assert!(r.p50_us < rw.p50_us, "{v}: two phases beat five: {r:?} vs {rw:?}");
     }
 }
+
+#[test]
+fn tpcc_new_order_and_payment_commit_and_pass_the_checks() {
+    use pisadb_switchtx::server::Workload;
+    let cfg = RackConfig { workload: Workload { tpcc_warehouses: 4, ..Workload::default() }, mpl: 1, ..small() };
+    for v in ["fasst", "tree-gas", "switchtx"] {
+        let f = run(v, &cfg).unwrap_or_else(|e| panic!("{v}: {e}"));
+        assert!(f.commits > 0, "{v}: {f:?}");
+    }
+}
