@@ -37,6 +37,11 @@ pub const EXPERIMENTS: &[ExperimentName] = &[
         summary: "Fig. 10a/b: YCSB-T θ 0.8 and 0.99, every variant: throughput, P50/P99, lock time",
     },
     ExperimentName {
+        name: "fig10cd",
+        summary: "Fig. 10c/d: TPC-C, 24 and 4 warehouses per server, MPL 1, every variant",
+    },
+    ExperimentName { name: "fig16", summary: "Fig. 16: TPC-C throughput and P50 against warehouses per server, MPL 1" },
+    ExperimentName {
         name: "fig11",
         summary: "Fig. 11: latency of a lone transaction over 2..8 servers: in-server vs one switch vs a tree",
     },
@@ -482,4 +487,20 @@ pub fn reproduce(options: &ExperimentOptions) -> Result<String, String> {
     let path = options.out.join("switchtx.md");
     std::fs::write(&path, &report).map_err(|e| e.to_string())?;
     Ok(format!("{report}\nwrote {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_listed_experiment_has_a_plan_and_every_reproduced_one_is_listed() {
+        let options = ExperimentOptions { quick: true, seed: 1, threads: 1, out: "/nonexistent".into() };
+        for e in EXPERIMENTS {
+            assert!(plan(e.name, &options).is_ok(), "{}", e.name);
+        }
+        for name in ["fig10", "fig10cd", "fig11", "fig13", "fig14", "fig15", "fig16", "fig17"] {
+            assert!(EXPERIMENTS.iter().any(|e| e.name == name), "{name} is not listed");
+        }
+    }
 }
