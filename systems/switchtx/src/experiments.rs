@@ -17,7 +17,9 @@
 //!   4 warehouses per server, static MPL 1, every variant.
 //! - `fig16`: TPC-C against warehouses per server.
 //!
-//! Fig. 17b (remote items) and Eris are not covered. Every point is an independent
+//! - `fig17b`: TPC-C at 24 warehouses per server against the share of remote NewOrder items.
+//!
+//! Eris is not covered. Every point is an independent
 //! seeded simulation, so the thread count changes only the wall time. `quick` runs 8 threads
 //! per server and shorter windows; the full runs use the paper's 24.
 
@@ -39,6 +41,10 @@ pub const EXPERIMENTS: &[ExperimentName] = &[
     ExperimentName {
         name: "fig10cd",
         summary: "Fig. 10c/d: TPC-C, 24 and 4 warehouses per server, MPL 1, every variant",
+    },
+    ExperimentName {
+        name: "fig17b",
+        summary: "Fig. 17b: TPC-C throughput against the share of remote NewOrder items, FaSST vs SwitchTx",
     },
     ExperimentName { name: "fig16", summary: "Fig. 16: TPC-C throughput and P50 against warehouses per server, MPL 1" },
     ExperimentName {
@@ -178,6 +184,22 @@ fn plan(name: &str, options: &ExperimentOptions) -> Result<Plan, String> {
                 vec![Metric::Throughput, Metric::P50]
             };
             (title.to_string(), "warehouses per server", Unit::Integer, metrics)
+        }
+        "fig17b" => {
+            let shares: &[f64] = if options.quick { &[0.0, 0.5, 1.0] } else { &[0.0, 0.2, 0.4, 0.6, 0.8, 1.0] };
+            for &share in shares {
+                let workload = Workload { tpcc_warehouses: 24, remote_items: share, ..base.workload.clone() };
+                for v in ["fasst", "switchtx"] {
+                    let cfg = RackConfig { mpl: 1, workload: workload.clone(), ..base.clone() };
+                    add("TPC-C, 24 warehouses per server", v, v, share * 100.0, cfg);
+                }
+            }
+            (
+                "SwitchTx Fig. 17b: TPC-C against remote NewOrder items".to_string(),
+                "remote NewOrder items",
+                Unit::Percent,
+                vec![Metric::Throughput],
+            )
         }
         "fig11" => {
             for n in 2..=8u8 {
@@ -499,7 +521,7 @@ mod tests {
         for e in EXPERIMENTS {
             assert!(plan(e.name, &options).is_ok(), "{}", e.name);
         }
-        for name in ["fig10", "fig10cd", "fig11", "fig13", "fig14", "fig15", "fig16", "fig17"] {
+        for name in ["fig10", "fig10cd", "fig11", "fig13", "fig14", "fig15", "fig16", "fig17", "fig17b"] {
             assert!(EXPERIMENTS.iter().any(|e| e.name == name), "{name} is not listed");
         }
     }
