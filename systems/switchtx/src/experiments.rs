@@ -471,6 +471,35 @@ fn fig10_claims(plan: &Plan, r: &[RackFigures]) -> String {
     s
 }
 
+/// One of our figures at a warehouse count.
+type Figure<'a> = Box<dyn Fn(f64) -> Option<f64> + 'a>;
+
+/// Our TPC-C ratios beside the paper's (fig10cd): 24 (low) and 4 (high contention)
+/// warehouses per server.
+fn fig10cd_claims(plan: &Plan, r: &[RackFigures]) -> String {
+    let mut s = String::from("| paper (§5.2, TPC-C) | ours 24 wh/server | ours 4 wh/server |\n|---|---|---|\n");
+    let get = |v: &str, w: f64| find(plan, r, v, w);
+    let ratio = |a: &str, b: &str, w: f64| Some(get(a, w)?.mtps / get(b, w)?.mtps);
+    let cell = |x: Option<f64>, pct: bool| match (x, pct) {
+        (Some(x), true) => format!("{:+.1}%", (x - 1.0) * 100.0),
+        (Some(x), false) => format!("{x:.2}×"),
+        (None, _) => "—".into(),
+    };
+    let p50 = |w: f64| Some(get("tree-gas", w)?.p50_us / get("fasst", w)?.p50_us);
+    let rows: [(&str, Figure<'_>, bool); 6] = [
+        ("SwitchTx up to 1.87× FaSST", Box::new(|w| ratio("switchtx", "fasst", w)), false),
+        ("+GaS 1.54× (low) / 1.35× (high) FaSST", Box::new(|w| ratio("gas", "fasst", w)), false),
+        ("+Tree-GaS +2.1%..7.8% over +GaS", Box::new(|w| ratio("tree-gas", "gas", w)), true),
+        ("+Reorder up to +7.2%", Box::new(|w| ratio("reorder", "tree-gas", w)), true),
+        ("+MPL +4.8% (low) / +28.6% (high)", Box::new(|w| ratio("switchtx", "reorder", w)), true),
+        ("in-switch GaS cuts P50 by up to 21.6%", Box::new(p50), true),
+    ];
+    for (claim, f, pct) in rows {
+        let _ = writeln!(s, "| {claim} | {} | {} |", cell(f(24.0), pct), cell(f(4.0), pct));
+    }
+    s
+}
+
 /// Runs `experiment`, writes its files and returns a summary.
 pub fn sweep(experiment: &str, options: &ExperimentOptions) -> Result<String, String> {
     let plan = plan(experiment, options)?;
@@ -480,6 +509,10 @@ pub fn sweep(experiment: &str, options: &ExperimentOptions) -> Result<String, St
     if plan.name == "fig10" {
         s.push('\n');
         s.push_str(&fig10_claims(&plan, &results));
+    }
+    if plan.name == "fig10cd" {
+        s.push('\n');
+        s.push_str(&fig10cd_claims(&plan, &results));
     }
     let _ = writeln!(s, "\nwrote {}", options.out.join(format!("switchtx-{}.{{csv,svg}}", plan.name)).display());
     Ok(s)
@@ -503,6 +536,9 @@ pub fn reproduce(options: &ExperimentOptions) -> Result<String, String> {
         let _ = write!(report, "\n## {}\n\n{}", plan.title, table(&plan, &results));
         if *name == "fig10" {
             let _ = write!(report, "\n{}", fig10_claims(&plan, &results));
+        }
+        if *name == "fig10cd" {
+            let _ = write!(report, "\n{}", fig10cd_claims(&plan, &results));
         }
     }
     let path = options.out.join("switchtx.md");
