@@ -32,6 +32,9 @@ pub(crate) enum Paper {
     /// NetAccel (seed 002): Fig. 7, Tables 1-2, Fig. 8 and a scale-factor sweep
     /// (`systems/netaccel/src/experiments.rs`), reported in `results/netaccel.md`.
     Netaccel,
+    /// SwitchTx (seed 001): Fig. 10a/b, 11, 13, 14, 15, 17a, run by the system's own
+    /// experiments (`systems/switchtx/src/experiments.rs`).
+    Switchtx,
     /// TransKV (seed 003): Figs. 9-11 and Tables I-II, run by the system's own experiments.
     Transkv,
 }
@@ -80,6 +83,7 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
     match args.paper {
         Paper::P4db => {}
         Paper::Gotthard => return super::sweep::run_system_reproduce("gotthard", &args.common),
+        Paper::Switchtx => return super::sweep::run_system_reproduce("switchtx", &args.common),
         Paper::Transkv => return super::sweep::run_system_reproduce("transkv", &args.common),
         Paper::Netaccel => {
             eprintln!(

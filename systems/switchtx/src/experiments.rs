@@ -13,7 +13,13 @@
 //! - `fig15`: Zipf θ from 0.5 to 0.99.
 //! - `fig17`: servers per transaction (1..8), FaSST against SwitchTx.
 //!
-//! TPC-C (Fig. 10c/d, 16, 17b) and Eris are not modelled yet. Every point is an independent
+//! - `fig10cd`: TPC-C NewOrder + Payment (every NewOrder item from a remote warehouse), 24 and
+//!   4 warehouses per server, static MPL 1, every variant.
+//! - `fig16`: TPC-C against warehouses per server.
+//!
+//! - `fig17b`: TPC-C at 24 warehouses per server against the share of remote NewOrder items.
+//!
+//! Eris is not covered. Every point is an independent
 //! seeded simulation, so the thread count changes only the wall time. `quick` runs 8 threads
 //! per server and shorter windows; the full runs use the paper's 24.
 
@@ -33,6 +39,10 @@ pub const EXPERIMENTS: &[ExperimentName] = &[
         summary: "Fig. 10a/b: YCSB-T θ 0.8 and 0.99, every variant: throughput, P50/P99, lock time",
     },
     ExperimentName {
+        name: "fig10cd",
+        summary: "Fig. 10c/d: TPC-C, 24 and 4 warehouses per server, MPL 1, every variant",
+    },
+    ExperimentName {
         name: "fig11",
         summary: "Fig. 11: latency of a lone transaction over 2..8 servers: in-server vs one switch vs a tree",
     },
@@ -45,11 +55,19 @@ pub const EXPERIMENTS: &[ExperimentName] = &[
         summary: "Fig. 14a/b: throughput against threads per server, three racks and one rack",
     },
     ExperimentName { name: "fig15", summary: "Fig. 15: throughput and P50 against Zipf θ 0.5..0.99" },
+    ExperimentName { name: "fig16", summary: "Fig. 16: TPC-C throughput and P50 against warehouses per server, MPL 1" },
     ExperimentName {
         name: "fig17",
         summary: "Fig. 17a: throughput against servers per transaction, FaSST vs SwitchTx",
     },
+    ExperimentName {
+        name: "fig17b",
+        summary: "Fig. 17b: TPC-C throughput against the share of remote NewOrder items, FaSST vs SwitchTx",
+    },
 ];
+
+/// What `reproduce --quick` runs (the full reproduction runs every experiment, in order).
+pub const QUICK: [&str; 4] = ["fig10", "fig10cd", "fig11", "fig13"];
 
 /// One simulated point.
 #[derive(Clone, Debug)]
@@ -146,6 +164,46 @@ fn plan(name: &str, options: &ExperimentOptions) -> Result<Plan, String> {
                 vec![Metric::Throughput, Metric::P50, Metric::P99, Metric::Lock],
             )
         }
+        "fig10cd" | "fig16" => {
+            let warehouses: &[u16] = match (name, options.quick) {
+                ("fig10cd", _) => &[24, 4],
+                (_, true) => &[2, 8, 24],
+                _ => &[1, 2, 4, 8, 16, 24],
+            };
+            for &w in warehouses {
+                let workload = Workload { tpcc_warehouses: w, ..base.workload.clone() };
+                for (v, _) in all(f64::from(w)) {
+                    add("TPC-C", v, v, f64::from(w), RackConfig { mpl: 1, workload: workload.clone(), ..base.clone() });
+                }
+            }
+            let title = if name == "fig10cd" {
+                "SwitchTx Fig. 10c/d: TPC-C NewOrder + Payment (every item remote), every variant"
+            } else {
+                "SwitchTx Fig. 16: TPC-C against warehouses per server"
+            };
+            let metrics = if name == "fig10cd" {
+                vec![Metric::Throughput, Metric::P50, Metric::P99, Metric::Lock]
+            } else {
+                vec![Metric::Throughput, Metric::P50]
+            };
+            (title.to_string(), "warehouses per server", Unit::Integer, metrics)
+        }
+        "fig17b" => {
+            let shares: &[f64] = if options.quick { &[0.0, 0.5, 1.0] } else { &[0.0, 0.2, 0.4, 0.6, 0.8, 1.0] };
+            for &share in shares {
+                let workload = Workload { tpcc_warehouses: 24, remote_items: share, ..base.workload.clone() };
+                for v in ["fasst", "switchtx"] {
+                    let cfg = RackConfig { mpl: 1, workload: workload.clone(), ..base.clone() };
+                    add("TPC-C, 24 warehouses per server", v, v, share * 100.0, cfg);
+                }
+            }
+            (
+                "SwitchTx Fig. 17b: TPC-C against remote NewOrder items".to_string(),
+                "remote NewOrder items",
+                Unit::Percent,
+                vec![Metric::Throughput],
+            )
+        }
         "fig11" => {
             for n in 2..=8u8 {
                 let workload =
@@ -166,7 +224,10 @@ fn plan(name: &str, options: &ExperimentOptions) -> Result<Plan, String> {
             let hot = with_theta(&base, 0.99);
             for mpl in [1u8, 2, 4, 8, 16] {
                 add("θ 0.99", "static MPL", "reorder", f64::from(mpl), RackConfig { mpl, ..hot.clone() });
-                add("θ 0.99", "adaptive", "switchtx", f64::from(mpl), RackConfig { mpl_max: 16, ..hot.clone() });
+            }
+            // The adaptive run does not depend on x: one run, drawn across the static range.
+            for x in [1.0, 16.0] {
+                add("θ 0.99", "adaptive", "switchtx", x, RackConfig { mpl_max: 16, ..hot.clone() });
             }
             (
                 "SwitchTx Fig. 13: static MPL per thread vs adaptive admission control".to_string(),
@@ -410,6 +471,35 @@ fn fig10_claims(plan: &Plan, r: &[RackFigures]) -> String {
     s
 }
 
+/// One of our figures at a warehouse count.
+type Figure<'a> = Box<dyn Fn(f64) -> Option<f64> + 'a>;
+
+/// Our TPC-C ratios beside the paper's (fig10cd): 24 (low) and 4 (high contention)
+/// warehouses per server.
+fn fig10cd_claims(plan: &Plan, r: &[RackFigures]) -> String {
+    let mut s = String::from("| paper (§5.2, TPC-C) | ours 24 wh/server | ours 4 wh/server |\n|---|---|---|\n");
+    let get = |v: &str, w: f64| find(plan, r, v, w);
+    let ratio = |a: &str, b: &str, w: f64| Some(get(a, w)?.mtps / get(b, w)?.mtps);
+    let cell = |x: Option<f64>, pct: bool| match (x, pct) {
+        (Some(x), true) => format!("{:+.1}%", (x - 1.0) * 100.0),
+        (Some(x), false) => format!("{x:.2}×"),
+        (None, _) => "—".into(),
+    };
+    let p50 = |w: f64| Some(get("tree-gas", w)?.p50_us / get("fasst", w)?.p50_us);
+    let rows: [(&str, Figure<'_>, bool); 6] = [
+        ("SwitchTx up to 1.87× FaSST", Box::new(|w| ratio("switchtx", "fasst", w)), false),
+        ("+GaS 1.54× (low) / 1.35× (high) FaSST", Box::new(|w| ratio("gas", "fasst", w)), false),
+        ("+Tree-GaS +2.1%..7.8% over +GaS", Box::new(|w| ratio("tree-gas", "gas", w)), true),
+        ("+Reorder up to +7.2%", Box::new(|w| ratio("reorder", "tree-gas", w)), true),
+        ("+MPL +4.8% (low) / +28.6% (high)", Box::new(|w| ratio("switchtx", "reorder", w)), true),
+        ("in-switch GaS cuts P50 by up to 21.6%", Box::new(p50), true),
+    ];
+    for (claim, f, pct) in rows {
+        let _ = writeln!(s, "| {claim} | {} | {} |", cell(f(24.0), pct), cell(f(4.0), pct));
+    }
+    s
+}
+
 /// Runs `experiment`, writes its files and returns a summary.
 pub fn sweep(experiment: &str, options: &ExperimentOptions) -> Result<String, String> {
     let plan = plan(experiment, options)?;
@@ -420,17 +510,17 @@ pub fn sweep(experiment: &str, options: &ExperimentOptions) -> Result<String, St
         s.push('\n');
         s.push_str(&fig10_claims(&plan, &results));
     }
+    if plan.name == "fig10cd" {
+        s.push('\n');
+        s.push_str(&fig10cd_claims(&plan, &results));
+    }
     let _ = writeln!(s, "\nwrote {}", options.out.join(format!("switchtx-{}.{{csv,svg}}", plan.name)).display());
     Ok(s)
 }
 
-/// Runs every experiment, writes the files and `switchtx-report.md`.
+/// Runs every experiment, writes the files and `switchtx.md`.
 pub fn reproduce(options: &ExperimentOptions) -> Result<String, String> {
-    let names: &[&str] = if options.quick {
-        &["fig10", "fig11", "fig13"]
-    } else {
-        &["fig10", "fig11", "fig13", "fig14", "fig15", "fig17"]
-    };
+    let names: Vec<&str> = if options.quick { QUICK.to_vec() } else { EXPERIMENTS.iter().map(|e| e.name).collect() };
     let mut report = format!(
         "# SwitchTx on PisaDB: reproduction report\n\nSeed {}, {} mode ({} threads per server, {} µs window). \
          Figures are simulated, not fitted; see systems/switchtx/RESULTS.md for how the model differs from the testbed.\n",
@@ -439,7 +529,7 @@ pub fn reproduce(options: &ExperimentOptions) -> Result<String, String> {
         base(options).threads,
         base(options).measure_us
     );
-    for name in names {
+    for name in &names {
         let plan = plan(name, options)?;
         let results = run_plan(&plan, options.threads)?;
         write_outputs(&plan, &results, &options.out)?;
@@ -447,8 +537,28 @@ pub fn reproduce(options: &ExperimentOptions) -> Result<String, String> {
         if *name == "fig10" {
             let _ = write!(report, "\n{}", fig10_claims(&plan, &results));
         }
+        if *name == "fig10cd" {
+            let _ = write!(report, "\n{}", fig10cd_claims(&plan, &results));
+        }
     }
-    let path = options.out.join("switchtx-report.md");
+    let path = options.out.join("switchtx.md");
     std::fs::write(&path, &report).map_err(|e| e.to_string())?;
     Ok(format!("{report}\nwrote {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_listed_experiment_has_a_plan_and_every_reproduced_one_is_listed() {
+        let options = ExperimentOptions { quick: true, seed: 1, threads: 1, out: "/nonexistent".into() };
+        for e in EXPERIMENTS {
+            assert!(plan(e.name, &options).is_ok(), "{}", e.name);
+        }
+        for name in QUICK {
+            assert!(EXPERIMENTS.iter().any(|e| e.name == name), "{name} is not listed");
+        }
+        assert_eq!(EXPERIMENTS.len(), 9);
+    }
 }

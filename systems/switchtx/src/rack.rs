@@ -164,6 +164,8 @@ pub struct RackObserver {
     rejected: u64,
     /// txn → (reads, committed by its client).
     reads: BTreeMap<u64, Vec<(u64, u64)>>,
+    /// Read-only transactions committed.
+    read_only: std::collections::BTreeSet<u64>,
     /// txn → writes as installed: (key, overwritten version).
     installed: BTreeMap<u64, Vec<(u64, u64)>>,
 }
@@ -178,6 +180,7 @@ impl Default for RackObserver {
             timeouts: 0,
             rejected: 0,
             reads: BTreeMap::new(),
+            read_only: std::collections::BTreeSet::new(),
             installed: BTreeMap::new(),
         }
     }
@@ -187,7 +190,10 @@ impl Observer<Server, Switch<GatherScatter>> for RackObserver {
     fn on_event(&mut self, _host: u16, event: ServerEvent, moment: Moment) -> Result<(), String> {
         let counted = moment.in_window && !moment.stopping;
         match event {
-            ServerEvent::Committed { txn, latency_ns, reads, .. } => {
+            ServerEvent::Committed { txn, latency_ns, reads, read_only, .. } => {
+                if read_only {
+                    self.read_only.insert(txn);
+                }
                 if self.reads.insert(txn, reads).is_some() {
                     return Err(format!("transaction {txn:#x} committed twice"));
                 }
@@ -384,8 +390,12 @@ pub fn check(world: &RackWorld) -> Result<u64, String> {
     let mut history = History::new();
     let key = |k: u64| TupleKey::new(u16::from(crate::server::shard_of(k)), k & ((1 << 40) - 1));
     for (&txn, reads) in &o.reads {
-        let Some(writes) = o.installed.get(&txn) else {
-            return Err(format!("transaction {txn:#x} committed but no primary installed its writes"));
+        let none = Vec::new();
+        let writes = match o.installed.get(&txn) {
+            Some(w) if !o.read_only.contains(&txn) => w,
+            None if o.read_only.contains(&txn) => &none,
+            Some(_) => return Err(format!("read-only transaction {txn:#x} installed writes")),
+            None => return Err(format!("transaction {txn:#x} committed but no primary installed its writes")),
         };
         history.record(CommittedTxn {
             id: txn,

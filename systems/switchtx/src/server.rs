@@ -23,7 +23,9 @@
 //!   still the one read (so a read-modify-write key needs no separate validation race), and
 //!   answers `lock_ok` or `fail`;
 //! - *validate* (on the scattered `lock_ok`): a read primary checks every read version is
-//!   unchanged and the record not locked by another attempt: `validate_ok` or `fail`;
+//!   unchanged and the record not locked by another attempt: `validate_ok` or `fail`; a write
+//!   primary that is the only read primary validates right after locking, without a round
+//!   (single-shard transactions, §3.2.3);
 //! - *commit backup* (on `validate_ok`): a write backup applies the redo record to its copy:
 //!   `replicate_ok`;
 //! - *commit primary* (on `replicate_ok`): a write primary installs its writes (version := the
@@ -102,13 +104,38 @@ pub struct Workload {
     pub keys: u8,
     /// Servers a transaction spans (keys are dealt round-robin over that many distinct ones).
     pub partitions: u8,
-    /// Chance that a key is written (read-modify-write); at least one key always is.
+    /// Chance that a key is written (read-modify-write); at least one key always is, except
+    /// in read-only transactions.
     pub write_fraction: f64,
+    /// Chance that a transaction is read-only (version copy, then validate and read).
+    #[serde(default)]
+    pub read_only_fraction: f64,
+    /// TPC-C instead of YCSB-T when non-zero: warehouses per server (NewOrder + Payment 50/50
+    /// from `pisadb_workload::tpcc`; the YCSB fields above are then unused).
+    #[serde(default)]
+    pub tpcc_warehouses: u16,
+    /// TPC-C: the chance that a NewOrder line comes from another warehouse (the paper: 1.0).
+    #[serde(default = "all_remote")]
+    pub remote_items: f64,
+}
+
+fn all_remote() -> f64 {
+    1.0
 }
 
 impl Default for Workload {
     fn default() -> Self {
-        Workload { records: 100_000, columns: 24, theta: 0.8, keys: 8, partitions: 8, write_fraction: 0.5 }
+        Workload {
+            records: 100_000,
+            columns: 24,
+            theta: 0.8,
+            keys: 8,
+            partitions: 8,
+            write_fraction: 0.5,
+            read_only_fraction: 0.0,
+            tpcc_warehouses: 0,
+            remote_items: 1.0,
+        }
     }
 }
 
@@ -183,10 +210,22 @@ impl ServerConfig {
             return Err(format!("threads {}: accepted 1..=255", self.threads));
         }
         let w = &self.workload;
+        if w.tpcc_warehouses > 0 {
+            return if (0.0..=1.0).contains(&w.remote_items) && w.tpcc_warehouses <= 1_000 {
+                Ok(())
+            } else {
+                Err("tpcc_warehouses 1..=1000 per server and remote_items in 0..=1".into())
+            };
+        }
         if w.partitions == 0 || w.partitions > n || w.keys == 0 || w.keys > 32 {
             return Err(format!("partitions {} and keys {}: accepted 1..={n} and 1..=32", w.partitions, w.keys));
         }
-        if !(0.0..=1.0).contains(&w.write_fraction) || w.theta < 0.0 || w.records == 0 || w.columns == 0 {
+        if !(0.0..=1.0).contains(&w.write_fraction)
+            || !(0.0..=1.0).contains(&w.read_only_fraction)
+            || w.theta < 0.0
+            || w.records == 0
+            || w.columns == 0
+        {
             return Err("write_fraction in 0..=1, theta >= 0, records and columns > 0".into());
         }
         Ok(())
@@ -242,6 +281,8 @@ pub enum ServerEvent {
         retries: u32,
         /// (key, version read) of every key.
         reads: Vec<(u64, u64)>,
+        /// Whether it was read-only (no primary installs anything for it).
+        read_only: bool,
     },
     /// An attempt aborted.
     Aborted(AbortReason),
@@ -288,6 +329,8 @@ struct Txn {
     aborted: bool,
     /// After a timeout: the resolution in progress.
     query: Option<Query>,
+    /// Read-only: version copy, then validate and read (no execute phase).
+    read_only: bool,
 }
 
 /// A client's resolution of a timed-out attempt.
@@ -350,10 +393,20 @@ struct Part {
     early: Vec<MsgType>,
 }
 
+/// The TPC-C generators of a server's threads (each its own stream over one database).
+struct TpccStreams(Vec<Box<dyn pisadb_workload::Workload>>);
+
+impl std::fmt::Debug for TpccStreams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "TpccStreams({} threads)", self.0.len())
+    }
+}
+
 /// A server host.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Server {
     cfg: ServerConfig,
+    tpcc: Option<TpccStreams>,
     zipf: Zipf<f64>,
     primary: BTreeMap<u64, Record>,
     backup: BTreeMap<u64, (u64, u64)>,
@@ -400,7 +453,21 @@ impl Server {
             })
             .collect();
         let n = usize::from(cfg.layout.servers());
+        let tpcc = (w.tpcc_warehouses > 0).then(|| {
+            let nodes = u16::from(cfg.layout.servers());
+            let config = pisadb_workload::tpcc::TpccConfig {
+                nodes,
+                warehouses: w.tpcc_warehouses * nodes,
+                remote_item_prob: w.remote_items,
+                ..pisadb_workload::tpcc::TpccConfig::default()
+            };
+            // `check` made sure the configuration is valid.
+            let db = pisadb_workload::tpcc::Tpcc::new(config, cfg.seed).expect("a valid TPC-C configuration");
+            let seed = |t: u16| pisadb_core::rng::splitmix64(cfg.seed ^ (u64::from(cfg.id) << 32) ^ u64::from(t));
+            TpccStreams((0..cfg.threads).map(|t| pisadb_workload::Workload::with_stream(&db, seed(t))).collect())
+        });
         Server {
+            tpcc,
             zipf,
             primary: BTreeMap::new(),
             backup: BTreeMap::new(),
@@ -471,6 +538,9 @@ impl Server {
 
     /// Draws a transaction's keys.
     fn draw(&mut self, thread: u16) -> Vec<(u64, bool)> {
+        if let Some(tpcc) = self.tpcc.as_mut() {
+            return draw_tpcc(tpcc.0[usize::from(thread)].as_mut(), self.cfg.id);
+        }
         let w = self.cfg.workload.clone();
         let n = self.n();
         let rng = &mut self.workers[usize::from(thread)].rng;
@@ -488,7 +558,10 @@ impl Server {
                 keys.push((key, rng.random_bool(w.write_fraction)));
             }
         }
-        if keys.iter().all(|&(_, wr)| !wr) {
+        let read_only = w.read_only_fraction > 0.0 && rng.random_bool(w.read_only_fraction);
+        if read_only {
+            keys.iter_mut().for_each(|k| k.1 = false);
+        } else if keys.iter().all(|&(_, wr)| !wr) {
             keys[0].1 = true;
         }
         keys
@@ -508,7 +581,10 @@ impl Server {
             counter: 0,
             aborted: false,
             query: None,
+            read_only: false,
         };
+        let read_only = txn.keys.iter().all(|k| !k.1);
+        let txn = Txn { read_only, ..txn };
         self.workers[usize::from(thread)].lanes[usize::from(lane)] = Some(txn);
         self.execute(now, thread, lane, out);
     }
@@ -531,6 +607,10 @@ impl Server {
         let servers = keys.iter().fold(0u8, |m, &(k, _)| m | (1 << shard_of(k)));
         txn.awaiting = servers;
         out.cpu_ns += self.cfg.costs.begin_ns;
+        if txn.read_only {
+            // No execute phase: the participants copy their versions (§3.2.3).
+            return self.commit(now, thread, lane, out);
+        }
         for server in bits(servers) {
             let mut d = Data::new(MsgType::Read, slot, Self::tag(attempt), attempt, 0);
             d.client = self.cfg.id;
@@ -564,7 +644,7 @@ impl Server {
 
     fn read_reply(&mut self, now: Nanos, d: &Data, from: u8, out: &mut HostOutbox<Self>) {
         let Some((thread, lane, txn)) = self.current(d.slot, d.attempt) else { return };
-        if txn.committing || txn.awaiting & (1 << from) == 0 {
+        if txn.committing != txn.read_only || txn.query.is_some() || txn.awaiting & (1 << from) == 0 {
             return;
         }
         txn.awaiting &= !(1 << from);
@@ -577,7 +657,9 @@ impl Server {
             out.events.push(ServerEvent::Aborted(AbortReason::ReadLocked));
             return self.retry(now, thread, lane, out);
         }
-        if txn.awaiting == 0 {
+        if txn.awaiting == 0 && txn.read_only {
+            self.committed(now, thread, lane, out);
+        } else if txn.awaiting == 0 {
             self.commit(now, thread, lane, out);
         }
     }
@@ -597,6 +679,7 @@ impl Server {
             let rp = txn.keys.iter().fold(0u8, |m, &(k, _)| m | (1 << shard_of(k)));
             let wb = bits(wp).fold(0u8, |m, s| m | (1 << ((s + 1) % n)));
             txn.parts = Participants { wp, wb, rp, client: me };
+            txn.awaiting = rp;
             attempt = txn.attempt;
             keys = txn.keys.clone();
             reads = txn.reads.clone();
@@ -673,6 +756,25 @@ impl Server {
             self.send(out, server, d.datagram(u16::from(self.cfg.id), u16::from(server)));
         }
         out.timers.push((now + self.cfg.timeout_ns, ServerTimer::Timeout(thread, lane, attempt)));
+    }
+
+    /// Tells every participant of the lane's attempt that it aborted (and waits for them).
+    fn resolve_abort(&mut self, now: Nanos, thread: u16, lane: u8, out: &mut HostOutbox<Self>) {
+        let slot = self.cfg.slot(self.cfg.id, thread, lane);
+        let me = self.cfg.id;
+        let Some(txn) = self.workers[usize::from(thread)].lanes[usize::from(lane)].as_mut() else { return };
+        let asked = txn.parts.wp | txn.parts.wb | txn.parts.rp;
+        txn.query = Some(Query { asked, decided: Some(false), ..Query::default() });
+        let attempt = txn.attempt;
+        for server in bits(asked) {
+            let mut r = Data::new(MsgType::Resolve, slot, Self::tag(attempt), attempt, 0);
+            r.client = me;
+            r.thread = thread as u8;
+            self.send(out, server, r.datagram(u16::from(me), u16::from(server)));
+        }
+        if self.cfg.timeout_ns > 0 {
+            out.timers.push((now + self.cfg.timeout_ns, ServerTimer::Timeout(thread, lane, attempt)));
+        }
     }
 
     /// A participant's answer to a query or a decision.
@@ -814,6 +916,13 @@ impl Server {
     fn retry(&mut self, now: Nanos, thread: u16, lane: u8, out: &mut HostOutbox<Self>) {
         let (t, l) = (usize::from(thread), usize::from(lane));
         if self.stopping {
+            // No retry while draining; but an attempt aborted by a `fail` may have left locks
+            // where that `fail` was lost, and no later attempt will release them: tell every
+            // participant (the timeout path's decision, with its resends) before leaving.
+            let cleanup = self.workers[t].lanes[l].as_ref().is_some_and(|x| x.committing && x.query.is_none());
+            if cleanup {
+                return self.resolve_abort(now, thread, lane, out);
+            }
             self.workers[t].lanes[l] = None;
             return;
         }
@@ -832,6 +941,7 @@ impl Server {
             latency_ns: now.saturating_sub(txn.first_start),
             retries: txn.retries,
             reads: txn.reads.iter().map(|(&k, &(_, v))| (k, v)).collect(),
+            read_only: txn.read_only,
         });
         self.fill_lanes(now, thread, out);
     }
@@ -905,7 +1015,13 @@ impl Server {
 
     // ---- participant side ----
 
-    fn serve_read(&mut self, d: &Data, from: u8, out: &mut HostOutbox<Self>) {
+    fn serve_read(&mut self, now: Nanos, d: &Data, from: u8, out: &mut HostOutbox<Self>) {
+        // A newer attempt of the slot: the client decided the older one aborted, so whatever
+        // it still holds here (its `fail` was lost on the way) goes.
+        if self.parts.get(&d.slot).is_some_and(|p| p.attempt < d.attempt) {
+            self.release(now, d.slot, out);
+            self.parts.remove(&d.slot);
+        }
         let mut reply = Data::new(MsgType::ReadReply, d.slot, d.tag, d.attempt, 0);
         reply.client = d.client;
         reply.thread = d.thread;
@@ -976,11 +1092,34 @@ impl Server {
         part.reads = reads.iter().map(|i| (i.key, i.version)).collect();
         let early = std::mem::take(&mut part.early);
         out.cpu_ns += self.cfg.costs.prepare_ns + self.cfg.costs.item_ns * d.items.len() as u64;
-        if d.wp & (1 << me) != 0 {
+        if d.wp == 0 {
+            self.version_copy(now, slot, out);
+        } else if d.wp & (1 << me) != 0 {
             self.lock(now, slot, out);
         }
         for msg in early {
             self.phase(now, slot, msg, out);
+        }
+    }
+
+    /// Version copy of a read-only transaction at a read primary: the versions now (a locked
+    /// record fails at once).
+    fn version_copy(&mut self, now: Nanos, slot: u16, out: &mut HostOutbox<Self>) {
+        let Some(part) = self.parts.get(&slot) else { return };
+        let copied: Option<Vec<(u64, u64)>> = part
+            .reads
+            .iter()
+            .map(|&(k, _)| {
+                let r = self.primary.get(&k).copied().unwrap_or_default();
+                r.lock.is_none().then_some((k, r.version))
+            })
+            .collect();
+        match copied {
+            Some(reads) => {
+                self.parts.get_mut(&slot).expect("present").reads = reads;
+                self.reply(now, slot, MsgType::VersionCopyOk, out);
+            }
+            None => self.fail(now, slot, out),
         }
     }
 
@@ -1001,6 +1140,11 @@ impl Server {
             let part = self.parts.get_mut(&slot).expect("present");
             part.locked = keys;
             part.locked_at = now;
+            if part.parts.rp == 1 << self.cfg.id {
+                // The validate phase needs only this participant (a single-shard
+                // transaction, §3.2.3): validate now, no coordination round.
+                return self.phase(now, slot, MsgType::LockOk, out);
+            }
             self.reply(now, slot, MsgType::LockOk, out);
         } else {
             self.fail(now, slot, out);
@@ -1089,6 +1233,29 @@ impl Server {
                     self.fail(now, slot, out);
                 }
             }
+            MsgType::VersionCopyOk if part.parts.rp & (1 << me) != 0 => {
+                out.cpu_ns += self.cfg.costs.item_ns * part.reads.len() as u64;
+                let items: Option<Vec<Item>> = part
+                    .reads
+                    .iter()
+                    .map(|&(k, v)| {
+                        let r = self.primary.get(&k).copied().unwrap_or_default();
+                        (r.version == v && r.lock.is_none()).then_some(Item {
+                            key: k,
+                            value: r.value,
+                            version: v,
+                            locked: false,
+                        })
+                    })
+                    .collect();
+                let Some(items) = items else { return self.fail(now, slot, out) };
+                let mut d = Data::new(MsgType::ReadReply, slot, part.tag, part.attempt, part.txn);
+                d.client = part.client;
+                d.thread = part.thread;
+                d.items = items;
+                let client = part.client;
+                self.send(out, client, d.datagram(u16::from(me), u16::from(client)));
+            }
             MsgType::ValidateOk if part.parts.wb & (1 << me) != 0 && !part.replicated => {
                 let txn = part.txn;
                 let redo = part.redo.clone();
@@ -1123,6 +1290,28 @@ impl Server {
             p.installed = true;
         }
     }
+}
+
+/// A TPC-C transaction's keys: each distinct tuple once, written if any operation writes it,
+/// on the server its warehouse lives on (`table << 32 | row` within the server). Inserts are
+/// left out (fresh rows: they conflict with nothing) and values follow this crate's
+/// read-modify-write rule, not TPC-C's arithmetic: the conflicts are TPC-C's, the invariants
+/// are not checked.
+fn draw_tpcc(gen: &mut dyn pisadb_workload::Workload, home: u8) -> Vec<(u64, bool)> {
+    let parts = gen.partitioning();
+    let txn = gen.next_txn(u16::from(home));
+    let mut keys: Vec<(u64, bool)> = Vec::with_capacity(txn.txn.ops.len());
+    for op in &txn.txn.ops {
+        let server = parts.node_of(op.key) as u8;
+        let key = (u64::from(server) << 40) | (u64::from(op.key.table) << 32) | (op.key.row & 0xffff_ffff);
+        let writes = op.kind != pisadb_core::OpKind::Read;
+        match keys.iter_mut().find(|k| k.0 == key) {
+            Some(k) => k.1 |= writes,
+            None => keys.push((key, writes)),
+        }
+    }
+    keys.truncate(crate::wire::MAX_ITEMS);
+    keys
 }
 
 /// The client thread a datagram names (its handler's core).
@@ -1188,7 +1377,7 @@ impl Host for Server {
             }
             Message::Data(_) if from >= self.n() => out.events.push(ServerEvent::Rejected("unknown_source")),
             Message::Data(d) => match d.msg {
-                MsgType::Read => self.serve_read(&d, from, out),
+                MsgType::Read => self.serve_read(now, &d, from, out),
                 MsgType::ReadReply => {
                     out.cpu_ns += self.cfg.costs.handler_ns;
                     self.read_reply(now, &d, from, out)

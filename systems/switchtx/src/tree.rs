@@ -81,7 +81,7 @@ impl Participants {
     pub fn gather(&self, msg: MsgType) -> u8 {
         match msg {
             MsgType::LockOk | MsgType::CommitOk => self.wp,
-            MsgType::ValidateOk => self.rp,
+            MsgType::ValidateOk | MsgType::VersionCopyOk => self.rp,
             MsgType::ReplicateOk => self.wb,
             MsgType::Init => 1 << self.client,
             _ => self.all(),
@@ -91,7 +91,7 @@ impl Participants {
     /// Who receives the result of gathering messages of type `msg` (Table 1).
     pub fn scatter(&self, msg: MsgType) -> u8 {
         match msg {
-            MsgType::LockOk => self.rp,
+            MsgType::LockOk | MsgType::VersionCopyOk => self.rp,
             MsgType::ValidateOk => self.wb,
             MsgType::ReplicateOk => self.wp,
             MsgType::CommitOk => 1 << self.client,

@@ -72,6 +72,9 @@ pub enum MsgType {
     CommitOk = 5,
     /// A participant failed (threshold 1; to the write participants and the client).
     Fail = 6,
+    /// A read-only transaction's read primary copied its versions (`#R_P`; then validate
+    /// and read, to `R_P`, who answer the client directly).
+    VersionCopyOk = 7,
     /// Execute phase: read keys (data).
     Read = 16,
     /// The values, versions and lock bits of a read (data).
@@ -97,6 +100,7 @@ impl MsgType {
             4 => MsgType::ReplicateOk,
             5 => MsgType::CommitOk,
             6 => MsgType::Fail,
+            7 => MsgType::VersionCopyOk,
             16 => MsgType::Read,
             17 => MsgType::ReadReply,
             18 => MsgType::Prepare,
@@ -463,7 +467,7 @@ pub fn class_of(msg: MsgType, retry: bool) -> u8 {
         return 2;
     }
     match msg {
-        MsgType::ReplicateOk | MsgType::Fail | MsgType::LockOk | MsgType::Init => 2,
+        MsgType::ReplicateOk | MsgType::Fail | MsgType::LockOk | MsgType::Init | MsgType::VersionCopyOk => 2,
         MsgType::Read | MsgType::ReadReply | MsgType::CommitOk => 0,
         MsgType::ValidateOk | MsgType::Prepare => 1,
         MsgType::Query | MsgType::QueryReply | MsgType::Resolve | MsgType::ResolveAck => 2,

@@ -50,3 +50,44 @@ fn a_one_rack_testbed_and_the_adaptive_mpl_run_and_pass() {
     let g = run("gas", &RackConfig { multi_rack: false, ..small() }).unwrap();
     assert!(g.switch_gathered > 0, "one rack: the ToR coordinates");
 }
+
+#[test]
+fn a_single_shard_transaction_skips_the_validate_round() {
+    use pisadb_switchtx::server::Workload;
+    let at = |partitions| RackConfig {
+        workload: Workload { theta: 0.0, keys: 4, partitions, ..Workload::default() },
+        threads: 1,
+        mpl: 1,
+        ..small()
+    };
+    for v in ["fasst", "tree-gas"] {
+        let one = run(v, &at(1)).unwrap();
+        let two = run(v, &at(2)).unwrap();
+        assert!(one.commits > 0 && one.p50_us < two.p50_us, "{v}: {one:?} vs {two:?}");
+    }
+}
+
+#[test]
+fn read_only_transactions_commit_without_an_execute_phase_and_pass_the_checks() {
+    use pisadb_switchtx::server::Workload;
+    let mixed = RackConfig { workload: Workload { read_only_fraction: 0.5, ..Workload::default() }, ..small() };
+    let only = RackConfig { workload: Workload { read_only_fraction: 1.0, ..Workload::default() }, ..small() };
+    for v in VARIANT_NAMES {
+        let f = run(v, &mixed).unwrap_or_else(|e| panic!("{v}: {e}"));
+        assert!(f.commits > 0, "{v}: {f:?}");
+        let r = run(v, &only).unwrap_or_else(|e| panic!("{v}: {e}"));
+        assert_eq!(r.lock_us_mean, 0.0, "{v}: read-only transactions lock nothing");
+        let rw = run(v, &small()).unwrap();
+        assert!(r.p50_us < rw.p50_us, "{v}: two phases beat five: {r:?} vs {rw:?}");
+    }
+}
+
+#[test]
+fn tpcc_new_order_and_payment_commit_and_pass_the_checks() {
+    use pisadb_switchtx::server::Workload;
+    let cfg = RackConfig { workload: Workload { tpcc_warehouses: 4, ..Workload::default() }, mpl: 1, ..small() };
+    for v in ["fasst", "tree-gas", "switchtx"] {
+        let f = run(v, &cfg).unwrap_or_else(|e| panic!("{v}: {e}"));
+        assert!(f.commits > 0, "{v}: {f:?}");
+    }
+}
