@@ -55,6 +55,11 @@
 //! - **Non-transactional** (T-TS = 0) read requests are looked up without TSO; if every op
 //!   hits, the switch answers; otherwise they go on to the storage node (§IV-A).
 //!
+//! Everything else (`Coordinate`, `Voted`, `Commit`, `Resolve`, `Served`) is forwarded
+//! untouched. A switch rebuilt after a crash (`crate::fuzz::rebuild_switch`) has its table
+//! entries with an empty bitmap: it decides by TSO but answers no value, and the storage node
+//! supplies the value as of the reader's timestamp.
+//!
 //! Timestamps are compared as 32-bit signed words by the ALU, so clients keep them below
 //! 2^31 (`client.rs`).
 //!
