@@ -254,6 +254,24 @@ mod tests {
     }
 
     #[test]
+    fn a_rebuilt_switch_holds_safe_timestamps_and_the_voted_claims_and_answers_no_value() {
+        use crate::wire::{value_of, Op, Status, FLAG_DECIDED};
+        let hierarchy = Hierarchy::new(50_000, 16).unwrap();
+        let (&key, &(id, slot)) = hierarchy.cached.iter().next().unwrap();
+        let mut vote = Op::write(u128::from(key), value_of(u128::from(key), 40));
+        vote.flags = FLAG_DECIDED;
+        let voted = Message { ts: 40, status: Status::Voted, client: 16, seq: 1, ops: vec![vote] };
+        let committed = Message { ts: 20, status: Status::Committed, ..voted.clone() };
+        let logs = vec![vec![NodeRecord::Outcome(committed), NodeRecord::Prepared(voted)]];
+        let switch = rebuild_switch(id, Mode::Tso, &hierarchy, &logs, 1_000).unwrap();
+        let cell = |r: u8| switch.registers().read(r, u32::from(slot)).unwrap().0;
+        assert_eq!((cell(W_TS), cell(R_TS), cell(T_TS)), (1_000, 1_000, 40));
+        let entry = switch.tables().get(CACHE_TABLE, key).unwrap().unwrap();
+        assert_eq!((entry >> 16) & 0xff, 0, "no value is answered from a rebuilt entry");
+        assert_eq!(switch.tables().len(CACHE_TABLE).unwrap(), hierarchy.cached.values().filter(|c| c.0 == id).count());
+    }
+
+    #[test]
     fn a_seed_replays_its_case() {
         assert_eq!(fuzz_report(5).report, fuzz_report(5).report);
         assert_eq!(format!("{:?}", case(5)), format!("{:?}", case(5)));
