@@ -10,8 +10,9 @@
 //! writes with the versions the storage nodes overwrote — is serializable *in timestamp
 //! order* (`pisadb_check`'s `check_order`); every write a client counted was installed by a
 //! node and every node's commit was counted; every cached value (all 48 bytes, read from the
-//! switch's registers) equals its node's, and no T-TS is left pending; the controller and the
-//! nodes hold no transaction.
+//! switch's registers, where the entry holds one: a switch rebuilt after a crash holds only
+//! timestamps) equals its node's, and no T-TS is left pending; the controller and the nodes
+//! hold no transaction. The same checks judge the fault-injection cases (`crate::fuzz`).
 
 use crate::client::{ClientConfig, ClientEvent, ClientHost, ClientTimer, Path};
 use crate::control::{Controller, ControllerEvent};
@@ -111,7 +112,7 @@ pub enum RackEvent {
     Controller(ControllerEvent),
 }
 
-/// The hosts' timers (none yet).
+/// The hosts' timers (the clients' resolve timers).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RackTimer {
     /// A client's.
