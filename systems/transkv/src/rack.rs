@@ -86,7 +86,8 @@ pub fn variant_of(variant: &str) -> Result<(Mode, Path), String> {
         "tranx-coor" => Ok((Mode::Forward, Path::Coordinator)),
         "no-cache" => Ok((Mode::Forward, Path::NonTransactional)),
         "transkv-cache" => Ok((Mode::CacheOnly, Path::NonTransactional)),
-        other => Err(format!("variant `{other}`: accepted transkv, tranx-coor, no-cache, transkv-cache")),
+        "transkv-log" => Ok((Mode::Tso, Path::TransKv)),
+        other => Err(format!("variant `{other}`: accepted transkv, tranx-coor, no-cache, transkv-cache, transkv-log")),
     }
 }
 
@@ -247,6 +248,8 @@ pub struct RackFigures {
     pub aborts_store: u64,
     /// Resolves the clients sent (attempts unanswered for `resolve_us`).
     pub resolves: u64,
+    /// Transaction copies the switches sent to the controller's log.
+    pub log_copies: u64,
     /// Read transactions' latency: mean, p50, p99 in µs.
     pub read_us: [f64; 3],
     /// Write transactions' latency: mean, p50, p99 in µs.
@@ -322,6 +325,7 @@ impl RackObserver {
                 mtps: 0.0,
                 aborts_switch: 0,
                 resolves: 0,
+                log_copies: 0,
                 aborts_store: 0,
                 read_us: [0.0; 3],
                 write_us: [0.0; 3],
@@ -393,6 +397,7 @@ impl RackObserver {
             RackEvent::Client(ClientEvent::Rejected(_) | ClientEvent::Stale)
             | RackEvent::Store(StoreEvent::Rejected(_))
             | RackEvent::Controller(ControllerEvent::Rejected(_)) => f.rejected += 1,
+            RackEvent::Controller(ControllerEvent::Logged) => f.log_copies += 1,
             RackEvent::Store(StoreEvent::Aborted) | RackEvent::Controller(ControllerEvent::Decided { .. }) => {}
         }
     }
@@ -474,8 +479,12 @@ pub fn build(variant: &str, cfg: &RackConfig) -> Result<(RackWorld, Arc<Hierarch
         })?)));
     }
     hosts.push(RackHost::Controller(Controller::new(CONTROLLER, Arc::clone(&hierarchy))));
+    let program = || match variant {
+        "transkv-log" => TransKvProgram::logging(mode, CONTROLLER),
+        _ => TransKvProgram::new(mode),
+    };
     let mut switches = (0..SWITCHES)
-        .map(|_| Switch::new(SwitchProfile::tofino1(), TransKvProgram::new(mode)).map_err(|e| e.to_string()))
+        .map(|_| Switch::new(SwitchProfile::tofino1(), program()).map_err(|e| e.to_string()))
         .collect::<Result<Vec<_>, String>>()?;
     for (&key, &(switch, slot)) in &hierarchy.cached {
         fill(&mut switches[usize::from(switch)], key, slot, &value_of(u128::from(key), 0), 0)?;

@@ -40,6 +40,16 @@ fn contended_writes_on_hot_cached_keys_stay_serializable() {
 }
 
 #[test]
+fn the_log_variant_clones_every_switch_accepted_transaction_to_the_controller() {
+    let t = run_checked("transkv", &small()).unwrap();
+    let l = run_checked("transkv-log", &small()).unwrap();
+    assert_eq!((t.log_copies, l.commits), (0, 800));
+    // At least every transaction a switch answered, at most one copy per switch on the path.
+    assert!(l.log_copies >= l.switch_answers && l.log_copies > 0, "{l:?}");
+    assert!(l.recirculations > t.recirculations, "each copy costs a pass");
+}
+
+#[test]
 fn transkv_answers_hot_reads_in_the_switch_and_beats_the_coordinator() {
     let cfg = RackConfig { write_ratio: 0.0, ..small() };
     let t = run_checked("transkv", &cfg).unwrap();
