@@ -42,6 +42,8 @@ pub enum ControllerEvent {
         /// Whether it committed.
         committed: bool,
     },
+    /// A switch's copy of a transaction it accepted was appended to the log.
+    Logged,
     /// A datagram rejected, with the reason.
     Rejected(&'static str),
 }
@@ -66,6 +68,10 @@ pub struct Controller {
     waiting: BTreeMap<u32, (u16, Phase)>,
     /// Transactions decided: T-TS → the final answer sent to the client.
     decided: BTreeMap<u32, Message>,
+    /// The transaction log (§IV-E): T-TS → the transaction as a switch accepted it, with the
+    /// after images of its writes (variant `transkv-log`; the before images and recovery are
+    /// not built).
+    log: BTreeMap<u32, Message>,
     /// Rejected datagrams by reason.
     pub rejections: Rejections,
 }
@@ -78,8 +84,14 @@ impl Controller {
             hierarchy,
             waiting: BTreeMap::new(),
             decided: BTreeMap::new(),
+            log: BTreeMap::new(),
             rejections: Rejections::default(),
         }
+    }
+
+    /// Transactions in the log.
+    pub fn logged(&self) -> usize {
+        self.log.len()
     }
 
     /// Transactions still being coordinated.
@@ -103,6 +115,11 @@ impl Controller {
             return self.reject("bad_coordinate", out);
         }
         match msg.status {
+            Status::Log => {
+                // Several switches on a path may each send theirs: the first copy is kept.
+                self.log.entry(msg.ts).or_insert(msg);
+                out.events.push(ControllerEvent::Logged);
+            }
             Status::Coordinate | Status::Resolve => {
                 if let Some(done) = self.decided.get(&msg.ts) {
                     let done = done.clone();

@@ -13,12 +13,14 @@
 //! nodes crash (up to two per case) and restart from their logs (`store.rs`: committed writes,
 //! outcomes and votes survive; a timestamp floor replaces the lost TSO timestamps), so a
 //! crash loses no committed write. Switches crash too and are rebuilt from the nodes' logs
-//! with safe timestamps ([`rebuild_switch`]). Not injected: duplication (a duplicated request
-//! would cross the switches twice and be decided twice; the switches cannot tell copies
-//! apart) and crashes of the controller or the clients (the controller's log and recovery
-//! are not built).
+//! with safe timestamps ([`rebuild_switch`]). The controller crashes and restarts empty: it
+//! needs no log, because the nodes decide every outcome and keep every vote, and a client's
+//! resolve leads the restarted controller to ask the node. Not injected: duplication (a
+//! duplicated request would cross the switches twice and be decided twice; the switches
+//! cannot tell copies apart) and crashes of the clients.
 
-use crate::layout::{Hierarchy, NODES, SWITCHES};
+use crate::control::Controller;
+use crate::layout::{Hierarchy, CONTROLLER, NODES, SWITCHES};
 use crate::program::{entry_value, Mode, TransKvProgram, CACHE_TABLE, R_TS, T_TS, W_TS};
 use crate::rack::{build, check, variant_of, RackConfig, RackHost, RackObserver};
 use crate::store::{NodeRecord, StorageNode, FLOOR_MARGIN_SLOTS};
@@ -64,10 +66,13 @@ impl Restarter {
 
 impl Restarts<RackHost, Switch<TransKvProgram>> for Restarter {
     fn host(&mut self, id: u16, log: &[NodeRecord]) -> Result<RackHost, String> {
-        if id >= NODES {
-            return Err(format!("host {id} crashed, but TransKV's cases crash only storage nodes and switches"));
+        match id {
+            // The controller restarts empty: the nodes hold every outcome and vote, and the
+            // clients' resolves drive each transaction it forgot to its end.
+            CONTROLLER => Ok(RackHost::Controller(Controller::new(CONTROLLER, Arc::clone(&self.hierarchy)))),
+            id if id < NODES => Ok(RackHost::Store(StorageNode::restore(id, log)?)),
+            id => Err(format!("host {id} crashed, but TransKV's cases crash no client")),
         }
-        Ok(RackHost::Store(StorageNode::restore(id, log)?))
     }
 
     fn switch(&mut self, id: u16, logs: &[Vec<NodeRecord>], _epoch: u16) -> Result<Switch<TransKvProgram>, String> {
@@ -155,10 +160,10 @@ pub fn case(seed: u64) -> (&'static str, RackConfig, Faults) {
         .collect();
     let crashes = (0..rng.random_range(0..3))
         .map(|_| Crash {
-            target: if rng.random_bool(0.5) {
-                Target::Node(rng.random_range(0..NODES))
-            } else {
-                Target::Switch(rng.random_range(0..SWITCHES))
+            target: match rng.random_range(0..5) {
+                0 | 1 => Target::Node(rng.random_range(0..NODES)),
+                2 => Target::Node(CONTROLLER),
+                _ => Target::Switch(rng.random_range(0..SWITCHES)),
             },
             at_ns: rng.random_range(0..300_000),
             down_ns: rng.random_range(1_000..100_000),
@@ -246,6 +251,24 @@ mod tests {
             committed += r.committed;
         }
         assert_eq!(committed, 24 * 4 * 60);
+    }
+
+    #[test]
+    fn a_rebuilt_switch_holds_safe_timestamps_and_the_voted_claims_and_answers_no_value() {
+        use crate::wire::{value_of, Op, Status, FLAG_DECIDED};
+        let hierarchy = Hierarchy::new(50_000, 16).unwrap();
+        let (&key, &(id, slot)) = hierarchy.cached.iter().next().unwrap();
+        let mut vote = Op::write(u128::from(key), value_of(u128::from(key), 40));
+        vote.flags = FLAG_DECIDED;
+        let voted = Message { ts: 40, status: Status::Voted, client: 16, seq: 1, ops: vec![vote] };
+        let committed = Message { ts: 20, status: Status::Committed, ..voted.clone() };
+        let logs = vec![vec![NodeRecord::Outcome(committed), NodeRecord::Prepared(voted)]];
+        let switch = rebuild_switch(id, Mode::Tso, &hierarchy, &logs, 1_000).unwrap();
+        let cell = |r: u8| switch.registers().read(r, u32::from(slot)).unwrap().0;
+        assert_eq!((cell(W_TS), cell(R_TS), cell(T_TS)), (1_000, 1_000, 40));
+        let entry = switch.tables().get(CACHE_TABLE, key).unwrap().unwrap();
+        assert_eq!((entry >> 16) & 0xff, 0, "no value is answered from a rebuilt entry");
+        assert_eq!(switch.tables().len(CACHE_TABLE).unwrap(), hierarchy.cached.values().filter(|c| c.0 == id).count());
     }
 
     #[test]

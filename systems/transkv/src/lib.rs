@@ -11,6 +11,14 @@
 //! coordinator), No-Cache and TransKV-cache (non-transactional reads without and with the
 //! cache).
 //!
+//! Faults: the storage node is where each transaction's outcome is decided once; clients
+//! resolve unanswered attempts with it, so lost messages never lose a commit or wedge a key.
+//! Nodes restart from their logs, a crashed switch is rebuilt from the nodes' logs with safe
+//! timestamps, and the controller restarts empty (`store.rs`, `fuzz.rs`). The variant
+//! `transkv-log` clones every accepted transaction to the controller's log (§IV-E). Not built
+//! yet (issue 19): the log's before images and undo/redo recovery with cascading rollback,
+//! cache refresh from the hit counters, tolerance of duplicated packets, real mode.
+//!
 //! - [`wire`]: the message format behind the shared frame.
 //! - [`program`]: the switch program (cache table, timestamps, values, basic TSO).
 //! - [`layout`]: the Fig. 6(c) hierarchy, key partitioning and the cache placement.

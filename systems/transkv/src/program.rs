@@ -55,8 +55,20 @@
 //! - **Non-transactional** (T-TS = 0) read requests are looked up without TSO; if every op
 //!   hits, the switch answers; otherwise they go on to the storage node (§IV-A).
 //!
+//! Everything else (`Coordinate`, `Voted`, `Commit`, `Resolve`, `Served`) is forwarded
+//! untouched. A switch rebuilt after a crash (`crate::fuzz::rebuild_switch`) has its table
+//! entries with an empty bitmap: it decides by TSO but answers no value, and the storage node
+//! supplies the value as of the reader's timestamp.
+//!
 //! Timestamps are compared as 32-bit signed words by the ALU, so clients keep them below
 //! 2^31 (`client.rs`).
+//!
+//! ## The transaction log (§IV-E)
+//!
+//! A program built with [`TransKvProgram::logging`] sends the controller a copy of every
+//! transaction it accepted (status `Log`), as the paper's switches do for the controller's
+//! log: the copy leaves as a mirrored packet while the packet takes one more pass, then goes
+//! on as it would have.
 //!
 //! ## Modes
 //!
@@ -67,7 +79,7 @@
 use crate::wire::{Message, OpType, Status, FLAG_DECIDED, FLAG_SERVED, MAX_OPS, VALUE_BYTES};
 use pisadb_switch::alu::{Branch, CmpOp, Combine, Comparison, Expr, RegisterAction};
 use pisadb_switch::registers::PassContext;
-use pisadb_switch::{PassDecision, Program, ProgramSpec, Recirc, RegisterArraySpec, Reject, TableSpec};
+use pisadb_switch::{Output, PassDecision, Program, ProgramSpec, Recirc, RegisterArraySpec, Reject, TableSpec};
 use pisadb_wire::{Frame, Kind, FRAME_BYTES};
 use serde::{Deserialize, Serialize};
 
@@ -160,6 +172,10 @@ pub struct Packet {
     claimed: u8,
     /// Whether an op aborted.
     aborted: bool,
+    /// Whether this switch decided an op of it.
+    decided_here: bool,
+    /// After the pass that sent the log copy: the status to restore and the decision to take.
+    after_log: Option<(Status, PassDecision)>,
 }
 
 /// The program; one per switch.
@@ -167,12 +183,20 @@ pub struct Packet {
 pub struct TransKvProgram {
     /// The mode.
     pub mode: Mode,
+    /// Where a copy of every transaction this switch accepts goes (the controller's
+    /// transaction log, §IV-E), if anywhere.
+    pub log_to: Option<u16>,
 }
 
 impl TransKvProgram {
-    /// The program in `mode`.
+    /// The program in `mode`, logging nothing.
     pub fn new(mode: Mode) -> Self {
-        TransKvProgram { mode }
+        TransKvProgram { mode, log_to: None }
+    }
+
+    /// The program in `mode`, cloning every transaction it accepts to host `log_to`.
+    pub fn logging(mode: Mode, log_to: u16) -> Self {
+        TransKvProgram { mode, log_to: Some(log_to) }
     }
 }
 
@@ -282,6 +306,7 @@ impl TransKvProgram {
         };
         exec(ctx, HITS, UPDATE, e.ts_index, 0, 0);
         if accepted {
+            p.decided_here = true;
             p.msg.ops[i].flags |= FLAG_DECIDED;
             if op.op_type == OpType::Read {
                 Self::serve(ctx, p, i, e);
@@ -411,6 +436,25 @@ impl TransKvProgram {
     }
 }
 
+impl TransKvProgram {
+    /// A transaction this switch accepted (it decided an op and lets it go on, or answers it)
+    /// sends a copy to the log first: one extra pass, the copy leaving as a mirror would
+    /// (`EmitAndRecirculate`), its status `Log`; the next pass restores the status and takes
+    /// `decision`.
+    fn log_copy(&self, p: &mut Packet, decision: PassDecision) -> PassDecision {
+        let accepted = matches!(decision, PassDecision::Forward)
+            || (decision == PassDecision::Reply && p.msg.status == Status::Served);
+        match self.log_to {
+            Some(host) if accepted && p.decided_here => {
+                p.after_log = Some((p.msg.status, decision));
+                p.msg.status = Status::Log;
+                PassDecision::EmitAndRecirculate { copy: Output::Node(host), recirc: Recirc::Waiting }
+            }
+            _ => decision,
+        }
+    }
+}
+
 impl Program for TransKvProgram {
     type Packet = Packet;
 
@@ -453,7 +497,17 @@ impl Program for TransKvProgram {
             return Err(Reject::rule("not_transkv", format!("{:?}", frame.kind)));
         }
         let msg = Message::decode(payload).map_err(|e| Reject::rule(e.reason(), e.to_string()))?;
-        Ok(Packet { msg, passes: 0, phase: Phase::Ops, next: 0, entries: [None; MAX_OPS], claimed: 0, aborted: false })
+        Ok(Packet {
+            msg,
+            passes: 0,
+            phase: Phase::Ops,
+            next: 0,
+            entries: [None; MAX_OPS],
+            claimed: 0,
+            aborted: false,
+            decided_here: false,
+            after_log: None,
+        })
     }
 
     fn execute_pass(&mut self, ctx: &mut PassContext<'_>, p: &mut Packet) -> PassDecision {
@@ -461,7 +515,15 @@ impl Program for TransKvProgram {
         let status = p.msg.status;
         match self.mode {
             Mode::Forward => PassDecision::Forward,
-            Mode::Tso if status.is_tso_request() && p.msg.ts != 0 => Self::tso_request(ctx, p),
+            _ if p.after_log.is_some() => {
+                let (status, decision) = p.after_log.take().expect("checked");
+                p.msg.status = status;
+                decision
+            }
+            Mode::Tso if status.is_tso_request() && p.msg.ts != 0 => {
+                let decision = Self::tso_request(ctx, p);
+                self.log_copy(p, decision)
+            }
             Mode::Tso | Mode::CacheOnly if status == Status::Request => Self::cached_read(ctx, p),
             Mode::Tso | Mode::CacheOnly if status == Status::Committed => Self::reply(ctx, p, true),
             Mode::Tso if status.is_abort() => Self::reply(ctx, p, false),
@@ -616,6 +678,27 @@ mod tests {
         assert!(!fwd.ops[1].decided() && fwd.ops[2].decided());
         sw.run(txn(7, Status::Aborted, fwd.ops));
         assert_eq!(sw.cell(T_TS, 2), 0);
+    }
+
+    #[test]
+    fn a_logging_switch_clones_what_it_accepts_to_the_log_then_goes_on() {
+        let mut sw = Bench::new(Mode::Tso);
+        sw.program = TransKvProgram::logging(Mode::Tso, 20);
+        let frame = Frame { kind: Kind::TransKv, src: 16, dst: 1 };
+        let mut bytes = Vec::new();
+        txn(7, Status::Request, vec![w(2, 7)]).encode(&mut bytes);
+        let mut p = sw.program.admit(&frame, &bytes).unwrap();
+        let mut pass = |p: &mut Packet| {
+            let mut ctx = PassContext::with_tables(&mut sw.registers, &sw.tables, &mut sw.gid);
+            sw.program.execute_pass(&mut ctx, p)
+        };
+        let first = pass(&mut p);
+        assert_eq!(first, PassDecision::EmitAndRecirculate { copy: Output::Node(20), recirc: Recirc::Waiting });
+        assert_eq!(p.msg.status, Status::Log, "the copy leaves as a log record");
+        assert_eq!((pass(&mut p), p.msg.status), (PassDecision::Forward, Status::Request));
+        // An abort is not logged; nor is a transaction the switch decided nothing of.
+        assert_eq!(sw.run(txn(5, Status::Request, vec![w(2, 5)])).1.status, Status::SwitchAborted);
+        assert_eq!(sw.run(txn(9, Status::Request, vec![w(300, 9)])).0, PassDecision::Forward);
     }
 
     #[test]

@@ -10,8 +10,9 @@
 //! writes with the versions the storage nodes overwrote — is serializable *in timestamp
 //! order* (`pisadb_check`'s `check_order`); every write a client counted was installed by a
 //! node and every node's commit was counted; every cached value (all 48 bytes, read from the
-//! switch's registers) equals its node's, and no T-TS is left pending; the controller and the
-//! nodes hold no transaction.
+//! switch's registers, where the entry holds one: a switch rebuilt after a crash holds only
+//! timestamps) equals its node's, and no T-TS is left pending; the controller and the nodes
+//! hold no transaction. The same checks judge the fault-injection cases (`crate::fuzz`).
 
 use crate::client::{ClientConfig, ClientEvent, ClientHost, ClientTimer, Path};
 use crate::control::{Controller, ControllerEvent};
@@ -85,7 +86,8 @@ pub fn variant_of(variant: &str) -> Result<(Mode, Path), String> {
         "tranx-coor" => Ok((Mode::Forward, Path::Coordinator)),
         "no-cache" => Ok((Mode::Forward, Path::NonTransactional)),
         "transkv-cache" => Ok((Mode::CacheOnly, Path::NonTransactional)),
-        other => Err(format!("variant `{other}`: accepted transkv, tranx-coor, no-cache, transkv-cache")),
+        "transkv-log" => Ok((Mode::Tso, Path::TransKv)),
+        other => Err(format!("variant `{other}`: accepted transkv, tranx-coor, no-cache, transkv-cache, transkv-log")),
     }
 }
 
@@ -111,7 +113,7 @@ pub enum RackEvent {
     Controller(ControllerEvent),
 }
 
-/// The hosts' timers (none yet).
+/// The hosts' timers (the clients' resolve timers).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RackTimer {
     /// A client's.
@@ -246,6 +248,8 @@ pub struct RackFigures {
     pub aborts_store: u64,
     /// Resolves the clients sent (attempts unanswered for `resolve_us`).
     pub resolves: u64,
+    /// Transaction copies the switches sent to the controller's log.
+    pub log_copies: u64,
     /// Read transactions' latency: mean, p50, p99 in µs.
     pub read_us: [f64; 3],
     /// Write transactions' latency: mean, p50, p99 in µs.
@@ -321,6 +325,7 @@ impl RackObserver {
                 mtps: 0.0,
                 aborts_switch: 0,
                 resolves: 0,
+                log_copies: 0,
                 aborts_store: 0,
                 read_us: [0.0; 3],
                 write_us: [0.0; 3],
@@ -392,6 +397,7 @@ impl RackObserver {
             RackEvent::Client(ClientEvent::Rejected(_) | ClientEvent::Stale)
             | RackEvent::Store(StoreEvent::Rejected(_))
             | RackEvent::Controller(ControllerEvent::Rejected(_)) => f.rejected += 1,
+            RackEvent::Controller(ControllerEvent::Logged) => f.log_copies += 1,
             RackEvent::Store(StoreEvent::Aborted) | RackEvent::Controller(ControllerEvent::Decided { .. }) => {}
         }
     }
@@ -473,8 +479,12 @@ pub fn build(variant: &str, cfg: &RackConfig) -> Result<(RackWorld, Arc<Hierarch
         })?)));
     }
     hosts.push(RackHost::Controller(Controller::new(CONTROLLER, Arc::clone(&hierarchy))));
+    let program = || match variant {
+        "transkv-log" => TransKvProgram::logging(mode, CONTROLLER),
+        _ => TransKvProgram::new(mode),
+    };
     let mut switches = (0..SWITCHES)
-        .map(|_| Switch::new(SwitchProfile::tofino1(), TransKvProgram::new(mode)).map_err(|e| e.to_string()))
+        .map(|_| Switch::new(SwitchProfile::tofino1(), program()).map_err(|e| e.to_string()))
         .collect::<Result<Vec<_>, String>>()?;
     for (&key, &(switch, slot)) in &hierarchy.cached {
         fill(&mut switches[usize::from(switch)], key, slot, &value_of(u128::from(key), 0), 0)?;

@@ -481,6 +481,83 @@ mod tests {
         Message { ts, status, client: 16, seq: 1, ops }
     }
 
+    fn decided(mut op: Op) -> Op {
+        op.flags = FLAG_DECIDED;
+        op
+    }
+
+    #[test]
+    fn a_resolve_decides_an_unseen_timestamp_for_good_and_replays_decided_ones() {
+        let mut node = StorageNode::new(3);
+        let w = |ts: u32| decided(Op::write(5, value_of(5, u64::from(ts))));
+        assert_eq!(send(&mut node, msg(8, Status::Resolve, vec![w(8)])).0[0].status, Status::Aborted);
+        // The late request itself is refused: its switch claims are released on the way back.
+        assert_eq!(send(&mut node, msg(8, Status::Request, vec![w(8)])).0[0].status, Status::Aborted);
+        assert_eq!(node.version(5), 0);
+        assert_eq!(send(&mut node, msg(12, Status::Request, vec![w(12)])).0[0].status, Status::Committed);
+        let (replies, events) = send(&mut node, msg(12, Status::Resolve, vec![w(12)]));
+        assert_eq!((replies[0].status, events), (Status::Committed, vec![]), "replayed, not applied again");
+    }
+
+    #[test]
+    fn after_a_switch_is_rebuilt_the_crashed_switchs_decisions_are_refused() {
+        let mut node = StorageNode::new(3);
+        node.fence_switch(1);
+        // The floor comes from the time of the next message: 1 ms → slot 10,000 + margin.
+        let mut out = HostOutbox::<StorageNode>::default();
+        let old = msg(40_000, Status::Request, vec![decided(Op::write(5, value_of(5, 40_000)))]);
+        node.handle_datagram(1_000_000, &old.datagram(16, 3), &mut out);
+        assert_eq!(Message::open(&out.sends[0].bytes).unwrap().1.status, Status::Aborted);
+        let floor = ((1_000_000 / 100 + FLOOR_MARGIN_SLOTS) << 2) as u32;
+        let new = msg(floor + 4, Status::Request, vec![decided(Op::write(5, value_of(5, u64::from(floor) + 4)))]);
+        assert_eq!(send(&mut node, new).0[0].status, Status::Committed);
+        // Uncached ops are not fenced by a switch's rebuild.
+        assert_eq!(send(&mut node, msg(44, Status::Request, vec![Op::read(9)])).0[0].status, Status::Committed);
+    }
+
+    #[test]
+    fn a_restarted_node_keeps_commits_outcomes_and_votes_and_floors_uncached_ops() {
+        let mut node = StorageNode::new(3);
+        let mut log = Vec::new();
+        let mut step = |node: &mut StorageNode, m: Message| {
+            let mut out = HostOutbox::<StorageNode>::default();
+            node.handle_datagram(0, &m.datagram(20, 3), &mut out);
+            log.extend(out.log);
+        };
+        step(&mut node, msg(8, Status::Request, vec![Op::write(1, value_of(1, 8))]));
+        step(&mut node, msg(12, Status::Prepare, vec![Op::write(2, value_of(2, 12))]));
+        step(&mut node, msg(16, Status::Resolve, vec![Op::read(3)]));
+        let mut back = StorageNode::restore(3, &log).unwrap();
+        assert_eq!((back.version(1), back.prepared()), (8, 1));
+        // The vote stands: a younger reader of key 2 aborts, the commit installs.
+        let mut out = HostOutbox::<StorageNode>::default();
+        back.handle_datagram(2_000_000, &msg(10_000_000, Status::Request, vec![Op::read(2)]).datagram(16, 3), &mut out);
+        assert_eq!(Message::open(&out.sends[0].bytes).unwrap().1.status, Status::Aborted);
+        assert_eq!(send(&mut back, msg(12, Status::Commit, vec![Op::read(2)])).0[0].status, Status::Committed);
+        assert_eq!(back.version(2), 12);
+        // The tombstone survived; an old uncached op is below the floor.
+        assert_eq!(send(&mut back, msg(16, Status::Request, vec![Op::read(3)])).0[0].status, Status::Aborted);
+        assert_eq!(send(&mut back, msg(20, Status::Request, vec![Op::read(4)])).0[0].status, Status::Aborted);
+    }
+
+    #[test]
+    fn a_decided_read_without_a_switch_value_reads_as_of_its_timestamp() {
+        let mut node = StorageNode::new(3);
+        let w = |ts: u32| decided(Op::write(5, value_of(5, u64::from(ts))));
+        send(&mut node, msg(10, Status::Request, vec![w(10)]));
+        send(&mut node, msg(20, Status::Request, vec![w(20)]));
+        let (replies, _) = send(&mut node, msg(15, Status::Request, vec![decided(Op::read(5))]));
+        assert_eq!(version_of(&replies[0].ops[0].value), 10);
+        // A vote of another transaction on the key refuses a decided write and a younger read.
+        send(&mut node, msg(30, Status::Prepare, vec![w(30)]));
+        assert_eq!(send(&mut node, msg(32, Status::Request, vec![w(32)])).0[0].status, Status::Aborted);
+        assert_eq!(send(&mut node, msg(33, Status::Request, vec![decided(Op::read(5))])).0[0].status, Status::Aborted);
+        assert_eq!(
+            send(&mut node, msg(25, Status::Request, vec![decided(Op::read(5))])).0[0].status,
+            Status::Committed
+        );
+    }
+
     #[test]
     fn prepare_votes_commit_installs_and_a_late_reader_aborts() {
         let mut node = StorageNode::new(3);

@@ -24,6 +24,10 @@ const VARIANTS: &[Variant] = &[
     Variant { name: "tranx-coor", summary: "every transaction through the controller-coordinator; switches only forward" },
     Variant { name: "no-cache", summary: "non-transactional reads; switches only forward" },
     Variant { name: "transkv-cache", summary: "non-transactional reads answered from the switches' caches, no TSO" },
+    Variant {
+        name: "transkv-log",
+        summary: "TransKV whose switches clone every transaction they accept to the controller's log (§IV-E)",
+    },
 ];
 
 fn run_error(why: impl Into<String>) -> HarnessError {

@@ -89,12 +89,15 @@ pub enum Status {
     /// The node answers with the outcome it recorded, or, if it never saw the timestamp,
     /// records it as aborted (later copies are refused) and answers `Aborted`.
     Resolve = 9,
+    /// Switch → controller: a copy of a transaction the switch accepted, for the controller's
+    /// transaction log (§IV-E; variant `transkv-log`).
+    Log = 10,
 }
 
 impl Status {
     fn from_u8(byte: u8) -> Result<Self, DecodeError> {
         use Status::*;
-        [Request, Coordinate, Prepare, Voted, Commit, Committed, Aborted, SwitchAborted, Served, Resolve]
+        [Request, Coordinate, Prepare, Voted, Commit, Committed, Aborted, SwitchAborted, Served, Resolve, Log]
             .get(usize::from(byte))
             .copied()
             .ok_or(DecodeError::BadField { field: "status", value: u64::from(byte) })
@@ -317,7 +320,7 @@ mod tests {
         bad[4] = MAX_OPS as u8 + 1;
         assert_eq!(reason(&bad), "bad_count");
         let mut bad = bytes.clone();
-        bad[5] = 10;
+        bad[5] = 11;
         assert_eq!(reason(&bad), "status");
         let mut bad = bytes.clone();
         bad[HEADER_BYTES] = 0x03;
@@ -356,7 +359,7 @@ mod tests {
     proptest! {
         #[test]
         fn every_message_round_trips(
-            ts in any::<u32>(), status in 0u8..10, client in any::<u16>(), seq in any::<u32>(),
+            ts in any::<u32>(), status in 0u8..11, client in any::<u16>(), seq in any::<u32>(),
             ops in proptest::collection::vec(op_strategy(), 1..=MAX_OPS),
         ) {
             let msg = Message { ts, status: Status::from_u8(status).unwrap(), client, seq, ops };

@@ -40,6 +40,16 @@ fn contended_writes_on_hot_cached_keys_stay_serializable() {
 }
 
 #[test]
+fn the_log_variant_clones_every_switch_accepted_transaction_to_the_controller() {
+    let t = run_checked("transkv", &small()).unwrap();
+    let l = run_checked("transkv-log", &small()).unwrap();
+    assert_eq!((t.log_copies, l.commits), (0, 800));
+    // At least every transaction a switch answered, at most one copy per switch on the path.
+    assert!(l.log_copies >= l.switch_answers && l.log_copies > 0, "{l:?}");
+    assert!(l.recirculations > t.recirculations, "each copy costs a pass");
+}
+
+#[test]
 fn transkv_answers_hot_reads_in_the_switch_and_beats_the_coordinator() {
     let cfg = RackConfig { write_ratio: 0.0, ..small() };
     let t = run_checked("transkv", &cfg).unwrap();
@@ -53,7 +63,7 @@ fn transkv_answers_hot_reads_in_the_switch_and_beats_the_coordinator() {
 }
 
 #[test]
-fn node_and_switch_crashes_with_lossy_links_lose_no_committed_write_and_wedge_no_key() {
+fn node_switch_and_controller_crashes_with_lossy_links_lose_no_committed_write_and_wedge_no_key() {
     use pisadb_sim::{Crash, Faults, Target};
     use pisadb_transkv::rack::{build, check};
     for variant in ["transkv", "tranx-coor"] {
@@ -70,14 +80,19 @@ fn node_and_switch_crashes_with_lossy_links_lose_no_committed_write_and_wedge_no
             seed: 9,
             loss: 0.02,
             heal_at_ns: 1_000_000_000,
-            crashes: vec![crash(100_000), switch_crash, crash(400_000)],
+            crashes: vec![
+                crash(100_000),
+                switch_crash,
+                Crash { target: Target::Node(pisadb_transkv::layout::CONTROLLER), at_ns: 300_000, down_ns: 30_000 },
+                crash(400_000),
+            ],
             ..Faults::default()
         };
         let restarter = pisadb_transkv::fuzz::Restarter::new(variant, hierarchy.clone(), &faults).unwrap();
         world.inject(faults, Box::new(restarter));
         world.run(0, u64::MAX / 2, pisadb_transkv::rack::EVENTS_MAX).unwrap();
         let stats = world.fault_stats();
-        assert_eq!((stats.node_crashes, stats.switch_crashes), (2, 1), "{variant}");
+        assert_eq!((stats.node_crashes, stats.switch_crashes), (3, 1), "{variant}");
         assert!(stats.lost > 0 && stats.to_down + stats.cut_short > 0, "{variant}: {stats:?}");
         check(&world, &hierarchy).unwrap_or_else(|e| panic!("{variant}: {e}"));
         assert_eq!(world.observer().commits(), 800, "{variant}");
