@@ -95,6 +95,7 @@ impl FuzzCase {
                 keys: rng.random_range(1..=8),
                 partitions: rng.random_range(1..=8),
                 read_only_fraction: [0.0, 0.0, 0.3][rng.random_range(0..3)],
+                blind_fraction: [0.0, 0.0, 0.3][rng.random_range(0..3)],
                 ..Workload::default()
             },
             seed,

@@ -110,6 +110,10 @@ pub struct Workload {
     /// Chance that a transaction is read-only (version copy, then validate and read).
     #[serde(default)]
     pub read_only_fraction: f64,
+    /// Chance that a transaction is a blind write (every key written with a constant, nothing
+    /// read: no execute and no validate phase).
+    #[serde(default)]
+    pub blind_fraction: f64,
     /// TPC-C instead of YCSB-T when non-zero: warehouses per server (NewOrder + Payment 50/50
     /// from `pisadb_workload::tpcc`; the YCSB fields above are then unused).
     #[serde(default)]
@@ -133,6 +137,7 @@ impl Default for Workload {
             partitions: 8,
             write_fraction: 0.5,
             read_only_fraction: 0.0,
+            blind_fraction: 0.0,
             tpcc_warehouses: 0,
             remote_items: 1.0,
         }
@@ -222,6 +227,7 @@ impl ServerConfig {
         }
         if !(0.0..=1.0).contains(&w.write_fraction)
             || !(0.0..=1.0).contains(&w.read_only_fraction)
+            || !(0.0..=1.0).contains(&w.blind_fraction)
             || w.theta < 0.0
             || w.records == 0
             || w.columns == 0
@@ -331,6 +337,8 @@ struct Txn {
     query: Option<Query>,
     /// Read-only: version copy, then validate and read (no execute phase).
     read_only: bool,
+    /// A blind write: lock, commit backup, commit primary (no execute, no validate).
+    blind: bool,
 }
 
 /// A client's resolution of a timed-out attempt.
@@ -537,9 +545,10 @@ impl Server {
     // ---- client side ----
 
     /// Draws a transaction's keys.
-    fn draw(&mut self, thread: u16) -> Vec<(u64, bool)> {
+    /// A transaction's keys (key, written) and whether it is a blind write.
+    fn draw(&mut self, thread: u16) -> (Vec<(u64, bool)>, bool) {
         if let Some(tpcc) = self.tpcc.as_mut() {
-            return draw_tpcc(tpcc.0[usize::from(thread)].as_mut(), self.cfg.id);
+            return (draw_tpcc(tpcc.0[usize::from(thread)].as_mut(), self.cfg.id), false);
         }
         let w = self.cfg.workload.clone();
         let n = self.n();
@@ -559,16 +568,19 @@ impl Server {
             }
         }
         let read_only = w.read_only_fraction > 0.0 && rng.random_bool(w.read_only_fraction);
+        let blind = !read_only && w.blind_fraction > 0.0 && rng.random_bool(w.blind_fraction);
         if read_only {
             keys.iter_mut().for_each(|k| k.1 = false);
+        } else if blind {
+            keys.iter_mut().for_each(|k| k.1 = true);
         } else if keys.iter().all(|&(_, wr)| !wr) {
             keys[0].1 = true;
         }
-        keys
+        (keys, blind)
     }
 
     fn start_lane(&mut self, now: Nanos, thread: u16, lane: u8, out: &mut HostOutbox<Self>) {
-        let keys = self.draw(thread);
+        let (keys, blind) = self.draw(thread);
         let txn = Txn {
             attempt: 0,
             keys,
@@ -582,6 +594,7 @@ impl Server {
             aborted: false,
             query: None,
             read_only: false,
+            blind,
         };
         let read_only = txn.keys.iter().all(|k| !k.1);
         let txn = Txn { read_only, ..txn };
@@ -607,8 +620,9 @@ impl Server {
         let servers = keys.iter().fold(0u8, |m, &(k, _)| m | (1 << shard_of(k)));
         txn.awaiting = servers;
         out.cpu_ns += self.cfg.costs.begin_ns;
-        if txn.read_only {
-            // No execute phase: the participants copy their versions (§3.2.3).
+        if txn.read_only || txn.blind {
+            // No execute phase: the participants copy their versions, or nothing is read
+            // (§3.2.3).
             return self.commit(now, thread, lane, out);
         }
         for server in bits(servers) {
@@ -671,17 +685,20 @@ impl Server {
         let n = self.n();
         let coord = self.cfg.coord;
         let timeout = self.cfg.timeout_ns;
-        let (attempt, keys, reads, retry);
+        let (attempt, keys, reads, retry, blind);
         {
             let Some(txn) = self.workers[usize::from(thread)].lanes[usize::from(lane)].as_mut() else { return };
             txn.committing = true;
             let wp = txn.keys.iter().filter(|k| k.1).fold(0u8, |m, &(k, _)| m | (1 << shard_of(k)));
-            let rp = txn.keys.iter().fold(0u8, |m, &(k, _)| m | (1 << shard_of(k)));
+            // A blind write reads nothing: its write primaries stand in for the read primaries,
+            // so gathering their `validate_ok` waits for every lock.
+            let rp = if txn.blind { wp } else { txn.keys.iter().fold(0u8, |m, &(k, _)| m | (1 << shard_of(k))) };
             let wb = bits(wp).fold(0u8, |m, s| m | (1 << ((s + 1) % n)));
             txn.parts = Participants { wp, wb, rp, client: me };
             txn.awaiting = rp;
             attempt = txn.attempt;
-            keys = txn.keys.clone();
+            keys = if txn.blind { txn.keys.iter().map(|&(k, _)| (k, true)).collect() } else { txn.keys.clone() };
+            blind = txn.blind;
             reads = txn.reads.clone();
             retry = txn.retries > 0;
         }
@@ -713,7 +730,7 @@ impl Server {
                 .map(|&(key, _)| Item { key, value: value(key), version: 0, locked: false })
                 .collect();
             d.writes = items.len() as u8;
-            items.extend(keys.iter().filter(|&&(k, _)| shard_of(k) == server).map(|&(key, _)| Item {
+            items.extend(keys.iter().filter(|&&(k, _)| !blind && shard_of(k) == server).map(|&(key, _)| Item {
                 key,
                 value: 0,
                 version: reads.get(&key).map_or(0, |r| r.1),
@@ -735,7 +752,7 @@ impl Server {
         if txn.attempt != attempt {
             return;
         }
-        if !txn.committing {
+        if !txn.committing && txn.query.is_none() {
             self.workers[t].losses += 1;
             out.events.push(ServerEvent::Timeout);
             return self.retry(now, thread, lane, out);
@@ -919,7 +936,9 @@ impl Server {
             // No retry while draining; but an attempt aborted by a `fail` may have left locks
             // where that `fail` was lost, and no later attempt will release them: tell every
             // participant (the timeout path's decision, with its resends) before leaving.
-            let cleanup = self.workers[t].lanes[l].as_ref().is_some_and(|x| x.committing && x.query.is_none());
+            // (Any earlier attempt that reached the commit protocol may have: the participants
+            // are the same over the attempts, and a decision for this attempt clears theirs.)
+            let cleanup = self.workers[t].lanes[l].as_ref().is_some_and(|x| x.parts.wp != 0 && x.query.is_none());
             if cleanup {
                 return self.resolve_abort(now, thread, lane, out);
             }
@@ -1128,9 +1147,11 @@ impl Server {
         let Some(part) = self.parts.get(&slot) else { return };
         let owner = (slot, part.attempt);
         let version_read = |k: u64| part.reads.iter().find(|r| r.0 == k).map_or(0, |r| r.1);
+        // A blind write read nothing, so there is no version to hold it to.
+        let blind = part.reads.is_empty();
         let ok = part.writes.iter().all(|&(k, _)| {
             let r = self.primary.get(&k).copied().unwrap_or_default();
-            r.lock.is_none() && r.version == version_read(k)
+            r.lock.is_none() && (blind || r.version == version_read(k))
         });
         let keys: Vec<u64> = part.writes.iter().map(|w| w.0).collect();
         if ok {
@@ -1140,6 +1161,10 @@ impl Server {
             let part = self.parts.get_mut(&slot).expect("present");
             part.locked = keys;
             part.locked_at = now;
+            if blind {
+                // No validate phase: locked is validated.
+                return self.reply(now, slot, MsgType::ValidateOk, out);
+            }
             if part.parts.rp == 1 << self.cfg.id {
                 // The validate phase needs only this participant (a single-shard
                 // transaction, §3.2.3): validate now, no coordination round.

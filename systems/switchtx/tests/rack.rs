@@ -91,3 +91,17 @@ fn tpcc_new_order_and_payment_commit_and_pass_the_checks() {
         assert!(f.commits > 0, "{v}: {f:?}");
     }
 }
+
+#[test]
+fn blind_writes_skip_execute_and_validate_and_pass_the_checks() {
+    use pisadb_switchtx::server::Workload;
+    let mixed = RackConfig { workload: Workload { blind_fraction: 0.5, ..Workload::default() }, ..small() };
+    let only = RackConfig { workload: Workload { blind_fraction: 1.0, ..Workload::default() }, ..small() };
+    for v in VARIANT_NAMES {
+        let f = run(v, &mixed).unwrap_or_else(|e| panic!("{v}: {e}"));
+        assert!(f.commits > 0, "{v}: {f:?}");
+        let b = run(v, &only).unwrap_or_else(|e| panic!("{v}: {e}"));
+        let rw = run(v, &small()).unwrap();
+        assert!(b.commits > 0 && b.p50_us < rw.p50_us, "{v}: three phases beat five: {b:?} vs {rw:?}");
+    }
+}
