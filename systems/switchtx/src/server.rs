@@ -33,6 +33,16 @@
 //! - *abort*: the first `fail` reaches the write participants, which unlock and forget, and
 //!   the client, which retries the same keys as a new attempt (marked retrying: high priority).
 //!
+//! Two shorter kinds (§3.2.3): a *read-only* transaction skips the execute phase: its read
+//! primaries copy their versions (`version_copy_ok`, gathered), then validate and answer the
+//! client with the values; a *blind write* skips execute and validate: its write primaries lock
+//! (no version to check) and answer `validate_ok` straight away, so the backups start when every
+//! lock is held.
+//!
+//! The workload is YCSB-T ([`Workload`]) or TPC-C NewOrder + Payment from
+//! `pisadb_workload::tpcc` (`tpcc_warehouses > 0`), whose operations become keys on their
+//! warehouse's server, written if any operation writes them.
+//!
 //! The coordinator is the switch tree (messages go to the sender's anchor, [`crate::tree`]),
 //! or, in FaSST, the client: participants answer it and it gathers with the same counter
 //! logic and sends the next phase to each participant itself (its own server's share by a
