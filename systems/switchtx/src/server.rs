@@ -1345,7 +1345,8 @@ fn draw_tpcc(gen: &mut dyn pisadb_workload::Workload, home: u8) -> Vec<(u64, boo
             None => keys.push((key, writes)),
         }
     }
-    keys.truncate(crate::wire::MAX_ITEMS);
+    // NewOrder touches at most 4 + 15 × 3 = 49 distinct tuples.
+    keys.truncate(crate::wire::MAX_KEYS);
     keys
 }
 

@@ -34,8 +34,12 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 pub const MAX_SWITCHES: usize = 8;
 /// The parser limit of a Tofino: 224 bytes of header (seed 001 §2.4).
 pub const PARSER_LIMIT_BYTES: usize = 224;
-/// Most items (keys) in one data message.
-pub const MAX_ITEMS: usize = 64;
+/// Most items in one data message (a `prepare` carries a participant's writes, the writes it
+/// backs up and its reads: at most twice a transaction's [`MAX_KEYS`]). Data messages are
+/// routed, never parsed by a switch, so the parser limit does not bound them.
+pub const MAX_ITEMS: usize = 2 * MAX_KEYS;
+/// Most keys in one transaction.
+pub const MAX_KEYS: usize = 64;
 
 /// Flag: the message comes down the tree from the root (scatter): switches only multicast it.
 pub const FLAG_DOWN: u8 = 1;

@@ -105,3 +105,13 @@ fn blind_writes_skip_execute_and_validate_and_pass_the_checks() {
         assert!(b.commits > 0 && b.p50_us < rw.p50_us, "{v}: three phases beat five: {b:?} vs {rw:?}");
     }
 }
+
+#[test]
+fn tpcc_with_local_items_fits_its_messages() {
+    // With local order lines a NewOrder's home server holds up to 49 of its tuples: its
+    // `prepare` carries writes and reads of them all.
+    use pisadb_switchtx::server::Workload;
+    let w = Workload { tpcc_warehouses: 2, remote_items: 0.0, ..Workload::default() };
+    let f = run("tree-gas", &RackConfig { workload: w, mpl: 1, ..small() }).unwrap();
+    assert!(f.commits > 0, "{f:?}");
+}
