@@ -96,6 +96,8 @@ impl FuzzCase {
                 partitions: rng.random_range(1..=8),
                 read_only_fraction: [0.0, 0.0, 0.3][rng.random_range(0..3)],
                 blind_fraction: [0.0, 0.0, 0.3][rng.random_range(0..3)],
+                tpcc_warehouses: [0, 0, 0, 0, 2][rng.random_range(0..5)],
+                remote_items: [0.0, 0.2, 1.0][rng.random_range(0..3)],
                 ..Workload::default()
             },
             seed,
@@ -125,15 +127,17 @@ impl FuzzCase {
     pub fn describe_rack(&self) -> String {
         let c = &self.config;
         format!(
-            "{} {} {}×{} threads mpl {} θ {} {} keys/{} servers timeout {} µs",
+            "{} {} {}×{} threads mpl {} {} timeout {} µs",
             self.variant,
             if c.multi_rack { "3 racks" } else { "1 rack" },
             8,
             c.threads,
             c.mpl,
-            c.workload.theta,
-            c.workload.keys,
-            c.workload.partitions,
+            if c.workload.tpcc_warehouses > 0 {
+                format!("TPC-C {} wh/server {:.0}% remote", c.workload.tpcc_warehouses, c.workload.remote_items * 100.0)
+            } else {
+                format!("θ {} {} keys/{} servers", c.workload.theta, c.workload.keys, c.workload.partitions)
+            },
             c.timeout_us
         )
     }
