@@ -160,7 +160,7 @@ fn plan(name: &str, options: &ExperimentOptions) -> Result<Plan, String> {
             (
                 "SwitchTx Fig. 10a/b: YCSB-T, every variant".to_string(),
                 "Zipf θ",
-                Unit::Ratio,
+                Unit::Count,
                 vec![Metric::Throughput, Metric::P50, Metric::P99, Metric::Lock],
             )
         }
@@ -262,7 +262,7 @@ fn plan(name: &str, options: &ExperimentOptions) -> Result<Plan, String> {
             (
                 "SwitchTx Fig. 15: YCSB-T against Zipf θ".to_string(),
                 "Zipf θ",
-                Unit::Ratio,
+                Unit::Count,
                 vec![Metric::Throughput, Metric::P50],
             )
         }
