@@ -23,7 +23,7 @@
 //! seeded simulation, so the thread count changes only the wall time. `quick` runs 8 threads
 //! per server and shorter windows; the full runs use the paper's 24.
 
-use crate::rack::{run, RackConfig, RackFigures, VARIANT_NAMES};
+use crate::rack::{run, RackConfig, RackFigures, ABLATION};
 use crate::server::Workload;
 use pisadb_harness::{ExperimentName, ExperimentOptions};
 use pisadb_report::{write_csv, write_svg, Panel, Progress, Series, Unit};
@@ -149,13 +149,15 @@ fn plan(name: &str, options: &ExperimentOptions) -> Result<Plan, String> {
     let mut add = |panel: &str, series: &str, variant: &'static str, x: f64, cfg: RackConfig| {
         points.push(Point { panel: panel.into(), series: series.into(), variant, x, cfg });
     };
-    let all = |x: f64| VARIANT_NAMES.iter().map(move |&v| (v, x));
+    let all = |x: f64| ABLATION.iter().map(move |&v| (v, x));
     let (title, x_label, x_unit, metrics) = match name {
         "fig10" => {
             for theta in [0.8, 0.99] {
                 for (v, _) in all(theta) {
                     add("YCSB-T", v, v, theta, with_theta(&base, theta));
                 }
+                // Eris: 40 shards at most, so 5 threads per server (the paper's setup).
+                add("YCSB-T", "eris", "eris", theta, RackConfig { threads: 5, ..with_theta(&base, theta) });
             }
             (
                 "SwitchTx Fig. 10a/b: YCSB-T, every variant".to_string(),

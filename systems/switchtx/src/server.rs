@@ -78,6 +78,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Zipf};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use zerocopy::FromBytes;
 
 /// The CPU costs a server charges (see `CALIBRATION.md`, `## SwitchTx`): per datagram
 /// received `stack_ns + handler_ns` (a `prepare`: `prepare_ns` instead of `handler_ns`),
@@ -201,6 +202,9 @@ pub struct ServerConfig {
     pub timeout_ns: Nanos,
     /// The CPU costs.
     pub costs: Costs,
+    /// The Eris baseline instead of the five phases: one-shot transactions sequenced by a
+    /// switch, executed by each shard (a thread) in sequence order.
+    pub eris: bool,
 }
 
 impl ServerConfig {
@@ -225,6 +229,20 @@ impl ServerConfig {
             return Err(format!("threads {}: accepted 1..=255", self.threads));
         }
         let w = &self.workload;
+        if self.eris {
+            let shards = usize::from(n) * usize::from(self.threads);
+            if shards > crate::wire::ERIS_SHARDS {
+                return Err(format!(
+                    "eris: {n} servers × {} threads = {shards} shards, but the sequencer's 224-byte header holds {} sequence numbers (use threads <= {})",
+                    self.threads,
+                    crate::wire::ERIS_SHARDS,
+                    crate::wire::ERIS_SHARDS / usize::from(n)
+                ));
+            }
+            if w.tpcc_warehouses > 0 {
+                return Err("eris runs independent one-shot transactions (YCSB-T) only, not TPC-C".into());
+            }
+        }
         if w.tpcc_warehouses > 0 {
             return if (0.0..=1.0).contains(&w.remote_items) && w.tpcc_warehouses <= 1_000 {
                 Ok(())
@@ -347,6 +365,8 @@ struct Txn {
     query: Option<Query>,
     /// Read-only: version copy, then validate and read (no execute phase).
     read_only: bool,
+    /// Eris: the shards whose replies are outstanding.
+    shards: u64,
     /// A blind write: lock, commit backup, commit primary (no execute, no validate).
     blind: bool,
 }
@@ -435,6 +455,9 @@ pub struct Server {
     commits: u64,
     /// Each server's last-epoch throughput as piggybacked (this one's own included).
     known: Vec<u32>,
+    /// Eris: per local shard (thread), the next sequence number to execute and the
+    /// transactions waiting for their turn.
+    eris: Vec<(u32, BTreeMap<u32, crate::wire::Sequenced>)>,
 }
 
 /// The key of (server, record, column).
@@ -494,6 +517,7 @@ impl Server {
             stopping: false,
             commits: 0,
             known: vec![0; n],
+            eris: vec![(1, BTreeMap::new()); usize::from(cfg.threads)],
             cfg,
         }
     }
@@ -604,6 +628,7 @@ impl Server {
             aborted: false,
             query: None,
             read_only: false,
+            shards: 0,
             blind,
         };
         let read_only = txn.keys.iter().all(|k| !k.1);
@@ -630,6 +655,9 @@ impl Server {
         let servers = keys.iter().fold(0u8, |m, &(k, _)| m | (1 << shard_of(k)));
         txn.awaiting = servers;
         out.cpu_ns += self.cfg.costs.begin_ns;
+        if self.cfg.eris {
+            return self.eris_send(thread, lane, out);
+        }
         if txn.read_only || txn.blind {
             // No execute phase: the participants copy their versions, or nothing is read
             // (§3.2.3).
@@ -649,6 +677,94 @@ impl Server {
         }
         if self.cfg.timeout_ns > 0 {
             out.timers.push((now + self.cfg.timeout_ns, ServerTimer::Timeout(thread, lane, attempt)));
+        }
+    }
+
+    /// Eris: the shard of a key (its server's thread `hash(key) % threads`).
+    fn eris_shard(&self, key: u64) -> u8 {
+        let thread = pisadb_core::rng::splitmix64(key) % u64::from(self.cfg.threads);
+        shard_of(key) * self.cfg.threads as u8 + thread as u8
+    }
+
+    /// Eris: the whole transaction in one message to the sequencer (through S0: the anchor).
+    fn eris_send(&mut self, thread: u16, lane: u8, out: &mut HostOutbox<Self>) {
+        let me = self.cfg.id;
+        let slot = self.cfg.slot(me, thread, lane);
+        let attempt = self.workers[usize::from(thread)].attempts[usize::from(lane)];
+        let txn_id = self.txn_id(thread, lane, attempt);
+        let Some(txn) = self.workers[usize::from(thread)].lanes[usize::from(lane)].as_ref() else { return };
+        let keys = txn.keys.clone();
+        let mask = keys.iter().fold(0u64, |m, &(k, _)| m | (1 << self.eris_shard(k)));
+        let mut h = crate::wire::SequencedHeader::read_from_bytes(&[0u8; crate::wire::SEQUENCED_BYTES][..])
+            .expect("a header's worth of zeros");
+        h.msg = MsgType::ErisTxn as u8;
+        h.slot.set(slot);
+        h.tag.set(self.cfg.threads);
+        h.client = me;
+        h.thread = thread as u8;
+        h.attempt.set(attempt);
+        h.txn.set(txn_id);
+        h.mask.set(mask);
+        if let Some(txn) = self.workers[usize::from(thread)].lanes[usize::from(lane)].as_mut() {
+            txn.shards = mask;
+            txn.committing = true;
+        }
+        let anchor = self.cfg.layout.anchor(me) as u8;
+        let q = crate::wire::Sequenced { header: h, keys };
+        self.send(out, anchor, q.datagram(u16::from(me), u16::from(anchor)));
+    }
+
+    /// Eris: a sequenced transaction reaches a server: each of its shards here runs it in
+    /// sequence order, waiting on gaps.
+    fn eris_receive(&mut self, q: crate::wire::Sequenced, out: &mut HostOutbox<Self>) {
+        let threads = self.cfg.threads as u8;
+        let me = self.cfg.id;
+        for t in 0..threads {
+            let shard = me * threads + t;
+            if q.header.mask.get() & (1 << shard) == 0 {
+                continue;
+            }
+            let seq = q.header.seq[usize::from(shard)].get();
+            self.eris[usize::from(t)].1.insert(seq, q.clone());
+            loop {
+                let (next, pending) = &mut self.eris[usize::from(t)];
+                let Some(ready) = pending.remove(next) else { break };
+                *next += 1;
+                self.eris_execute(&ready, shard, out);
+            }
+        }
+    }
+
+    fn eris_execute(&mut self, q: &crate::wire::Sequenced, shard: u8, out: &mut HostOutbox<Self>) {
+        let txn = q.header.txn.get();
+        let mut reply = Data::new(MsgType::ErisReply, q.header.slot.get(), 1, q.header.attempt.get(), txn);
+        reply.client = q.header.client;
+        reply.thread = q.header.thread;
+        reply.coord = shard;
+        let mine: Vec<(u64, bool)> = q.keys.iter().copied().filter(|&(k, _)| self.eris_shard(k) == shard).collect();
+        for (k, written) in mine {
+            let r = self.primary.entry(k).or_default();
+            reply.items.push(Item { key: k, value: r.value, version: r.version, locked: false });
+            if written {
+                out.events.push(ServerEvent::Installed(txn, k, r.version));
+                r.value += 1;
+                r.version = txn;
+            }
+        }
+        out.cpu_ns += self.cfg.costs.handler_ns + self.cfg.costs.item_ns * reply.items.len() as u64;
+        let client = q.header.client;
+        self.send(out, client, reply.datagram(u16::from(self.cfg.id), u16::from(client)));
+    }
+
+    /// Eris: a shard's reply reaches the client.
+    fn eris_reply(&mut self, now: Nanos, d: &Data, out: &mut HostOutbox<Self>) {
+        let Some((thread, lane, txn)) = self.current(d.slot, d.attempt) else { return };
+        txn.shards &= !(1u64 << d.coord);
+        for item in &d.items {
+            txn.reads.insert(item.key, (item.value, item.version));
+        }
+        if txn.shards == 0 {
+            self.committed(now, thread, lane, out);
         }
     }
 
@@ -1378,6 +1494,12 @@ impl Host for Server {
     }
 
     fn route(&self, bytes: &[u8]) -> Route {
+        // An Eris transaction runs on the first of this server's shards it names.
+        if let Ok((_, Message::Sequenced(q))) = Message::open(bytes) {
+            let threads = self.cfg.threads as u8;
+            let first = (0..threads).find(|t| q.header.mask.get() & (1 << (self.cfg.id * threads + t)) != 0);
+            return first.map_or(Route::AnyCore, |t| Route::Core(u16::from(t)));
+        }
         match thread_of(bytes) {
             Some(t) if t < self.cfg.threads => Route::Core(t),
             _ => Route::AnyCore,
@@ -1424,8 +1546,16 @@ impl Host for Server {
                     out.cpu_ns += self.cfg.costs.handler_ns;
                     self.query_answer(now, &d, from, out)
                 }
+                MsgType::ErisReply => {
+                    out.cpu_ns += self.cfg.costs.handler_ns;
+                    self.eris_reply(now, &d, out)
+                }
                 _ => out.events.push(ServerEvent::Rejected("unexpected_type")),
             },
+            Message::Sequenced(q) => {
+                out.cpu_ns += self.cfg.costs.handler_ns;
+                self.eris_receive(q, out)
+            }
         }
     }
 

@@ -1,7 +1,7 @@
 //! The rack end to end: every variant commits, passes the end-of-run checks, and is
 //! deterministic.
 
-use pisadb_switchtx::rack::{run, RackConfig, VARIANT_NAMES};
+use pisadb_switchtx::rack::{run, RackConfig, ABLATION, VARIANT_NAMES};
 
 /// A small rack: 2 threads per server, a short window.
 fn small() -> RackConfig {
@@ -72,7 +72,7 @@ fn read_only_transactions_commit_without_an_execute_phase_and_pass_the_checks() 
     use pisadb_switchtx::server::Workload;
     let mixed = RackConfig { workload: Workload { read_only_fraction: 0.5, ..Workload::default() }, ..small() };
     let only = RackConfig { workload: Workload { read_only_fraction: 1.0, ..Workload::default() }, ..small() };
-    for v in VARIANT_NAMES {
+    for v in ABLATION {
         let f = run(v, &mixed).unwrap_or_else(|e| panic!("{v}: {e}"));
         assert!(f.commits > 0, "{v}: {f:?}");
         let r = run(v, &only).unwrap_or_else(|e| panic!("{v}: {e}"));
@@ -97,7 +97,7 @@ fn blind_writes_skip_execute_and_validate_and_pass_the_checks() {
     use pisadb_switchtx::server::Workload;
     let mixed = RackConfig { workload: Workload { blind_fraction: 0.5, ..Workload::default() }, ..small() };
     let only = RackConfig { workload: Workload { blind_fraction: 1.0, ..Workload::default() }, ..small() };
-    for v in VARIANT_NAMES {
+    for v in ABLATION {
         let f = run(v, &mixed).unwrap_or_else(|e| panic!("{v}: {e}"));
         assert!(f.commits > 0, "{v}: {f:?}");
         let b = run(v, &only).unwrap_or_else(|e| panic!("{v}: {e}"));
@@ -114,4 +114,18 @@ fn tpcc_with_local_items_fits_its_messages() {
     let w = Workload { tpcc_warehouses: 2, remote_items: 0.0, ..Workload::default() };
     let f = run("tree-gas", &RackConfig { workload: w, mpl: 1, ..small() }).unwrap();
     assert!(f.commits > 0, "{f:?}");
+}
+
+#[test]
+fn eris_sequences_one_shot_transactions_and_refuses_more_than_40_shards() {
+    let f = run("eris", &RackConfig { threads: 5, ..small() }).unwrap();
+    assert!(f.commits > 0 && f.aborts == 0, "one-shot transactions never abort: {f:?}");
+    assert_eq!(f.lock_us_mean, 0.0);
+    let err = run("eris", &RackConfig { threads: 6, ..small() }).unwrap_err();
+    assert!(err.contains("48 shards") && err.contains("threads <= 5"), "{err}");
+    let tpcc = RackConfig {
+        workload: pisadb_switchtx::server::Workload { tpcc_warehouses: 2, ..Default::default() },
+        ..small()
+    };
+    assert!(run("eris", &tpcc).unwrap_err().contains("YCSB-T"));
 }
