@@ -284,3 +284,34 @@ fn a_netaccel_rack_runs_the_normal_plan_and_refuses_orig_without_q20() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && stderr.contains("query=q20"), "{stderr}");
 }
+
+#[test]
+fn a_switchtx_rack_of_eight_server_and_four_switch_processes_commits_and_passes_the_simulators_checks() {
+    // Eight servers (2 threads each) on three ToR processes under an S0 process, the tree
+    // gathering and scattering every phase across the processes: the merged history must be
+    // serializable, every backup equal to its primary, no lock left, every server drained.
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_pisadb"))
+        .args(["cluster", "--system", "switchtx", "--variant", "tree-gas", "--json", "--seconds", "1.5"])
+        .arg("--data-dir")
+        .arg(dir.path())
+        .output()
+        .expect("pisadb runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "cluster failed: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert_eq!(v["failure"], Value::Null, "{}", v["figures"]);
+    let f = &v["figures"];
+    assert!(f["commits"].as_u64().unwrap() > 50, "{f}");
+    assert!(f["checked_commits"].as_u64().unwrap() >= f["commits"].as_u64().unwrap(), "drained ones too: {f}");
+    assert!(f["switch_gathered"].as_u64().unwrap() > 0, "the switches gathered: {f}");
+    let switches = v["switches"].as_array().unwrap();
+    assert_eq!(switches.len(), 4, "S0 and three ToRs");
+    // S0 has a trunk to each ToR; a cross-rack transaction's messages crossed them.
+    let s0_trunks = switches[0]["trunks"].as_array().unwrap();
+    assert_eq!(s0_trunks.len(), 3, "{}", switches[0]);
+    assert!(s0_trunks.iter().all(|t| t["sent"].as_u64().unwrap() > 0), "{}", switches[0]);
+    let hosts = v["hosts"].as_array().unwrap();
+    assert_eq!(hosts.len(), 8);
+    assert!(hosts.iter().all(|h| h["drained"] == true && h["commits"].as_u64().unwrap() > 0), "every server committed");
+}

@@ -13,6 +13,7 @@
 //! - [`admission`]: Listing 1's adaptive MPL.
 //! - [`server`]: the server host (store, backup, client and participant threads).
 //! - [`rack`]: the four-switch testbed on the simulator, its figures and end-of-run checks.
+//! - [`real`]: real mode: servers and switches as processes on loopback (`pisadb cluster`).
 //! - [`system`]: the harness's view (variants, settings, one point, fault-injection cases).
 //! - [`experiments`]: the paper's figures we cover, their CSVs, charts and report.
 //! - [`fuzz`]: seeded fault-injection cases (`pisadb fuzz --system switchtx`).
@@ -22,6 +23,7 @@ pub mod experiments;
 pub mod fuzz;
 pub mod program;
 pub mod rack;
+pub mod real;
 pub mod server;
 pub mod system;
 pub mod tree;

@@ -42,7 +42,7 @@ use pisadb_net::{Endpoint, LinkParams, PortDiscipline, Topology};
 use pisadb_sim::{FaultStats, Faults, Moment, Observer, Restarts, World};
 use pisadb_switch::{Switch, SwitchProfile};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Bound on simulated events of one run.
 pub const EVENTS_MAX: u64 = 400_000_000;
@@ -175,12 +175,8 @@ pub struct RackObserver {
     aborts: BTreeMap<AbortReason, u64>,
     timeouts: u64,
     rejected: u64,
-    /// txn → (reads, committed by its client).
-    reads: BTreeMap<u64, Vec<(u64, u64)>>,
-    /// Read-only transactions committed.
-    read_only: std::collections::BTreeSet<u64>,
-    /// txn → writes as installed: (key, overwritten version).
-    installed: BTreeMap<u64, Vec<(u64, u64)>>,
+    /// What the end-of-run checks need from the whole run.
+    ledger: Ledger,
 }
 
 impl Default for RackObserver {
@@ -192,9 +188,7 @@ impl Default for RackObserver {
             aborts: BTreeMap::new(),
             timeouts: 0,
             rejected: 0,
-            reads: BTreeMap::new(),
-            read_only: std::collections::BTreeSet::new(),
-            installed: BTreeMap::new(),
+            ledger: Ledger::default(),
         }
     }
 }
@@ -202,29 +196,96 @@ impl Default for RackObserver {
 impl Observer<Server, Switch<GatherScatter>> for RackObserver {
     fn on_event(&mut self, _host: u16, event: ServerEvent, moment: Moment) -> Result<(), String> {
         let counted = moment.in_window && !moment.stopping;
+        self.ledger.record(&event)?;
         match event {
-            ServerEvent::Committed { txn, latency_ns, reads, read_only, .. } => {
-                if read_only {
-                    self.read_only.insert(txn);
-                }
-                if self.reads.insert(txn, reads).is_some() {
-                    return Err(format!("transaction {txn:#x} committed twice"));
-                }
-                if counted {
-                    self.commits += 1;
-                    self.latency.saturating_record(latency_ns.max(1));
-                }
+            ServerEvent::Committed { latency_ns, .. } if counted => {
+                self.commits += 1;
+                self.latency.saturating_record(latency_ns.max(1));
             }
             ServerEvent::Aborted(reason) if counted => *self.aborts.entry(reason).or_default() += 1,
-            ServerEvent::Installed(txn, key, overwritten) => {
-                self.installed.entry(txn).or_default().push((key, overwritten))
-            }
             ServerEvent::LockTime(ns) if counted => self.lock_ns.saturating_record(ns.max(1)),
             ServerEvent::Timeout => self.timeouts += 1,
             ServerEvent::Rejected(_) => self.rejected += 1,
             _ => {}
         }
         Ok(())
+    }
+}
+
+/// What the end-of-run checks need from the servers' events: every committed transaction's
+/// reads (by its client) and every write a primary installed. The simulator's observer keeps
+/// one; in real mode each server process keeps its own and the cluster merges them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Ledger {
+    /// txn → (key, version read) of every key, as its client saw it commit.
+    pub reads: BTreeMap<u64, Vec<(u64, u64)>>,
+    /// Read-only transactions committed.
+    pub read_only: BTreeSet<u64>,
+    /// txn → writes as installed: (key, overwritten version).
+    pub installed: BTreeMap<u64, Vec<(u64, u64)>>,
+}
+
+impl Ledger {
+    /// Takes what the checks need from `event`; refuses a transaction committed twice.
+    pub fn record(&mut self, event: &ServerEvent) -> Result<(), String> {
+        match event {
+            ServerEvent::Committed { txn, reads, read_only, .. } => {
+                if *read_only {
+                    self.read_only.insert(*txn);
+                }
+                if self.reads.insert(*txn, reads.clone()).is_some() {
+                    return Err(format!("transaction {txn:#x} committed twice"));
+                }
+            }
+            ServerEvent::Installed(txn, key, overwritten) => {
+                self.installed.entry(*txn).or_default().push((*key, *overwritten))
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Adds another server's ledger; refuses a transaction committed on both.
+    pub fn merge(&mut self, other: Ledger) -> Result<(), String> {
+        for (txn, reads) in other.reads {
+            if self.reads.insert(txn, reads).is_some() {
+                return Err(format!("transaction {txn:#x} committed twice"));
+            }
+        }
+        self.read_only.extend(other.read_only);
+        for (txn, writes) in other.installed {
+            self.installed.entry(txn).or_default().extend(writes);
+        }
+        Ok(())
+    }
+}
+
+/// A server's stores after a drain, as the checks compare them: its primary shard's written
+/// records and its backup (of the previous server's shard), each key → (value, version), and
+/// the keys of its primary still locked.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ShardImage {
+    /// Records of its primary shard ever written (version not 0).
+    pub primary: BTreeMap<u64, (u64, u64)>,
+    /// Records of its backup ever written (version not 0).
+    pub backup: BTreeMap<u64, (u64, u64)>,
+    /// Keys of its primary shard still locked, with the holder (slot, attempt).
+    pub locked: Vec<(u64, (u16, u32))>,
+}
+
+impl ShardImage {
+    /// The image of `server`.
+    pub fn of(server: &Server) -> Self {
+        ShardImage {
+            primary: server
+                .primary()
+                .iter()
+                .filter(|(_, r)| r.version != 0)
+                .map(|(&k, r)| (k, (r.value, r.version)))
+                .collect(),
+            backup: server.backup().iter().filter(|(_, v)| v.1 != 0).map(|(&k, &v)| (k, v)).collect(),
+            locked: server.primary().iter().filter_map(|(&k, r)| r.lock.map(|l| (k, l))).collect(),
+        }
     }
 }
 
@@ -252,7 +313,7 @@ impl Restarts<Server, Switch<GatherScatter>> for SwitchRestarts {
 }
 
 /// Switch `id` of a rack: its program and its multicast groups.
-fn make_switch(id: u16, v: &Variant, layout: &Layout) -> Result<Switch<GatherScatter>, String> {
+pub(crate) fn make_switch(id: u16, v: &Variant, layout: &Layout) -> Result<Switch<GatherScatter>, String> {
     let programmable = match v.coord {
         Coordination::Client => false,
         Coordination::Core => id == 0 || layout.racks.len() == 1,
@@ -281,7 +342,7 @@ pub fn layout_of(cfg: &RackConfig) -> Layout {
 }
 
 /// The servers' configuration of a run.
-fn server_config(id: u8, v: &Variant, cfg: &RackConfig, layout: &Layout, costs: Costs) -> ServerConfig {
+pub(crate) fn server_config(id: u8, v: &Variant, cfg: &RackConfig, layout: &Layout, costs: Costs) -> ServerConfig {
     let coord = if layout.racks.len() == 1 && v.coord == Coordination::Core { Coordination::Tree } else { v.coord };
     ServerConfig {
         id,
@@ -302,15 +363,9 @@ fn server_config(id: u8, v: &Variant, cfg: &RackConfig, layout: &Layout, costs: 
     }
 }
 
-/// The world of one run, not started.
-pub fn build(variant: &str, cfg: &RackConfig) -> Result<RackWorld, String> {
-    let v = variant_of(variant)?;
-    let layout = layout_of(cfg);
-    let configs: Vec<ServerConfig> =
-        (0..layout.servers()).map(|id| server_config(id, &v, cfg, &layout, COSTS)).collect();
-    for c in &configs {
-        c.check()?;
-    }
+/// The network of `layout`: each rack's servers under its ToR (switch `r + 1`), every ToR under
+/// S0 (switch 0), 100 GbE links with FIFO ports.
+pub fn topology_of(layout: &Layout) -> Topology {
     let link = LinkParams::hundred_gbe();
     let mut topology = Topology::default();
     for (r, servers) in layout.racks.iter().enumerate() {
@@ -320,6 +375,19 @@ pub fn build(variant: &str, cfg: &RackConfig) -> Result<RackWorld, String> {
             topology.connect(Endpoint::Host(u16::from(s)), Endpoint::Switch(tor), &link);
         }
     }
+    topology
+}
+
+/// The world of one run, not started.
+pub fn build(variant: &str, cfg: &RackConfig) -> Result<RackWorld, String> {
+    let v = variant_of(variant)?;
+    let layout = layout_of(cfg);
+    let configs: Vec<ServerConfig> =
+        (0..layout.servers()).map(|id| server_config(id, &v, cfg, &layout, COSTS)).collect();
+    for c in &configs {
+        c.check()?;
+    }
+    let mut topology = topology_of(&layout);
     if v.priority {
         let discipline = PortDiscipline::StrictPriority { classes: 3, buffer_bytes: cfg.buffer_kb * 1024 };
         let pairs: Vec<(Endpoint, Endpoint)> = topology.links.iter().map(|l| (l.from, l.to)).collect();
@@ -405,7 +473,15 @@ pub fn figures(world: &RackWorld, cfg: &RackConfig) -> RackFigures {
 /// The end-of-run checks (after a drain); the number of committed transactions checked.
 /// `replicated`: whether backups must equal primaries (the Eris baseline keeps no backups).
 pub fn check(world: &RackWorld, replicated: bool) -> Result<u64, String> {
-    let o = world.observer();
+    let shards: Vec<ShardImage> = world.hosts().iter().map(ShardImage::of).collect();
+    check_ledger(&world.observer().ledger, &shards, replicated)
+}
+
+/// The end-of-run checks on a run's ledger and its servers' images (by server id, after a
+/// drain): the committed history is serializable, no primary installed for a transaction its
+/// client never saw commit, every backup (shard `i` on server `i + 1 mod n`) equals its primary
+/// if `replicated`, no lock is left. The number of committed transactions checked.
+pub fn check_ledger(o: &Ledger, shards: &[ShardImage], replicated: bool) -> Result<u64, String> {
     let mut history = History::new();
     let key = |k: u64| TupleKey::new(u16::from(crate::server::shard_of(k)), k & ((1 << 40) - 1));
     for (&txn, reads) in &o.reads {
@@ -426,20 +502,15 @@ pub fn check(world: &RackWorld, replicated: bool) -> Result<u64, String> {
         return Err(format!("a primary installed transaction {txn:#x}, which its client never saw commit"));
     }
     history.check().map_err(|v| format!("the committed history is not serializable: {v}"))?;
-    let servers = world.hosts();
-    let n = servers.len();
-    for (i, primary) in servers.iter().enumerate() {
-        let backup = servers[(i + 1) % n].backup();
-        let written: BTreeMap<u64, (u64, u64)> =
-            primary.primary().iter().filter(|(_, r)| r.version != 0).map(|(&k, r)| (k, (r.value, r.version))).collect();
-        let copied: BTreeMap<u64, (u64, u64)> =
-            backup.iter().filter(|(_, v)| v.1 != 0).map(|(&k, &v)| (k, v)).collect();
-        if replicated && written != copied {
-            let diff = written.iter().find(|(k, v)| copied.get(k) != Some(v)).map(|(k, _)| *k);
+    let n = shards.len();
+    for (i, image) in shards.iter().enumerate() {
+        let copied = &shards[(i + 1) % n].backup;
+        if replicated && image.primary != *copied {
+            let diff = image.primary.iter().find(|(k, v)| copied.get(k) != Some(v)).map(|(k, _)| *k);
             return Err(format!("shard {i}: backup differs from primary (first key {diff:?})"));
         }
-        if let Some((k, r)) = primary.primary().iter().find(|(_, r)| r.lock.is_some()) {
-            return Err(format!("shard {i}: key {k:#x} still locked by {:?} after the drain", r.lock));
+        if let Some((k, holder)) = image.locked.first() {
+            return Err(format!("shard {i}: key {k:#x} still locked by {holder:?} after the drain"));
         }
     }
     Ok(o.reads.len() as u64)

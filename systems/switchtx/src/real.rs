@@ -1,0 +1,380 @@
+//! SwitchTx in real mode: the servers as host processes and the four switches (S0 over three
+//! ToRs, or S0 over one ToR with `multi_rack=false`) as software-switch processes on loopback,
+//! through the generic runtime (`pisadb_runtime`: host and switch processes, supervisor,
+//! rendezvous).
+//!
+//! The same state machines as the simulator run here: a [`Server`] per host process, built
+//! from the same [`ServerConfig`] as in [`crate::rack`], and a [`Switch`] running
+//! [`crate::program::GatherScatter`] per switch process, programmable or not and with the same
+//! multicast groups as the variant gives it in the simulator. The switch processes are joined
+//! by trunks as the simulated topology ([`crate::rack::topology_of`]), so a cross-rack control
+//! message really crosses its ToR's process, S0's and the far ToR's, and the tree gathers and
+//! scatters hop by hop.
+//!
+//! **Not played.** Loopback has no priority egress queues: every port is a FIFO (the socket's
+//! buffer), so `reorder` and `switchtx` differ from `tree-gas` only in their MPL here; the
+//! servers' costs are not charged (their processes spend what they spend).
+//!
+//! **Defaults.** The simulator's defaults are the paper's testbed (8 servers × 24 threads); the
+//! project machine has 2 cores for 12 processes, so real mode starts from [`real_defaults`]:
+//! 2 threads per server, a 100 ms timeout (loopback round trips through three switch processes
+//! on a busy machine reach milliseconds; the simulator's 2 ms would resolve live transactions)
+//! and 10 ms admission epochs. `--set` edits these.
+//!
+//! **Checks.** Each server process keeps a [`Ledger`] of its events and writes it with the
+//! image of its stores ([`ShardImage`]) in its report; the cluster merges them and runs the
+//! simulator's end-of-run checks ([`check_ledger`]): the committed history serializable, no
+//! install without a commit, every backup equal to its primary, no lock left. The servers stop
+//! starting transactions at the stop time; the run ends once everything in flight has finished
+//! and every server is idle.
+
+use crate::program::GatherScatter;
+use crate::rack::{
+    check_ledger, layout_of, make_switch, server_config, topology_of, variant_of, Ledger, RackConfig, ShardImage,
+};
+use crate::server::{AbortReason, Server, ServerConfig, ServerEvent, COSTS};
+use pisadb_core::Nanos;
+use pisadb_runtime::host_proc::{self, HostRun};
+use pisadb_runtime::supervisor::{free_ports, ConfigLaunch};
+use pisadb_runtime::switch_proc::{self, SwitchReport};
+use pisadb_runtime::wal_file::WalFile;
+use pisadb_runtime::{write_json, Network, RackConfig as RealConfig, RuntimeError};
+use pisadb_switch::Switch;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The system name in a SwitchTx rack's config.
+pub const SYSTEM: &str = "switchtx";
+
+/// What every process of a real SwitchTx rack is built from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Spec {
+    /// The variant: `switchtx`, `fasst`, `gas`, `tree-gas`, `reorder`, `eris`.
+    pub variant: String,
+    /// The rack's settings, as the simulator takes them (warm-up and window unused: the run
+    /// lasts as long as the cluster says).
+    pub rack: RackConfig,
+}
+
+/// Real mode's starting settings (see the module docs): the simulator's with 2 threads per
+/// server, a 100 ms timeout and 10 ms admission epochs.
+pub fn real_defaults() -> RackConfig {
+    RackConfig { threads: 2, timeout_us: 100_000, epoch_us: 10_000, ..RackConfig::default() }
+}
+
+/// The servers' configurations of `spec`, checked.
+fn configs(spec: &Spec) -> Result<Vec<ServerConfig>, RuntimeError> {
+    let v = variant_of(&spec.variant).map_err(|e| RuntimeError::bad_setting("variant", &spec.variant, e))?;
+    let layout = layout_of(&spec.rack);
+    let configs: Vec<ServerConfig> =
+        (0..layout.servers()).map(|id| server_config(id, &v, &spec.rack, &layout, COSTS)).collect();
+    for c in &configs {
+        c.check().map_err(|e| RuntimeError::bad_setting("rack settings", "the config's spec", e))?;
+    }
+    Ok(configs)
+}
+
+/// The network of `spec`'s racks at `switches` (S0 first, then the ToRs) and `hosts` (the
+/// servers, by id).
+pub fn network(
+    spec: &Spec,
+    switches: Vec<std::net::SocketAddr>,
+    hosts: Vec<std::net::SocketAddr>,
+) -> Result<Network, RuntimeError> {
+    Network::from_topology(&topology_of(&layout_of(&spec.rack)), switches, hosts)
+}
+
+/// What a server process reports when it stops (`report.json` in its data directory).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HostReport {
+    /// The server.
+    pub id: u16,
+    /// Its clients' commits before the stop time.
+    pub commits: u64,
+    /// Its clients' aborted attempts before the stop time, by reason.
+    pub aborts: BTreeMap<String, u64>,
+    /// Attempts that timed out, in the whole run.
+    pub timeouts: u64,
+    /// Datagrams it did not understand.
+    pub rejected: u64,
+    /// Commit latencies (from the first attempt) before the stop time: µs → commits.
+    pub latency_us: BTreeMap<u64, u64>,
+    /// Seconds between its first round and the stop time.
+    pub seconds: f64,
+    /// Mean MPL of its threads at the end.
+    pub mpl_mean: f64,
+    /// What the checks need from its events.
+    pub ledger: Ledger,
+    /// Its stores after the drain.
+    pub image: ShardImage,
+    /// Whether it drained: nothing in flight when it left.
+    pub drained: bool,
+    /// Datagrams from addresses other than its switch.
+    pub not_from_switch: u64,
+}
+
+fn bad_id(id: u16, what: &str, count: usize) -> RuntimeError {
+    RuntimeError::bad_setting("--id", id, format!("{what} of the rack: 0..{count}"))
+}
+
+/// Runs server `id` of the rack `cfg` until it stops and drains; writes its report to
+/// `<data_dir>/report.json` and returns it.
+pub fn serve_host(cfg: &RealConfig<Spec>, id: u16, data_dir: &Path) -> Result<HostReport, RuntimeError> {
+    let mut configs = configs(&cfg.spec)?;
+    if usize::from(id) >= configs.len() {
+        return Err(bad_id(id, "a server", configs.len()));
+    }
+    let mut server = Server::new(configs.swap_remove(usize::from(id)));
+    let mut ledger = Ledger::default();
+    let mut refused = None;
+    let (mut timeouts, mut rejected) = (0, 0);
+    // (rack time, latency) of each commit and (rack time, reason) of each abort: the stop
+    // time is known only once the run has started.
+    let mut committed: Vec<(Nanos, Nanos)> = Vec::new();
+    let mut aborted: Vec<(Nanos, AbortReason)> = Vec::new();
+    let name = format!("switchtx server {id}");
+    let run: HostRun = host_proc::serve(cfg, id, &name, &mut server, None::<&mut WalFile<()>>, |now, event| {
+        if let Err(e) = ledger.record(&event) {
+            refused.get_or_insert(e);
+        }
+        match event {
+            ServerEvent::Committed { latency_ns, .. } => committed.push((now, latency_ns)),
+            ServerEvent::Aborted(reason) => aborted.push((now, reason)),
+            ServerEvent::Timeout => timeouts += 1,
+            ServerEvent::Rejected(_) => rejected += 1,
+            _ => {}
+        }
+    })?;
+    if let Some(why) = refused {
+        return Err(RuntimeError::bad_setting("server events", format!("server {id}"), why));
+    }
+    let stop_ns = run.started_ns + (run.seconds * 1e9) as Nanos;
+    let mut latency_us: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut commits = 0;
+    for &(_, latency_ns) in committed.iter().filter(|(at, _)| *at <= stop_ns) {
+        commits += 1;
+        *latency_us.entry(latency_ns / 1_000).or_default() += 1;
+    }
+    let mut aborts: BTreeMap<String, u64> = BTreeMap::new();
+    for &(_, reason) in aborted.iter().filter(|(at, _)| *at <= stop_ns) {
+        *aborts.entry(reason_name(reason).into()).or_default() += 1;
+    }
+    let mpls = server.mpls();
+    let report = HostReport {
+        id,
+        commits,
+        aborts,
+        timeouts,
+        rejected,
+        latency_us,
+        seconds: run.seconds,
+        mpl_mean: mpls.iter().map(|&m| f64::from(m)).sum::<f64>() / mpls.len().max(1) as f64,
+        ledger,
+        image: ShardImage::of(&server),
+        drained: run.drained,
+        not_from_switch: run.not_from_switch,
+    };
+    std::fs::create_dir_all(data_dir).map_err(|e| RuntimeError::io(data_dir, e))?;
+    write_json(&data_dir.join("report.json"), &report)?;
+    Ok(report)
+}
+
+/// An abort reason's name in reports.
+fn reason_name(reason: AbortReason) -> &'static str {
+    match reason {
+        AbortReason::ReadLocked => "read_locked",
+        AbortReason::Fail => "fail",
+        AbortReason::Timeout => "timeout",
+    }
+}
+
+/// Runs switch `id` of the rack `cfg` (S0 is 0, the ToRs follow; the gather-and-scatter
+/// program, programmable or not per variant, with its multicast groups) until SIGINT/SIGTERM;
+/// writes its report to `report` if given.
+pub fn serve_switch(cfg: &RealConfig<Spec>, id: u16, report: Option<&Path>) -> Result<SwitchReport, RuntimeError> {
+    let spec = &cfg.spec;
+    let v = variant_of(&spec.variant).map_err(|e| RuntimeError::bad_setting("variant", &spec.variant, e))?;
+    let layout = layout_of(&spec.rack);
+    if usize::from(id) >= layout.switches() {
+        return Err(bad_id(id, "a switch", layout.switches()));
+    }
+    let mut switch: Switch<GatherScatter> =
+        make_switch(id, &v, &layout).map_err(|e| RuntimeError::bad_setting("program", "gather-and-scatter", e))?;
+    switch_proc::serve_and_report(cfg, id, &mut switch, spec.rack.seed, report)
+}
+
+/// What to run with [`run_cluster`].
+#[derive(Clone, Debug)]
+pub struct ClusterOptions {
+    /// The rack.
+    pub spec: Spec,
+    /// Seconds until the servers stop starting transactions.
+    pub seconds: f64,
+    /// Where the config, the reports and the hosts' data directories go.
+    pub data_dir: PathBuf,
+    /// The `pisadb` binary to start the processes from.
+    pub exe: PathBuf,
+}
+
+/// The run's figures, over every server's clients.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ClusterFigures {
+    /// Commits before the stop time.
+    pub commits: u64,
+    /// Commits per second of the run.
+    pub commits_per_s: f64,
+    /// Median commit latency, µs.
+    pub p50_us: f64,
+    /// 99th-percentile commit latency, µs.
+    pub p99_us: f64,
+    /// Aborted attempts before the stop time.
+    pub aborts: u64,
+    /// Of them, by reason.
+    pub aborts_by_reason: BTreeMap<String, u64>,
+    /// Aborted attempts per attempt that ended.
+    pub abort_rate: f64,
+    /// Timeouts in the whole run.
+    pub timeouts: u64,
+    /// Datagrams the servers rejected.
+    pub rejected: u64,
+    /// Mean MPL per thread at the end.
+    pub mpl_mean: f64,
+    /// Control messages the switches absorbed while gathering.
+    pub switch_gathered: u64,
+    /// Messages the switches dropped as stale or of an aborted transaction.
+    pub switch_filtered: u64,
+    /// Committed transactions in the whole run, checked.
+    pub checked_commits: u64,
+}
+
+/// What [`run_cluster`] saw.
+#[derive(Clone, Debug, Serialize)]
+pub struct ClusterResult {
+    /// The variant.
+    pub variant: String,
+    /// The run's figures.
+    pub figures: ClusterFigures,
+    /// Each server's report, by id.
+    pub hosts: Vec<HostReport>,
+    /// Each switch's report, by id (S0 first).
+    pub switches: Vec<SwitchReport>,
+    /// The first check that failed, if any.
+    pub failure: Option<String>,
+}
+
+/// The `q` quantile of a histogram `value → count`, 0 if empty.
+fn quantile(histogram: &BTreeMap<u64, u64>, q: f64) -> f64 {
+    let total: u64 = histogram.values().sum();
+    if total == 0 {
+        return 0.0;
+    }
+    let rank = ((q * total as f64).ceil() as u64).clamp(1, total);
+    let mut seen = 0;
+    for (&value, &count) in histogram {
+        seen += count;
+        if seen >= rank {
+            return value as f64;
+        }
+    }
+    0.0
+}
+
+/// The figures of a run from its reports.
+fn figures(hosts: &[HostReport], switches: &[SwitchReport], seconds: f64) -> ClusterFigures {
+    let mut f = ClusterFigures::default();
+    let mut latency: BTreeMap<u64, u64> = BTreeMap::new();
+    for h in hosts {
+        f.commits += h.commits;
+        f.timeouts += h.timeouts;
+        f.rejected += h.rejected;
+        for (reason, n) in &h.aborts {
+            *f.aborts_by_reason.entry(reason.clone()).or_default() += n;
+        }
+        for (us, n) in &h.latency_us {
+            *latency.entry(*us).or_default() += n;
+        }
+    }
+    f.aborts = f.aborts_by_reason.values().sum();
+    f.commits_per_s = f.commits as f64 / seconds.max(1e-9);
+    f.p50_us = quantile(&latency, 0.5);
+    f.p99_us = quantile(&latency, 0.99);
+    f.abort_rate = f.aborts as f64 / (f.aborts + f.commits).max(1) as f64;
+    f.mpl_mean = hosts.iter().map(|h| h.mpl_mean).sum::<f64>() / hosts.len().max(1) as f64;
+    let dropped = |s: &SwitchReport, why: &str| s.dropped.get(why).copied().unwrap_or(0);
+    f.switch_gathered = switches.iter().map(|s| dropped(s, "gathering")).sum();
+    f.switch_filtered = switches.iter().map(|s| dropped(s, "stale") + dropped(s, "aborted")).sum();
+    f
+}
+
+/// Runs a real SwitchTx rack on loopback for `opts.seconds`, collects every process's report
+/// and runs the end-of-run checks. A caller that wants Ctrl-C to stop the rack in order
+/// installs `pisadb_runtime::install_stop_signals` first.
+pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult, RuntimeError> {
+    let servers = configs(&opts.spec)?.len();
+    let v =
+        variant_of(&opts.spec.variant).map_err(|e| RuntimeError::bad_setting("--variant", &opts.spec.variant, e))?;
+    let switches = layout_of(&opts.spec.rack).switches();
+    let addrs = free_ports(switches + servers)?;
+    let network = network(&opts.spec, addrs[..switches].to_vec(), addrs[switches..].to_vec())?;
+    let mut supervisor = ConfigLaunch::start(SYSTEM, opts.spec.clone(), network, &opts.data_dir, opts.exe.clone())?;
+    supervisor.start_together(opts.seconds)?;
+    supervisor.wait_for_hosts()?;
+    supervisor.stop_switches()?;
+    let hosts: Vec<HostReport> = ConfigLaunch::host_reports(&opts.data_dir, servers as u16)?;
+    let switch_reports = ConfigLaunch::switch_reports(&opts.data_dir, switches as u16)?;
+    let seconds = hosts.iter().map(|h| h.seconds).fold(0.0, f64::max);
+    let mut figures = figures(&hosts, &switch_reports, if seconds > 0.0 { seconds } else { opts.seconds });
+    let mut ledger = Ledger::default();
+    let mut failure = hosts.iter().try_for_each(|h| ledger.merge(h.ledger.clone())).err();
+    if failure.is_none() {
+        let images: Vec<ShardImage> = hosts.iter().map(|h| h.image.clone()).collect();
+        match check_ledger(&ledger, &images, !v.eris) {
+            Ok(n) => figures.checked_commits = n,
+            Err(why) => failure = Some(why),
+        }
+    }
+    if let Some(h) = hosts.iter().find(|h| !h.drained) {
+        failure.get_or_insert(format!("server {} left with work in flight", h.id));
+    }
+    Ok(ClusterResult { variant: opts.spec.variant.clone(), figures, hosts, switches: switch_reports, failure })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::SocketAddr;
+
+    #[test]
+    fn the_real_network_is_the_simulated_tree_s0_over_three_tors() {
+        let spec = Spec { variant: "switchtx".into(), rack: real_defaults() };
+        let addr = |p: u16| SocketAddr::from(([127, 0, 0, 1], p));
+        let n = network(&spec, (0..4).map(addr).collect(), (10..18).map(addr).collect()).unwrap();
+        assert_eq!(n.host_switch, vec![1, 1, 1, 2, 2, 2, 3, 3], "servers {{0,1,2}}, {{3,4,5}}, {{6,7}}");
+        assert_eq!(n.trunks, vec![(0, 1), (0, 2), (0, 3)], "every ToR under S0");
+        let single = Spec { rack: RackConfig { multi_rack: false, ..real_defaults() }, ..spec };
+        let n = network(&single, (0..2).map(addr).collect(), (10..18).map(addr).collect()).unwrap();
+        assert_eq!((n.host_switch, n.trunks), (vec![1; 8], vec![(0, 1)]), "one ToR under S0");
+    }
+
+    #[test]
+    fn quantiles_rank_the_merged_histogram() {
+        let h: BTreeMap<u64, u64> = [(10, 50), (20, 49), (500, 1)].into_iter().collect();
+        assert_eq!((quantile(&h, 0.5), quantile(&h, 0.99), quantile(&h, 1.0)), (10.0, 20.0, 500.0));
+        assert_eq!(quantile(&BTreeMap::new(), 0.5), 0.0);
+    }
+
+    #[test]
+    fn real_defaults_keep_the_machine_small_and_pass_the_servers_checks() {
+        let spec = Spec { variant: "switchtx".into(), rack: real_defaults() };
+        let configs = configs(&spec).unwrap();
+        assert_eq!(configs.len(), 8);
+        assert!(configs.iter().all(|c| c.threads == 2));
+        let bad = Spec { variant: "nope".into(), ..spec };
+        assert!(configs_err(&bad).contains("nope"));
+    }
+
+    fn configs_err(spec: &Spec) -> String {
+        configs(spec).unwrap_err().to_string()
+    }
+}
