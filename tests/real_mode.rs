@@ -315,3 +315,26 @@ fn a_switchtx_rack_of_eight_server_and_four_switch_processes_commits_and_passes_
     assert_eq!(hosts.len(), 8);
     assert!(hosts.iter().all(|h| h["drained"] == true && h["commits"].as_u64().unwrap() > 0), "every server committed");
 }
+
+#[test]
+fn a_switchtx_rack_losing_2_percent_of_what_the_tors_send_recovers_by_timeouts_and_still_passes_the_checks() {
+    // Every ToR loses 2% of what it sends to its servers (control and data messages alike):
+    // clients that hear no outcome time out and query the participants, which decide each
+    // transaction committed or aborted; nothing committed may be lost or half-installed.
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_pisadb"))
+        .args(["cluster", "--system", "switchtx", "--json", "--seconds", "1.5", "--loss", "0.02"])
+        .args(["--set", "timeout_us=20000"])
+        .arg("--data-dir")
+        .arg(dir.path())
+        .output()
+        .expect("pisadb runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "cluster failed: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert_eq!(v["failure"], Value::Null, "{}", v["figures"]);
+    assert!(v["wire"][0].as_u64().unwrap() > 0, "the wires lost datagrams: {}", v["wire"]);
+    let f = &v["figures"];
+    assert!(f["timeouts"].as_u64().unwrap() > 0, "losses were recovered from by timeouts: {f}");
+    assert!(f["commits"].as_u64().unwrap() > 20, "{f}");
+}

@@ -38,6 +38,7 @@ use pisadb_runtime::host_proc::{self, HostRun};
 use pisadb_runtime::supervisor::{free_ports, ConfigLaunch};
 use pisadb_runtime::switch_proc::{self, SwitchReport};
 use pisadb_runtime::wal_file::WalFile;
+use pisadb_runtime::wire::PortWire;
 use pisadb_runtime::{write_json, Network, RackConfig as RealConfig, RuntimeError};
 use pisadb_switch::Switch;
 use serde::{Deserialize, Serialize};
@@ -76,13 +77,20 @@ fn configs(spec: &Spec) -> Result<Vec<ServerConfig>, RuntimeError> {
 }
 
 /// The network of `spec`'s racks at `switches` (S0 first, then the ToRs) and `hosts` (the
-/// servers, by id).
+/// servers, by id), with the wire `extra` (loss, delay, jitter) behind every server's port
+/// (what its ToR sends it; the trunks are perfect).
 pub fn network(
     spec: &Spec,
     switches: Vec<std::net::SocketAddr>,
     hosts: Vec<std::net::SocketAddr>,
+    extra: &PortWire,
 ) -> Result<Network, RuntimeError> {
-    Network::from_topology(&topology_of(&layout_of(&spec.rack)), switches, hosts)
+    let mut network = Network::from_topology(&topology_of(&layout_of(&spec.rack)), switches, hosts)?;
+    if !extra.is_perfect() {
+        network.wire = vec![extra.clone(); network.hosts.len()];
+    }
+    network.validate()?;
+    Ok(network)
 }
 
 /// What a server process reports when it stops (`report.json` in its data directory).
@@ -215,6 +223,8 @@ pub struct ClusterOptions {
     pub data_dir: PathBuf,
     /// The `pisadb` binary to start the processes from.
     pub exe: PathBuf,
+    /// Loss, delay and jitter behind every server's port.
+    pub extra: PortWire,
 }
 
 /// The run's figures, over every server's clients.
@@ -259,6 +269,10 @@ pub struct ClusterResult {
     pub hosts: Vec<HostReport>,
     /// Each switch's report, by id (S0 first).
     pub switches: Vec<SwitchReport>,
+    /// Whether backups were compared with their primaries (not for `eris`, which keeps none).
+    pub replicated: bool,
+    /// What the wires behind the servers' ports did, summed over the ToRs: lost, delayed.
+    pub wire: (u64, u64),
     /// The first check that failed, if any.
     pub failure: Option<String>,
 }
@@ -316,7 +330,8 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult, RuntimeError>
         variant_of(&opts.spec.variant).map_err(|e| RuntimeError::bad_setting("--variant", &opts.spec.variant, e))?;
     let switches = layout_of(&opts.spec.rack).switches();
     let addrs = free_ports(switches + servers)?;
-    let network = network(&opts.spec, addrs[..switches].to_vec(), addrs[switches..].to_vec())?;
+    opts.extra.validate()?;
+    let network = network(&opts.spec, addrs[..switches].to_vec(), addrs[switches..].to_vec(), &opts.extra)?;
     let mut supervisor = ConfigLaunch::start(SYSTEM, opts.spec.clone(), network, &opts.data_dir, opts.exe.clone())?;
     supervisor.start_together(opts.seconds)?;
     supervisor.wait_for_hosts()?;
@@ -337,7 +352,17 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult, RuntimeError>
     if let Some(h) = hosts.iter().find(|h| !h.drained) {
         failure.get_or_insert(format!("server {} left with work in flight", h.id));
     }
-    Ok(ClusterResult { variant: opts.spec.variant.clone(), figures, hosts, switches: switch_reports, failure })
+    let ports = switch_reports.iter().flat_map(|s| &s.ports);
+    let wire = ports.fold((0, 0), |(l, d), p| (l + p.counts.lost, d + p.counts.delayed));
+    Ok(ClusterResult {
+        variant: opts.spec.variant.clone(),
+        figures,
+        hosts,
+        switches: switch_reports,
+        replicated: !v.eris,
+        wire,
+        failure,
+    })
 }
 
 #[cfg(test)]
@@ -349,12 +374,15 @@ mod tests {
     fn the_real_network_is_the_simulated_tree_s0_over_three_tors() {
         let spec = Spec { variant: "switchtx".into(), rack: real_defaults() };
         let addr = |p: u16| SocketAddr::from(([127, 0, 0, 1], p));
-        let n = network(&spec, (0..4).map(addr).collect(), (10..18).map(addr).collect()).unwrap();
+        let perfect = PortWire::default();
+        let n = network(&spec, (0..4).map(addr).collect(), (10..18).map(addr).collect(), &perfect).unwrap();
         assert_eq!(n.host_switch, vec![1, 1, 1, 2, 2, 2, 3, 3], "servers {{0,1,2}}, {{3,4,5}}, {{6,7}}");
         assert_eq!(n.trunks, vec![(0, 1), (0, 2), (0, 3)], "every ToR under S0");
         let single = Spec { rack: RackConfig { multi_rack: false, ..real_defaults() }, ..spec };
-        let n = network(&single, (0..2).map(addr).collect(), (10..18).map(addr).collect()).unwrap();
-        assert_eq!((n.host_switch, n.trunks), (vec![1; 8], vec![(0, 1)]), "one ToR under S0");
+        let lossy = PortWire { loss: 0.01, ..PortWire::default() };
+        let n = network(&single, (0..2).map(addr).collect(), (10..18).map(addr).collect(), &lossy).unwrap();
+        assert_eq!((n.host_switch.clone(), n.trunks.clone()), (vec![1; 8], vec![(0, 1)]), "one ToR under S0");
+        assert!((0..8).all(|h| n.wire_of(h).loss == 0.01), "every server's port loses");
     }
 
     #[test]
