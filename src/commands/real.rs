@@ -11,7 +11,7 @@
 //! the query is answered) with `--variant`, `--set`, `--tuple-gap-ns`, `--seconds` (a
 //! deadline), `--data-dir` and `--json`; `cluster --system switchtx` runs SwitchTx's servers
 //! and switches (`pisadb_switchtx::real`) with `--variant`, `--set`, `--seconds`, `--loss`,
-//! `--delay-us`, `--jitter-us`, `--data-dir` and `--json`.
+//! `--delay-us`, `--jitter-us`, `--kill-switch` (S0), `--down`, `--data-dir` and `--json`.
 
 use crate::commands::bench::{CcArg, FineLocksArg, LayoutArg, ModeArg, PartitioningArg, Preset, RackArgs, WorkloadArg};
 use clap::Args as ClapArgs;
@@ -174,7 +174,8 @@ pub(crate) struct ClusterArgs {
     /// `kill -9` a node mid-run and restart it: NODE@SECONDS, e.g. 1@2.5 (repeatable).
     #[arg(long, value_parser = parse_kill_node)]
     kill_node: Vec<(u16, f64)>,
-    /// `kill -9` the switch at SECONDS into the run and restart it, rebuilt from the logs.
+    /// `kill -9` the switch at SECONDS into the run and restart it, rebuilt from the logs
+    /// (SwitchTx: S0, restarted with zeroed registers).
     #[arg(long)]
     kill_switch: Option<f64>,
     /// Seconds a killed process stays down.
@@ -481,8 +482,10 @@ fn cluster_verdict(failure: Option<String>, ok: &str, data_dir: &std::path::Path
 
 /// `pisadb cluster --system switchtx`: SwitchTx's servers and its four switches (S0 over three
 /// ToRs) as processes on loopback, from real mode's defaults (8 servers x 2 threads) with
-/// every `--set` applied; `--loss`, `--delay-us` and `--jitter-us` on every server's port.
+/// every `--set` applied; `--loss`, `--delay-us` and `--jitter-us` on every server's port;
+/// `--kill-switch` kills S0 and restarts it after `--down` with zeroed registers.
 fn switchtx_cluster(args: &ClusterArgs) -> Result<(), String> {
+    use pisadb_runtime::supervisor::Crash;
     use pisadb_switchtx::real::{real_defaults, run_cluster, ClusterOptions, Spec};
     let (variant, _, data_dir) = system_cluster_inputs::<serde_json::Value>(&pisadb_switchtx::SYSTEM, args)?;
     let defaults = serde_json::to_value(real_defaults()).expect("settings serialize");
@@ -494,6 +497,11 @@ fn switchtx_cluster(args: &ClusterArgs) -> Result<(), String> {
         data_dir,
         exe: this_binary().map_err(|e| e.to_string())?,
         extra: PortWire { loss: args.loss, delay_us: args.delay_us, jitter_us: args.jitter_us },
+        crashes: args
+            .kill_switch
+            .map(|at_s| Crash { role: pisadb_runtime::Role::Switch(0), at_s, down_s: args.down })
+            .into_iter()
+            .collect(),
     };
     let r = run_cluster(&opts).map_err(|e| e.to_string())?;
     if args.json {
@@ -523,6 +531,9 @@ fn switchtx_cluster(args: &ClusterArgs) -> Result<(), String> {
             "switches: {} gathered, {} stale/aborted dropped; wires: {} lost, {} delayed; {} commits checked",
             f.switch_gathered, f.switch_filtered, r.wire.0, r.wire.1, f.checked_commits
         );
+        for (id, at_s, down_s) in &r.crashes {
+            println!("switch {id} killed at {at_s} s, restarted with zeroed registers {down_s} s later");
+        }
     }
     let ok = if r.replicated {
         "committed history serializable, every backup equals its primary, no lock left, every server drained"

@@ -21,6 +21,11 @@
 //! on a busy machine reach milliseconds; the simulator's 2 ms would resolve live transactions)
 //! and 10 ms admission epochs. `--set` edits these.
 //!
+//! **Switch crashes.** A switch process can be `kill -9`ed mid-run and restarted
+//! ([`ClusterOptions::crashes`]): it comes back with zeroed registers, as §3.5 has it (a switch
+//! stores no data, only coordination state); old messages fail the tag check and their clients
+//! time out, ask the participants and retry. Servers do not crash (they keep no log).
+//!
 //! **Checks.** Each server process keeps a [`Ledger`] of its events and writes it with the
 //! image of its stores ([`ShardImage`]) in its report; the cluster merges them and runs the
 //! simulator's end-of-run checks ([`check_ledger`]): the committed history serializable, no
@@ -35,11 +40,11 @@ use crate::rack::{
 use crate::server::{AbortReason, Server, ServerConfig, ServerEvent, COSTS};
 use pisadb_core::Nanos;
 use pisadb_runtime::host_proc::{self, HostRun};
-use pisadb_runtime::supervisor::{free_ports, ConfigLaunch};
+use pisadb_runtime::supervisor::{free_ports, ConfigLaunch, Crash};
 use pisadb_runtime::switch_proc::{self, SwitchReport};
 use pisadb_runtime::wal_file::WalFile;
 use pisadb_runtime::wire::PortWire;
-use pisadb_runtime::{write_json, Network, RackConfig as RealConfig, RuntimeError};
+use pisadb_runtime::{write_json, Network, RackConfig as RealConfig, Role, RuntimeError};
 use pisadb_switch::Switch;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -225,6 +230,8 @@ pub struct ClusterOptions {
     pub exe: PathBuf,
     /// Loss, delay and jitter behind every server's port.
     pub extra: PortWire,
+    /// Switches to `kill -9` mid-run and restart (with zeroed registers, §3.5), S0 is 0.
+    pub crashes: Vec<Crash>,
 }
 
 /// The run's figures, over every server's clients.
@@ -273,6 +280,8 @@ pub struct ClusterResult {
     pub replicated: bool,
     /// What the wires behind the servers' ports did, summed over the ToRs: lost, delayed.
     pub wire: (u64, u64),
+    /// The switch crashes carried out: (switch, seconds into the run, seconds down).
+    pub crashes: Vec<(u16, f64, f64)>,
     /// The first check that failed, if any.
     pub failure: Option<String>,
 }
@@ -333,7 +342,19 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult, RuntimeError>
     opts.extra.validate()?;
     let network = network(&opts.spec, addrs[..switches].to_vec(), addrs[switches..].to_vec(), &opts.extra)?;
     let mut supervisor = ConfigLaunch::start(SYSTEM, opts.spec.clone(), network, &opts.data_dir, opts.exe.clone())?;
-    supervisor.start_together(opts.seconds)?;
+    if let Some(c) = opts.crashes.iter().find(|c| !matches!(c.role, Role::Switch(id) if usize::from(id) < switches)) {
+        let accepted = format!("a switch of the rack: 0..{switches} (servers keep no log to recover from)");
+        return Err(RuntimeError::bad_setting("crash", format!("{:?}", c.role), accepted));
+    }
+    let go = supervisor.start_together(opts.seconds)?;
+    let crashes = supervisor
+        .inject(go.epoch_unix_ns, &opts.crashes)?
+        .into_iter()
+        .filter_map(|c| match c.role {
+            Role::Switch(id) => Some((id, c.at_s, c.down_s)),
+            Role::Host(_) => None,
+        })
+        .collect();
     supervisor.wait_for_hosts()?;
     supervisor.stop_switches()?;
     let hosts: Vec<HostReport> = ConfigLaunch::host_reports(&opts.data_dir, servers as u16)?;
@@ -361,6 +382,7 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult, RuntimeError>
         switches: switch_reports,
         replicated: !v.eris,
         wire,
+        crashes,
         failure,
     })
 }
