@@ -487,6 +487,13 @@ fn cluster_verdict(failure: Option<String>, ok: &str, data_dir: &std::path::Path
 fn switchtx_cluster(args: &ClusterArgs) -> Result<(), String> {
     use pisadb_runtime::supervisor::Crash;
     use pisadb_switchtx::real::{real_defaults, run_cluster, ClusterOptions, Spec};
+    if !args.kill_node.is_empty() || !args.port_wire.is_empty() || args.netns {
+        return Err(
+            "--system switchtx: --kill-node (servers keep no log), --port-wire and --netns are not supported; \
+                    --loss/--delay-us/--jitter-us and --kill-switch are"
+                .into(),
+        );
+    }
     let (variant, _, data_dir) = system_cluster_inputs::<serde_json::Value>(&pisadb_switchtx::SYSTEM, args)?;
     let defaults = serde_json::to_value(real_defaults()).expect("settings serialize");
     let rack = pisadb_harness::read_back(defaults, &args.sets).map_err(|e| e.to_string())?;
