@@ -29,6 +29,8 @@
 //! - [`rack`]: the data center on the simulator, its figures and end-of-run checks.
 //! - [`real`]: real mode (`pisadb cluster --system transkv`): the processes on loopback, the
 //!   storage nodes over fjall on disk.
+//! - [`recovery`]: the controller's log with before and after images, undo/redo recovery with
+//!   cascading rollback (§IV-E).
 //! - [`system`]: the harness's view (variants, settings, one point).
 //! - [`experiments`]: Figs. 9–11 and Tables I–II, their CSVs, charts and report.
 //! - [`fuzz`]: seeded fault-injection cases and their oracles (`pisadb fuzz --system transkv`).
@@ -42,6 +44,7 @@ pub mod layout;
 pub mod program;
 pub mod rack;
 pub mod real;
+pub mod recovery;
 pub mod store;
 pub mod system;
 pub mod wire;
