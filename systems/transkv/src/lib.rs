@@ -15,9 +15,10 @@
 //! resolve unanswered attempts with it, so lost messages never lose a commit or wedge a key.
 //! Nodes restart from their logs, a crashed switch is rebuilt from the nodes' logs with safe
 //! timestamps, and the controller restarts empty (`store.rs`, `fuzz.rs`). The variant
-//! `transkv-log` clones every accepted transaction to the controller's log (§IV-E). Not built
-//! yet (issue 19): the log's before images and undo/redo recovery with cascading rollback,
-//! cache refresh from the hit counters, tolerance of duplicated packets.
+//! `transkv-log` clones every accepted transaction and every commit with its before images to
+//! the controller's log, over which [`recovery`] undoes and redoes with cascading rollback
+//! (§IV-E). Not built yet (issue 19): cache refresh from the hit counters, tolerance of
+//! duplicated packets.
 //!
 //! - [`wire`]: the message format behind the shared frame.
 //! - [`program`]: the switch program (cache table, timestamps, values, basic TSO).

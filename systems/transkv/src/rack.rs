@@ -569,6 +569,17 @@ pub fn client_host(index: u16, path: Path, cfg: &RackConfig, hierarchy: &Arc<Hie
     })
 }
 
+/// Storage node `node` of a run of `variant` (empty, in memory; in `transkv-log` it copies
+/// every commit to the controller's log).
+pub fn storage_node(variant: &str, node: u16) -> StorageNode {
+    let n = StorageNode::new(node);
+    if variant == "transkv-log" {
+        n.logging_to(CONTROLLER)
+    } else {
+        n
+    }
+}
+
 /// Switch `id` of a run of `variant` in `mode`, its cache filled with its keys of `hierarchy`.
 pub fn rack_switch(
     variant: &str,
@@ -590,7 +601,7 @@ pub fn rack_switch(
 /// The world of one run of `variant`, not started, and its key placement.
 pub fn build(variant: &str, cfg: &RackConfig) -> Result<(RackWorld, Arc<Hierarchy>), String> {
     let (mode, path, hierarchy) = placement(variant, cfg)?;
-    let mut hosts: Vec<RackHost> = (0..NODES).map(|n| RackHost::Store(StorageNode::new(n))).collect();
+    let mut hosts: Vec<RackHost> = (0..NODES).map(|n| RackHost::Store(storage_node(variant, n))).collect();
     for index in 0..CLIENTS {
         hosts.push(RackHost::Client(Box::new(client_host(index, path, cfg, &hierarchy)?)));
     }

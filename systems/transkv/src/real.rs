@@ -245,7 +245,7 @@ pub fn serve_host(cfg: &RealConfig<Spec>, id: u16, data_dir: &Path) -> Result<Ho
             } else {
                 StorageNode::restore_into(n, Box::new(store), &records).map_err(|e| bad_spec("log", e))?
             };
-            RackHost::Store(node)
+            RackHost::Store(if spec.variant == "transkv-log" { node.logging_to(CONTROLLER) } else { node })
         }
         c if (CLIENT0..CLIENT0 + CLIENTS).contains(&c) => RackHost::Client(Box::new(
             client_host(c - CLIENT0, path, &spec.rack, &hierarchy).map_err(|e| bad_spec(&spec.variant, e))?,

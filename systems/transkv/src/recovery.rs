@@ -24,11 +24,17 @@
 //! writer. The surviving history must then be serializable in timestamp order, each surviving
 //! writer now overwriting the newest surviving version before it ([`Recovery::check`]).
 //!
-//! **Where the images come from.** The paper's controller fetches the before images from the
-//! key-value stores when a switch's copy of a transaction arrives. Here the log is filled from
-//! what the storage nodes report when they install a write (the version overwritten, the same
-//! the fetch would return under TSO, where a key's writes install in timestamp order) and the
-//! clients' reads ([`TxnLog::from_ledger`]); the fetch messages themselves are not modelled.
+//! **Where the images come from** (variant `transkv-log`, `crate::control`). Each switch
+//! copies a transaction it accepts to the controller (reads it served, with their versions);
+//! each storage node copies a transaction it commits, with the version each write overwrote in
+//! that op's value slot. The paper's controller fetches the before images from the stores when
+//! a switch's copy arrives; here the node sends them with its commit (under TSO a key's writes
+//! install in timestamp order, so the version a write overwrote is what such a fetch must
+//! return), which also confirms the commit. A transaction whose commit the log has not seen
+//! confirmed (`Unknown`: a node aborted it, or its copy was lost or still on its way) is rolled
+//! back by any recovery; the log knows no write of it to undo. [`TxnLog::from_ledger`] builds
+//! the same log from what the clients and nodes reported, the oracle the tests hold the
+//! controller's log to.
 
 use crate::rack::Ledger;
 use pisadb_check::{CommittedTxn, History};
@@ -262,9 +268,24 @@ mod tests {
             resolve_us: 10_000,
         };
         let (world, _, _) = run_world("transkv-log", &cfg).unwrap();
-        let log = TxnLog::from_ledger(world.observer().ledger());
-        assert_eq!(log.records.len(), 1_200);
-        assert_eq!(log.recover(&BTreeSet::new()).check(&log), Ok(1_200), "no failure: nothing rolled back");
+        let oracle = TxnLog::from_ledger(world.observer().ledger());
+        // The controller's own log: every commit confirmed with the images the oracle has; the
+        // rest are attempts nodes aborted (Unknown, nothing written).
+        let crate::rack::RackHost::Controller(controller) = &world.hosts()[usize::from(crate::layout::CONTROLLER)]
+        else {
+            panic!("host layout")
+        };
+        let own = controller.txn_log();
+        let mut log = own.clone();
+        log.records.retain(|_, r| r.outcome == Outcome::Committed);
+        assert_eq!(log, oracle, "the controller's committed records are the clients' and nodes' commits");
+        let unknown = own.records.values().filter(|r| r.outcome == Outcome::Unknown).count();
+        assert!(own.records.values().all(|r| r.outcome == Outcome::Committed || r.writes.is_empty()));
+        assert_eq!(own.recover(&BTreeSet::new()).rolled_back.len(), unknown, "only the unconfirmed roll back");
+        let log = own.clone();
+        let committed = 1_200;
+        assert_eq!(log.records.len(), committed + unknown);
+        assert_eq!(log.recover(&BTreeSet::new()).check(&log), Ok(committed), "no failure: every commit survives");
         // The failure: the committed writer among the first 200 whose rollback cascades furthest.
         let writers: Vec<u32> =
             log.records.iter().filter(|(_, r)| !r.writes.is_empty()).map(|(&ts, _)| ts).take(200).collect();
@@ -296,7 +317,7 @@ mod tests {
         // readers (the transitive case is `chain()`'s).
         assert!(r.cascaded.iter().all(|ts| log.records[ts].writes.is_empty()));
         let survivors = r.check(&log).unwrap();
-        assert_eq!(survivors, 1_200 - r.rolled_back.len());
+        assert_eq!(survivors, committed + unknown - r.rolled_back.len());
         // Rolling back only the failed writer leaves readers of its undone write: refused.
         let mut shallow = r.clone();
         shallow.rolled_back = BTreeSet::from([failed]);

@@ -177,11 +177,22 @@ pub struct StorageNode {
     switch_epoch: u16,
     /// Every version a switch-decided write installed, per key, in commit (= timestamp) order.
     history: BTreeMap<u64, Vec<u64>>,
+    /// Variant `transkv-log`: the controller that gets a copy of every commit with its before
+    /// images (`crate::recovery`).
+    log_to: Option<u16>,
     /// Rejected datagrams by reason.
     pub rejections: Rejections,
 }
 
 impl StorageNode {
+    /// This node sending the controller `controller` a copy of every transaction it commits:
+    /// its reads as answered and, in each write op's value slot, the key's value before the
+    /// write (its before image; the after image is the T-TS's value).
+    pub fn logging_to(mut self, controller: u16) -> Self {
+        self.log_to = Some(controller);
+        self
+    }
+
     /// An empty node (every key at version 0) over an in-memory map.
     pub fn new(address: u16) -> Self {
         Self::with_store(address, Box::new(Versions::default()))
@@ -199,6 +210,7 @@ impl StorageNode {
             decided_floor: Some(0),
             switch_epoch: 0,
             history: BTreeMap::new(),
+            log_to: None,
             rejections: Rejections::default(),
         }
     }
@@ -379,6 +391,14 @@ impl StorageNode {
             let tuple = Tuple { value: 0, version: u64::from(msg.ts) };
             let _ = self.versions.put(tuple_key(op.key), tuple);
             self.history.entry(op.key as u64).or_default().push(u64::from(msg.ts));
+        }
+        if let Some(controller) = self.log_to {
+            let mut copy = msg.clone();
+            copy.status = Status::Log;
+            for (op, &(key, before)) in copy.ops.iter_mut().filter(|o| o.op_type == OpType::Write).zip(&writes) {
+                op.value = value_of(u128::from(key), before);
+            }
+            out.sends.push(Send { dst: controller, bytes: copy.datagram(self.address, controller) });
         }
         if !writes.is_empty() {
             out.events.push(StoreEvent::Committed { ts: msg.ts, writes });
