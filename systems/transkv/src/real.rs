@@ -539,4 +539,59 @@ mod tests {
         assert_eq!(log.records, vec![NodeRecord::Prepared(msg(5)), NodeRecord::Outcome(msg(5))]);
         assert_eq!((log.valid_bytes, log.torn_tail.is_some()), (whole, true));
     }
+
+    fn host(id: u16, ledger: Ledger, cached_versions: Vec<(u64, u64)>) -> HostReport {
+        let mut figures = RackObserver::new().figures();
+        figures.commits = ledger.client_commits.len() as u64;
+        HostReport {
+            id,
+            figures,
+            ledger,
+            cached_versions,
+            open_transactions: 0,
+            store: (id < NODES).then_some((1, 0)),
+            drained: true,
+            seconds: 1.0,
+        }
+    }
+
+    #[test]
+    fn the_judge_refuses_a_stale_cached_value_a_pending_writer_and_an_unknown_commit() {
+        // Client 16 committed T-TS 8 writing key 5 over version 0, node 0 installed it.
+        let mut client = Ledger::default();
+        client.client_commits.insert(8, (Vec::new(), true));
+        let mut node = Ledger::default();
+        node.store_commits.insert(8, vec![(5, 0)]);
+        let hosts = || vec![host(0, node.clone(), vec![(5, 8)]), host(16, client.clone(), Vec::new())];
+        let cache = |version: u64, t_ts: u64| {
+            vec![CacheReport { entries: vec![(5, true, value_of(5, version).to_vec(), t_ts)] }]
+        };
+        let ok = judge(hosts(), Vec::new(), &cache(8, 0));
+        assert_eq!((ok.failure, ok.checked, ok.cached_compared), (None, 1, (1, 0)));
+        let stale = judge(hosts(), Vec::new(), &cache(0, 0)).failure.unwrap();
+        assert!(stale.contains("caches key 5 at a value its node does not hold"), "{stale}");
+        let pending = judge(hosts(), Vec::new(), &cache(8, 9)).failure.unwrap();
+        assert!(pending.contains("pending writer"), "{pending}");
+        let lone = judge(vec![host(0, node.clone(), vec![(5, 8)])], Vec::new(), &cache(8, 0)).failure.unwrap();
+        assert!(lone.contains("which no client counted"), "{lone}");
+    }
+
+    #[test]
+    fn a_restarted_node_resets_store_writes_its_log_never_confirmed() {
+        use crate::wire::{Message, Op, OpType, Status};
+        let dir = std::env::temp_dir().join(format!("pisadb-transkv-restore-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut store = FjallStore::open(&dir).unwrap();
+        // Key 5: committed by T-TS 8 (in the log). Key 11: written by T-TS 77 while handling,
+        // killed before the round's log records were durable (never answered).
+        store.put(TupleKey::new(0, 5), Tuple { value: 0, version: 8 }).unwrap();
+        store.put(TupleKey::new(0, 11), Tuple { value: 0, version: 77 }).unwrap();
+        let op = Op { op_type: OpType::Write, flags: 0, key: 5, value: value_of(5, 8) };
+        let committed = Message { ts: 8, status: Status::Committed, client: 16, seq: 1, ops: vec![op] };
+        let node = StorageNode::restore_into(0, Box::new(store), &[NodeRecord::Outcome(committed)]).unwrap();
+        assert_eq!((node.version(5), node.version(11)), (8, 0));
+        assert_eq!(node.store_figures(), (2, 0));
+        drop(node);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
