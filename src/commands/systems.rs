@@ -33,11 +33,13 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
         println!("{}", serde_json::to_string_pretty(&systems).map_err(|e| e.to_string())?);
         return Ok(());
     }
+    // One column for every system's variant names, so the summaries line up.
+    let width = registry.systems().iter().flat_map(|s| s.variants()).map(|v| v.name.len()).max().unwrap_or(0);
     for s in registry.systems() {
         println!("{}  {}", s.name(), s.paper());
         println!("    {}", s.summary());
         for v in s.variants() {
-            println!("    --variant {:<12} {}", v.name, v.summary);
+            println!("    --variant {:<width$} {}", v.name, v.summary);
         }
         println!();
     }

@@ -50,7 +50,9 @@ pub struct Faults {
     pub slow: Vec<SlowLink>,
     /// Crashes, each followed by a restart.
     pub crashes: Vec<Crash>,
-    /// From here on the network is healthy and no crash begins.
+    /// From here on the network is healthy and no crash begins. Loss, duplication, jitter and
+    /// slow links apply only before it, so a plan that sets them must set this too: the
+    /// default, 0, is healthy from the start (`..Faults::default()` alone injects nothing).
     pub heal_at_ns: Nanos,
 }
 

@@ -29,6 +29,7 @@ fn server() -> Server {
         seed: 1,
         timeout_ns: 0,
         costs: COSTS,
+        eris: false,
     })
 }
 

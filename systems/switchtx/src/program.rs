@@ -38,6 +38,18 @@ pub const TAG: u8 = 1;
 pub const ABORTED: u8 = 2;
 /// The counter array.
 pub const COUNTER: u8 = 3;
+/// The Eris sequencer's counter of shard `k` is array `SEQ0 + k` (one cell each), three in
+/// each of stages 1–3 beside the GaS arrays, then four per stage.
+pub const SEQ0: u8 = 4;
+
+/// The stage of shard `k`'s sequence counter.
+fn seq_stage(k: u8) -> u8 {
+    if k < 9 {
+        1 + k / 3
+    } else {
+        4 + (k - 9) / 4
+    }
+}
 
 const READ: u8 = 0;
 const WRITE: u8 = 1;
@@ -62,6 +74,9 @@ pub struct GatherScatter {
     pub programmable: bool,
     /// Where a leaf sends a message up (a server behind S0); `None` at S0.
     pub up: Option<u16>,
+    /// Whether it is the Eris baseline's sequencer (stamps one sequence number per
+    /// destination shard and multicasts to the destination servers).
+    pub sequencer: bool,
 }
 
 /// What a pass decides, in the reference's terms.
@@ -79,7 +94,36 @@ fn go_on(role: Role, up: Option<u16>, c: &mut Control, scatter: u16) -> PassDeci
 impl GatherScatter {
     /// The program of switch `switch`.
     pub fn new(switch: u16, programmable: bool, up: Option<u16>) -> Self {
-        GatherScatter { switch, programmable, up }
+        GatherScatter { switch, programmable, up, sequencer: false }
+    }
+
+    /// The same program, as the Eris sequencer.
+    pub fn with_sequencer(mut self) -> Self {
+        self.sequencer = true;
+        self
+    }
+
+    /// Eris: one pass stamps every destination shard's next sequence number (each shard's
+    /// counter is its own array, visited in stage order) and multicasts to the servers.
+    fn sequence(&self, ctx: &mut PassContext<'_>, q: &mut crate::wire::Sequenced, threads: u8) -> PassDecision {
+        if !self.sequencer {
+            return PassDecision::Forward;
+        }
+        let mask = q.header.mask.get();
+        let mut servers = 0u16;
+        for k in 0..crate::wire::ERIS_SHARDS as u8 {
+            if mask & (1 << k) != 0 {
+                // The arrays are the program's own: an access error is a bug.
+                let n = ctx.execute(SEQ0 + k, 0, 0, 0, 0).expect("valid access");
+                q.header.seq[usize::from(k)].set(n as u32);
+                servers |= 1 << (k / threads.max(1));
+            }
+        }
+        q.header.flags |= FLAG_DOWN;
+        if servers == 0 || servers >= 0x100 {
+            return PassDecision::Drop("bad_shards");
+        }
+        PassDecision::Multicast(servers)
     }
 
     fn control(&self, ctx: &mut PassContext<'_>, c: &mut Control) -> PassDecision {
@@ -150,6 +194,19 @@ impl Program for GatherScatter {
             Branch::set(Expr::constant(0), Expr::LO.plus(Expr::constant(1))),
             Branch::set(Expr::LO.plus(Expr::constant(1)), Expr::LO.plus(Expr::constant(1))),
         );
+        let inc = RegisterAction::always(
+            "next",
+            Branch::set(Expr::LO.plus(Expr::constant(1)), Expr::LO.plus(Expr::constant(1))),
+        );
+        let sequencers = (0..crate::wire::ERIS_SHARDS as u8).map(|k| RegisterArraySpec {
+            id: SEQ0 + k,
+            name: format!("eris_seq_{k}"),
+            stage: seq_stage(k),
+            entries: 1,
+            width_bits: 32,
+            pair: false,
+            actions: vec![inc.clone()],
+        });
         ProgramSpec {
             name: "switchtx_gather_scatter".into(),
             arrays: vec![
@@ -175,7 +232,10 @@ impl Program for GatherScatter {
                     16,
                     vec![count, RegisterAction::always("reset", Branch::set(Expr::constant(0), Expr::LO))],
                 ),
-            ],
+            ]
+            .into_iter()
+            .chain(sequencers)
+            .collect(),
             reserve_fast_recirc_port: false,
             tables: Vec::new(),
         }
@@ -197,6 +257,10 @@ impl Program for GatherScatter {
         match &mut p.msg {
             Message::Data(_) => PassDecision::Forward,
             Message::Control(c) => self.control(ctx, c),
+            Message::Sequenced(q) => {
+                let threads = q.header.tag.get().min(255) as u8;
+                self.sequence(ctx, q, threads)
+            }
         }
     }
 
@@ -204,6 +268,7 @@ impl Program for GatherScatter {
         match &p.msg {
             Message::Control(c) => out.extend_from_slice(zerocopy::IntoBytes::as_bytes(c)),
             Message::Data(d) => d.encode(out),
+            Message::Sequenced(q) => q.encode(out),
         }
     }
 
@@ -212,6 +277,7 @@ impl Program for GatherScatter {
             + match &p.msg {
                 Message::Control(_) => crate::wire::CONTROL_BYTES,
                 Message::Data(d) => d.payload_bytes(),
+                Message::Sequenced(q) => q.payload_bytes(),
             }
     }
 }
@@ -356,6 +422,43 @@ mod tests {
         let plain = GatherScatter::new(2, false, Some(6));
         let mut reference = Reference::default();
         assert_eq!(reference.step(&plain, &mut ok), PassDecision::Forward, "not programmable: forward");
+    }
+
+    #[test]
+    fn the_sequencer_stamps_each_destination_shard_in_turn_and_multicasts_to_their_servers() {
+        use crate::wire::{Sequenced, SequencedHeader, SEQUENCED_BYTES};
+        use zerocopy::FromBytes;
+        let mut sw = Bench::new(GatherScatter::new(0, false, None).with_sequencer());
+        let txn = |mask: u64| {
+            let mut h = SequencedHeader::read_from_bytes(&[0u8; SEQUENCED_BYTES][..]).unwrap();
+            h.msg = MsgType::ErisTxn as u8;
+            h.tag.set(5); // five threads per server: shard k on server k / 5
+            h.mask.set(mask);
+            Sequenced { header: h, keys: vec![(1, true)] }
+        };
+        let mut run = |q: Sequenced| {
+            let frame = Frame { kind: Kind::SwitchTx, src: 0, dst: 1 };
+            let mut bytes = Vec::new();
+            q.encode(&mut bytes);
+            let mut p = sw.program.admit(&frame, &bytes).unwrap();
+            let mut ctx = PassContext::with_tables(&mut sw.registers, &sw.tables, &mut sw.gid);
+            let d = sw.program.execute_pass(&mut ctx, &mut p);
+            let Message::Sequenced(q) = p.msg else { panic!("stays sequenced") };
+            (d, q.header)
+        };
+        let (d, h) = run(txn((1 << 0) | (1 << 7) | (1 << 39)));
+        assert_eq!(d, PassDecision::Multicast(0b1000_0011), "servers 0, 1 and 7");
+        assert_eq!((h.seq[0].get(), h.seq[7].get(), h.seq[39].get(), h.seq[1].get()), (1, 1, 1, 0));
+        assert_eq!(h.flags & FLAG_DOWN, FLAG_DOWN);
+        let (_, h) = run(txn((1 << 7) | (1 << 8)));
+        assert_eq!((h.seq[7].get(), h.seq[8].get()), (2, 1), "one counter per shard");
+        let mut plain = Bench::new(GatherScatter::new(1, false, Some(3)));
+        let frame = Frame { kind: Kind::SwitchTx, src: 0, dst: 1 };
+        let mut bytes = Vec::new();
+        txn(1).encode(&mut bytes);
+        let mut p = plain.program.admit(&frame, &bytes).unwrap();
+        let mut ctx = PassContext::with_tables(&mut plain.registers, &plain.tables, &mut plain.gid);
+        assert_eq!(plain.program.execute_pass(&mut ctx, &mut p), PassDecision::Forward, "only the sequencer stamps");
     }
 
     proptest! {

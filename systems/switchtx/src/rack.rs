@@ -11,6 +11,14 @@
 //! | `tree-gas` | the tree | no | static |
 //! | `reorder` | the tree | three strict-priority classes | static |
 //! | `switchtx` | the tree | three classes | adaptive (Listing 1) |
+//! | `eris` | a sequencer switch (S0) | no | static |
+//!
+//! `eris` is the Eris-like baseline: a shard is a thread; the client sends its whole
+//! transaction in one message whose header holds one sequence number per shard (40 at most:
+//! the parser limit), the sequencer switch stamps them in one pass and multicasts the message to
+//! the shards' servers, and each shard executes its keys in sequence order, waiting on gaps, and
+//! answers the client. Only independent one-shot transactions (YCSB-T read-modify-writes); no
+//! replication, no recovery from loss (not among the fuzz cases).
 //!
 //! Without priority every port is a FIFO; with it every port (hosts' uplinks, switch egress)
 //! has three strict-priority classes sharing `buffer_kb` that tail-drops. The servers'
@@ -94,20 +102,25 @@ pub struct Variant {
     pub priority: bool,
     /// Listing 1's admission control.
     pub adaptive: bool,
+    /// The Eris baseline (a sequencer switch, one-shot transactions).
+    pub eris: bool,
 }
 
-/// The variants' names, in the ablation's order.
-pub const VARIANT_NAMES: [&str; 5] = ["fasst", "gas", "tree-gas", "reorder", "switchtx"];
+/// The variants' names: the ablation, in order, then the Eris baseline.
+pub const VARIANT_NAMES: [&str; 6] = ["fasst", "gas", "tree-gas", "reorder", "switchtx", "eris"];
+/// The five-phase variants (FaSST and the cumulative ablation up to SwitchTx).
+pub const ABLATION: [&str; 5] = ["fasst", "gas", "tree-gas", "reorder", "switchtx"];
 
 /// The variant called `name`, or the accepted names.
 pub fn variant_of(name: &str) -> Result<Variant, String> {
-    let v = |coord, priority, adaptive| Ok(Variant { coord, priority, adaptive });
+    let v = |coord, priority, adaptive| Ok(Variant { coord, priority, adaptive, eris: false });
     match name {
         "fasst" => v(Coordination::Client, false, false),
         "gas" => v(Coordination::Core, false, false),
         "tree-gas" => v(Coordination::Tree, false, false),
         "reorder" => v(Coordination::Tree, true, false),
         "switchtx" => v(Coordination::Tree, true, true),
+        "eris" => Ok(Variant { coord: Coordination::Client, priority: false, adaptive: false, eris: true }),
         other => Err(format!("variant `{other}`: accepted {}", VARIANT_NAMES.join(", "))),
     }
 }
@@ -246,8 +259,12 @@ fn make_switch(id: u16, v: &Variant, layout: &Layout) -> Result<Switch<GatherSca
         Coordination::Tree => true,
     };
     let up = (id > 0).then(|| layout.anchor(layout.racks[usize::from(id) - 1][0]));
-    let mut sw =
-        Switch::new(SwitchProfile::tofino1(), GatherScatter::new(id, programmable, up)).map_err(|e| e.to_string())?;
+    let mut program = GatherScatter::new(id, programmable, up);
+    // Eris's sequencer: S0, which every cross-rack message crosses (the one ToR in one rack).
+    if v.eris && id == u16::from(layout.racks.len() == 1) {
+        program = program.with_sequencer();
+    }
+    let mut sw = Switch::new(SwitchProfile::tofino1(), program).map_err(|e| e.to_string())?;
     for (group, members) in layout.groups(id) {
         sw.set_multicast_group(group, members);
     }
@@ -279,8 +296,9 @@ fn server_config(id: u8, v: &Variant, cfg: &RackConfig, layout: &Layout, costs: 
         },
         workload: cfg.workload.clone(),
         seed: cfg.seed,
-        timeout_ns: cfg.timeout_us * 1_000,
+        timeout_ns: if v.eris { 0 } else { cfg.timeout_us * 1_000 },
         costs,
+        eris: v.eris,
     }
 }
 
@@ -336,7 +354,7 @@ pub fn run_with(
     world.run(cfg.warmup_us * 1_000, cfg.measure_us * 1_000, max_events).map_err(|e| e.to_string())?;
     let mut f = figures(&world, cfg);
     world.drain(max_events).map_err(|e| e.to_string())?;
-    f.checked_commits = check(&world)?;
+    f.checked_commits = check(&world, !variant_of(variant)?.eris)?;
     f.events = world.events_processed();
     f.trace_hash = format!("{:016x}", world.trace_hash());
     Ok((f, world.fault_stats()))
@@ -385,7 +403,8 @@ pub fn figures(world: &RackWorld, cfg: &RackConfig) -> RackFigures {
 }
 
 /// The end-of-run checks (after a drain); the number of committed transactions checked.
-pub fn check(world: &RackWorld) -> Result<u64, String> {
+/// `replicated`: whether backups must equal primaries (the Eris baseline keeps no backups).
+pub fn check(world: &RackWorld, replicated: bool) -> Result<u64, String> {
     let o = world.observer();
     let mut history = History::new();
     let key = |k: u64| TupleKey::new(u16::from(crate::server::shard_of(k)), k & ((1 << 40) - 1));
@@ -415,7 +434,7 @@ pub fn check(world: &RackWorld) -> Result<u64, String> {
             primary.primary().iter().filter(|(_, r)| r.version != 0).map(|(&k, r)| (k, (r.value, r.version))).collect();
         let copied: BTreeMap<u64, (u64, u64)> =
             backup.iter().filter(|(_, v)| v.1 != 0).map(|(&k, &v)| (k, v)).collect();
-        if written != copied {
+        if replicated && written != copied {
             let diff = written.iter().find(|(k, v)| copied.get(k) != Some(v)).map(|(k, _)| *k);
             return Err(format!("shard {i}: backup differs from primary (first key {diff:?})"));
         }

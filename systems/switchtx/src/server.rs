@@ -33,6 +33,16 @@
 //! - *abort*: the first `fail` reaches the write participants, which unlock and forget, and
 //!   the client, which retries the same keys as a new attempt (marked retrying: high priority).
 //!
+//! Two shorter kinds (§3.2.3): a *read-only* transaction skips the execute phase: its read
+//! primaries copy their versions (`version_copy_ok`, gathered), then validate and answer the
+//! client with the values; a *blind write* skips execute and validate: its write primaries lock
+//! (no version to check) and answer `validate_ok` straight away, so the backups start when every
+//! lock is held.
+//!
+//! The workload is YCSB-T ([`Workload`]) or TPC-C NewOrder + Payment from
+//! `pisadb_workload::tpcc` (`tpcc_warehouses > 0`), whose operations become keys on their
+//! warehouse's server, written if any operation writes them.
+//!
 //! The coordinator is the switch tree (messages go to the sender's anchor, [`crate::tree`]),
 //! or, in FaSST, the client: participants answer it and it gathers with the same counter
 //! logic and sends the next phase to each participant itself (its own server's share by a
@@ -68,6 +78,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Zipf};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use zerocopy::FromBytes;
 
 /// The CPU costs a server charges (see `CALIBRATION.md`, `## SwitchTx`): per datagram
 /// received `stack_ns + handler_ns` (a `prepare`: `prepare_ns` instead of `handler_ns`),
@@ -110,6 +121,10 @@ pub struct Workload {
     /// Chance that a transaction is read-only (version copy, then validate and read).
     #[serde(default)]
     pub read_only_fraction: f64,
+    /// Chance that a transaction is a blind write (every key written with a constant, nothing
+    /// read: no execute and no validate phase).
+    #[serde(default)]
+    pub blind_fraction: f64,
     /// TPC-C instead of YCSB-T when non-zero: warehouses per server (NewOrder + Payment 50/50
     /// from `pisadb_workload::tpcc`; the YCSB fields above are then unused).
     #[serde(default)]
@@ -133,6 +148,7 @@ impl Default for Workload {
             partitions: 8,
             write_fraction: 0.5,
             read_only_fraction: 0.0,
+            blind_fraction: 0.0,
             tpcc_warehouses: 0,
             remote_items: 1.0,
         }
@@ -186,6 +202,9 @@ pub struct ServerConfig {
     pub timeout_ns: Nanos,
     /// The CPU costs.
     pub costs: Costs,
+    /// The Eris baseline instead of the five phases: one-shot transactions sequenced by a
+    /// switch, executed by each shard (a thread) in sequence order.
+    pub eris: bool,
 }
 
 impl ServerConfig {
@@ -210,6 +229,20 @@ impl ServerConfig {
             return Err(format!("threads {}: accepted 1..=255", self.threads));
         }
         let w = &self.workload;
+        if self.eris {
+            let shards = usize::from(n) * usize::from(self.threads);
+            if shards > crate::wire::ERIS_SHARDS {
+                return Err(format!(
+                    "eris: {n} servers × {} threads = {shards} shards, but the sequencer's 224-byte header holds {} sequence numbers (use threads <= {})",
+                    self.threads,
+                    crate::wire::ERIS_SHARDS,
+                    crate::wire::ERIS_SHARDS / usize::from(n)
+                ));
+            }
+            if w.tpcc_warehouses > 0 {
+                return Err("eris runs independent one-shot transactions (YCSB-T) only, not TPC-C".into());
+            }
+        }
         if w.tpcc_warehouses > 0 {
             return if (0.0..=1.0).contains(&w.remote_items) && w.tpcc_warehouses <= 1_000 {
                 Ok(())
@@ -222,6 +255,7 @@ impl ServerConfig {
         }
         if !(0.0..=1.0).contains(&w.write_fraction)
             || !(0.0..=1.0).contains(&w.read_only_fraction)
+            || !(0.0..=1.0).contains(&w.blind_fraction)
             || w.theta < 0.0
             || w.records == 0
             || w.columns == 0
@@ -331,6 +365,10 @@ struct Txn {
     query: Option<Query>,
     /// Read-only: version copy, then validate and read (no execute phase).
     read_only: bool,
+    /// Eris: the shards whose replies are outstanding.
+    shards: u64,
+    /// A blind write: lock, commit backup, commit primary (no execute, no validate).
+    blind: bool,
 }
 
 /// A client's resolution of a timed-out attempt.
@@ -417,6 +455,9 @@ pub struct Server {
     commits: u64,
     /// Each server's last-epoch throughput as piggybacked (this one's own included).
     known: Vec<u32>,
+    /// Eris: per local shard (thread), the next sequence number to execute and the
+    /// transactions waiting for their turn.
+    eris: Vec<(u32, BTreeMap<u32, crate::wire::Sequenced>)>,
 }
 
 /// The key of (server, record, column).
@@ -476,6 +517,7 @@ impl Server {
             stopping: false,
             commits: 0,
             known: vec![0; n],
+            eris: vec![(1, BTreeMap::new()); usize::from(cfg.threads)],
             cfg,
         }
     }
@@ -537,9 +579,10 @@ impl Server {
     // ---- client side ----
 
     /// Draws a transaction's keys.
-    fn draw(&mut self, thread: u16) -> Vec<(u64, bool)> {
+    /// A transaction's keys (key, written) and whether it is a blind write.
+    fn draw(&mut self, thread: u16) -> (Vec<(u64, bool)>, bool) {
         if let Some(tpcc) = self.tpcc.as_mut() {
-            return draw_tpcc(tpcc.0[usize::from(thread)].as_mut(), self.cfg.id);
+            return (draw_tpcc(tpcc.0[usize::from(thread)].as_mut(), self.cfg.id), false);
         }
         let w = self.cfg.workload.clone();
         let n = self.n();
@@ -559,16 +602,19 @@ impl Server {
             }
         }
         let read_only = w.read_only_fraction > 0.0 && rng.random_bool(w.read_only_fraction);
+        let blind = !read_only && w.blind_fraction > 0.0 && rng.random_bool(w.blind_fraction);
         if read_only {
             keys.iter_mut().for_each(|k| k.1 = false);
+        } else if blind {
+            keys.iter_mut().for_each(|k| k.1 = true);
         } else if keys.iter().all(|&(_, wr)| !wr) {
             keys[0].1 = true;
         }
-        keys
+        (keys, blind)
     }
 
     fn start_lane(&mut self, now: Nanos, thread: u16, lane: u8, out: &mut HostOutbox<Self>) {
-        let keys = self.draw(thread);
+        let (keys, blind) = self.draw(thread);
         let txn = Txn {
             attempt: 0,
             keys,
@@ -582,6 +628,8 @@ impl Server {
             aborted: false,
             query: None,
             read_only: false,
+            shards: 0,
+            blind,
         };
         let read_only = txn.keys.iter().all(|k| !k.1);
         let txn = Txn { read_only, ..txn };
@@ -607,8 +655,12 @@ impl Server {
         let servers = keys.iter().fold(0u8, |m, &(k, _)| m | (1 << shard_of(k)));
         txn.awaiting = servers;
         out.cpu_ns += self.cfg.costs.begin_ns;
-        if txn.read_only {
-            // No execute phase: the participants copy their versions (§3.2.3).
+        if self.cfg.eris {
+            return self.eris_send(thread, lane, out);
+        }
+        if txn.read_only || txn.blind {
+            // No execute phase: the participants copy their versions, or nothing is read
+            // (§3.2.3).
             return self.commit(now, thread, lane, out);
         }
         for server in bits(servers) {
@@ -625,6 +677,94 @@ impl Server {
         }
         if self.cfg.timeout_ns > 0 {
             out.timers.push((now + self.cfg.timeout_ns, ServerTimer::Timeout(thread, lane, attempt)));
+        }
+    }
+
+    /// Eris: the shard of a key (its server's thread `hash(key) % threads`).
+    fn eris_shard(&self, key: u64) -> u8 {
+        let thread = pisadb_core::rng::splitmix64(key) % u64::from(self.cfg.threads);
+        shard_of(key) * self.cfg.threads as u8 + thread as u8
+    }
+
+    /// Eris: the whole transaction in one message to the sequencer (through S0: the anchor).
+    fn eris_send(&mut self, thread: u16, lane: u8, out: &mut HostOutbox<Self>) {
+        let me = self.cfg.id;
+        let slot = self.cfg.slot(me, thread, lane);
+        let attempt = self.workers[usize::from(thread)].attempts[usize::from(lane)];
+        let txn_id = self.txn_id(thread, lane, attempt);
+        let Some(txn) = self.workers[usize::from(thread)].lanes[usize::from(lane)].as_ref() else { return };
+        let keys = txn.keys.clone();
+        let mask = keys.iter().fold(0u64, |m, &(k, _)| m | (1 << self.eris_shard(k)));
+        let mut h = crate::wire::SequencedHeader::read_from_bytes(&[0u8; crate::wire::SEQUENCED_BYTES][..])
+            .expect("a header's worth of zeros");
+        h.msg = MsgType::ErisTxn as u8;
+        h.slot.set(slot);
+        h.tag.set(self.cfg.threads);
+        h.client = me;
+        h.thread = thread as u8;
+        h.attempt.set(attempt);
+        h.txn.set(txn_id);
+        h.mask.set(mask);
+        if let Some(txn) = self.workers[usize::from(thread)].lanes[usize::from(lane)].as_mut() {
+            txn.shards = mask;
+            txn.committing = true;
+        }
+        let anchor = self.cfg.layout.anchor(me) as u8;
+        let q = crate::wire::Sequenced { header: h, keys };
+        self.send(out, anchor, q.datagram(u16::from(me), u16::from(anchor)));
+    }
+
+    /// Eris: a sequenced transaction reaches a server: each of its shards here runs it in
+    /// sequence order, waiting on gaps.
+    fn eris_receive(&mut self, q: crate::wire::Sequenced, out: &mut HostOutbox<Self>) {
+        let threads = self.cfg.threads as u8;
+        let me = self.cfg.id;
+        for t in 0..threads {
+            let shard = me * threads + t;
+            if q.header.mask.get() & (1 << shard) == 0 {
+                continue;
+            }
+            let seq = q.header.seq[usize::from(shard)].get();
+            self.eris[usize::from(t)].1.insert(seq, q.clone());
+            loop {
+                let (next, pending) = &mut self.eris[usize::from(t)];
+                let Some(ready) = pending.remove(next) else { break };
+                *next += 1;
+                self.eris_execute(&ready, shard, out);
+            }
+        }
+    }
+
+    fn eris_execute(&mut self, q: &crate::wire::Sequenced, shard: u8, out: &mut HostOutbox<Self>) {
+        let txn = q.header.txn.get();
+        let mut reply = Data::new(MsgType::ErisReply, q.header.slot.get(), 1, q.header.attempt.get(), txn);
+        reply.client = q.header.client;
+        reply.thread = q.header.thread;
+        reply.coord = shard;
+        let mine: Vec<(u64, bool)> = q.keys.iter().copied().filter(|&(k, _)| self.eris_shard(k) == shard).collect();
+        for (k, written) in mine {
+            let r = self.primary.entry(k).or_default();
+            reply.items.push(Item { key: k, value: r.value, version: r.version, locked: false });
+            if written {
+                out.events.push(ServerEvent::Installed(txn, k, r.version));
+                r.value += 1;
+                r.version = txn;
+            }
+        }
+        out.cpu_ns += self.cfg.costs.handler_ns + self.cfg.costs.item_ns * reply.items.len() as u64;
+        let client = q.header.client;
+        self.send(out, client, reply.datagram(u16::from(self.cfg.id), u16::from(client)));
+    }
+
+    /// Eris: a shard's reply reaches the client.
+    fn eris_reply(&mut self, now: Nanos, d: &Data, out: &mut HostOutbox<Self>) {
+        let Some((thread, lane, txn)) = self.current(d.slot, d.attempt) else { return };
+        txn.shards &= !(1u64 << d.coord);
+        for item in &d.items {
+            txn.reads.insert(item.key, (item.value, item.version));
+        }
+        if txn.shards == 0 {
+            self.committed(now, thread, lane, out);
         }
     }
 
@@ -671,17 +811,20 @@ impl Server {
         let n = self.n();
         let coord = self.cfg.coord;
         let timeout = self.cfg.timeout_ns;
-        let (attempt, keys, reads, retry);
+        let (attempt, keys, reads, retry, blind);
         {
             let Some(txn) = self.workers[usize::from(thread)].lanes[usize::from(lane)].as_mut() else { return };
             txn.committing = true;
             let wp = txn.keys.iter().filter(|k| k.1).fold(0u8, |m, &(k, _)| m | (1 << shard_of(k)));
-            let rp = txn.keys.iter().fold(0u8, |m, &(k, _)| m | (1 << shard_of(k)));
+            // A blind write reads nothing: its write primaries stand in for the read primaries,
+            // so gathering their `validate_ok` waits for every lock.
+            let rp = if txn.blind { wp } else { txn.keys.iter().fold(0u8, |m, &(k, _)| m | (1 << shard_of(k))) };
             let wb = bits(wp).fold(0u8, |m, s| m | (1 << ((s + 1) % n)));
             txn.parts = Participants { wp, wb, rp, client: me };
             txn.awaiting = rp;
             attempt = txn.attempt;
-            keys = txn.keys.clone();
+            keys = if txn.blind { txn.keys.iter().map(|&(k, _)| (k, true)).collect() } else { txn.keys.clone() };
+            blind = txn.blind;
             reads = txn.reads.clone();
             retry = txn.retries > 0;
         }
@@ -713,7 +856,7 @@ impl Server {
                 .map(|&(key, _)| Item { key, value: value(key), version: 0, locked: false })
                 .collect();
             d.writes = items.len() as u8;
-            items.extend(keys.iter().filter(|&&(k, _)| shard_of(k) == server).map(|&(key, _)| Item {
+            items.extend(keys.iter().filter(|&&(k, _)| !blind && shard_of(k) == server).map(|&(key, _)| Item {
                 key,
                 value: 0,
                 version: reads.get(&key).map_or(0, |r| r.1),
@@ -735,7 +878,7 @@ impl Server {
         if txn.attempt != attempt {
             return;
         }
-        if !txn.committing {
+        if !txn.committing && txn.query.is_none() {
             self.workers[t].losses += 1;
             out.events.push(ServerEvent::Timeout);
             return self.retry(now, thread, lane, out);
@@ -919,7 +1062,9 @@ impl Server {
             // No retry while draining; but an attempt aborted by a `fail` may have left locks
             // where that `fail` was lost, and no later attempt will release them: tell every
             // participant (the timeout path's decision, with its resends) before leaving.
-            let cleanup = self.workers[t].lanes[l].as_ref().is_some_and(|x| x.committing && x.query.is_none());
+            // (Any earlier attempt that reached the commit protocol may have: the participants
+            // are the same over the attempts, and a decision for this attempt clears theirs.)
+            let cleanup = self.workers[t].lanes[l].as_ref().is_some_and(|x| x.parts.wp != 0 && x.query.is_none());
             if cleanup {
                 return self.resolve_abort(now, thread, lane, out);
             }
@@ -1128,9 +1273,11 @@ impl Server {
         let Some(part) = self.parts.get(&slot) else { return };
         let owner = (slot, part.attempt);
         let version_read = |k: u64| part.reads.iter().find(|r| r.0 == k).map_or(0, |r| r.1);
+        // A blind write read nothing, so there is no version to hold it to.
+        let blind = part.reads.is_empty();
         let ok = part.writes.iter().all(|&(k, _)| {
             let r = self.primary.get(&k).copied().unwrap_or_default();
-            r.lock.is_none() && r.version == version_read(k)
+            r.lock.is_none() && (blind || r.version == version_read(k))
         });
         let keys: Vec<u64> = part.writes.iter().map(|w| w.0).collect();
         if ok {
@@ -1140,6 +1287,10 @@ impl Server {
             let part = self.parts.get_mut(&slot).expect("present");
             part.locked = keys;
             part.locked_at = now;
+            if blind {
+                // No validate phase: locked is validated.
+                return self.reply(now, slot, MsgType::ValidateOk, out);
+            }
             if part.parts.rp == 1 << self.cfg.id {
                 // The validate phase needs only this participant (a single-shard
                 // transaction, §3.2.3): validate now, no coordination round.
@@ -1310,7 +1461,8 @@ fn draw_tpcc(gen: &mut dyn pisadb_workload::Workload, home: u8) -> Vec<(u64, boo
             None => keys.push((key, writes)),
         }
     }
-    keys.truncate(crate::wire::MAX_ITEMS);
+    // NewOrder touches at most 4 + 15 × 3 = 49 distinct tuples.
+    keys.truncate(crate::wire::MAX_KEYS);
     keys
 }
 
@@ -1342,6 +1494,12 @@ impl Host for Server {
     }
 
     fn route(&self, bytes: &[u8]) -> Route {
+        // An Eris transaction runs on the first of this server's shards it names.
+        if let Ok((_, Message::Sequenced(q))) = Message::open(bytes) {
+            let threads = self.cfg.threads as u8;
+            let first = (0..threads).find(|t| q.header.mask.get() & (1 << (self.cfg.id * threads + t)) != 0);
+            return first.map_or(Route::AnyCore, |t| Route::Core(u16::from(t)));
+        }
         match thread_of(bytes) {
             Some(t) if t < self.cfg.threads => Route::Core(t),
             _ => Route::AnyCore,
@@ -1388,8 +1546,16 @@ impl Host for Server {
                     out.cpu_ns += self.cfg.costs.handler_ns;
                     self.query_answer(now, &d, from, out)
                 }
+                MsgType::ErisReply => {
+                    out.cpu_ns += self.cfg.costs.handler_ns;
+                    self.eris_reply(now, &d, out)
+                }
                 _ => out.events.push(ServerEvent::Rejected("unexpected_type")),
             },
+            Message::Sequenced(q) => {
+                out.cpu_ns += self.cfg.costs.handler_ns;
+                self.eris_receive(q, out)
+            }
         }
     }
 

@@ -24,6 +24,11 @@ const VARIANTS: &[Variant] = &[
     Variant { name: "gas", summary: "+GaS: only the core switch S0 gathers and scatters" },
     Variant { name: "tree-gas", summary: "+Tree-GaS: a tree of switches per transaction" },
     Variant { name: "reorder", summary: "+Reorder: three semantic priority classes on every port" },
+    Variant {
+        name: "eris",
+        summary:
+            "Eris-like: a sequencer switch stamps one-shot transactions per shard (at most 40 shards: threads <= 5)",
+    },
 ];
 
 fn run_error(why: impl Into<String>) -> HarnessError {

@@ -34,8 +34,12 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 pub const MAX_SWITCHES: usize = 8;
 /// The parser limit of a Tofino: 224 bytes of header (seed 001 §2.4).
 pub const PARSER_LIMIT_BYTES: usize = 224;
-/// Most items (keys) in one data message.
-pub const MAX_ITEMS: usize = 64;
+/// Most items in one data message (a `prepare` carries a participant's writes, the writes it
+/// backs up and its reads: at most twice a transaction's [`MAX_KEYS`]). Data messages are
+/// routed, never parsed by a switch, so the parser limit does not bound them.
+pub const MAX_ITEMS: usize = 2 * MAX_KEYS;
+/// Most keys in one transaction.
+pub const MAX_KEYS: usize = 64;
 
 /// Flag: the message comes down the tree from the root (scatter): switches only multicast it.
 pub const FLAG_DOWN: u8 = 1;
@@ -75,6 +79,8 @@ pub enum MsgType {
     /// A read-only transaction's read primary copied its versions (`#R_P`; then validate
     /// and read, to `R_P`, who answer the client directly).
     VersionCopyOk = 7,
+    /// Eris baseline: a one-shot transaction to sequence ([`Sequenced`]).
+    ErisTxn = 8,
     /// Execute phase: read keys (data).
     Read = 16,
     /// The values, versions and lock bits of a read (data).
@@ -89,6 +95,9 @@ pub enum MsgType {
     Resolve = 21,
     /// A participant carried the decision out.
     ResolveAck = 22,
+    /// Eris baseline: a shard executed its part (`coord` names the shard; items: what it
+    /// read).
+    ErisReply = 23,
 }
 
 impl MsgType {
@@ -101,6 +110,7 @@ impl MsgType {
             5 => MsgType::CommitOk,
             6 => MsgType::Fail,
             7 => MsgType::VersionCopyOk,
+            8 => MsgType::ErisTxn,
             16 => MsgType::Read,
             17 => MsgType::ReadReply,
             18 => MsgType::Prepare,
@@ -108,6 +118,7 @@ impl MsgType {
             20 => MsgType::QueryReply,
             21 => MsgType::Resolve,
             22 => MsgType::ResolveAck,
+            23 => MsgType::ErisReply,
             other => return Err(DecodeError::BadField { field: "msg_type", value: u64::from(other) }),
         })
     }
@@ -218,7 +229,7 @@ impl Control {
         }
         let c = Control::read_from_bytes(bytes).map_err(|_| DecodeError::TooShort { need: CONTROL_BYTES, got: 0 })?;
         let msg = MsgType::from_u8(c.msg)?;
-        if !msg.is_control() {
+        if !msg.is_control() || msg == MsgType::ErisTxn {
             return Err(DecodeError::BadField { field: "control_type", value: u64::from(c.msg) });
         }
         if c.flags & !FLAGS_KNOWN != 0 {
@@ -418,6 +429,115 @@ impl Data {
     }
 }
 
+/// The most shards the Eris baseline's sequencer header numbers: 40 sequence numbers of 4
+/// bytes fill the 224-byte parser limit with the frame and the rest of the header (seed 001
+/// §5.2: "the programmable switch can only parse 40 sequence numbers").
+pub const ERIS_SHARDS: usize = 40;
+
+/// The Eris baseline's header: one sequence number per destination shard, stamped by the
+/// sequencer switch, followed (unparsed) by the transaction's keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub struct SequencedHeader {
+    /// [`MsgType::ErisTxn`].
+    pub msg: u8,
+    /// `FLAG_DOWN` once sequenced.
+    pub flags: u8,
+    /// The client's slot.
+    pub slot: U16,
+    /// Threads per server, so the sequencer knows shard `k`'s server (`k / tag`); at the
+    /// offset of a control message's tag.
+    pub tag: U16,
+    /// The client's server.
+    pub client: u8,
+    /// The client's thread.
+    pub thread: u8,
+    /// The attempt.
+    pub attempt: U32,
+    /// The transaction id.
+    pub txn: U64,
+    /// The destination shards (bit per shard, `server × threads + thread`).
+    pub mask: U64,
+    /// Per shard, its sequence number (stamped by the sequencer).
+    pub seq: [U32; ERIS_SHARDS],
+}
+
+/// Bytes of the sequencer header after the frame.
+pub const SEQUENCED_BYTES: usize = std::mem::size_of::<SequencedHeader>();
+
+/// An Eris one-shot transaction: the header and its keys (key, written).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sequenced {
+    /// The header the sequencer reads and stamps.
+    pub header: SequencedHeader,
+    /// The keys and whether each is written.
+    pub keys: Vec<(u64, bool)>,
+}
+
+impl Sequenced {
+    /// Appends the payload.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(self.header.as_bytes());
+        out.push(u8::try_from(self.keys.len()).unwrap_or(u8::MAX));
+        for &(k, w) in &self.keys {
+            out.extend_from_slice(&k.to_be_bytes());
+            out.push(u8::from(w));
+        }
+    }
+
+    /// Bytes of the payload.
+    pub fn payload_bytes(&self) -> usize {
+        SEQUENCED_BYTES + 1 + 9 * self.keys.len()
+    }
+
+    /// The datagram `src -> dst` carrying it.
+    pub fn datagram(&self, src: u16, dst: u16) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(FRAME_BYTES + self.payload_bytes());
+        Frame { kind: Kind::SwitchTx, src, dst }.encode(&mut bytes);
+        self.encode(&mut bytes);
+        bytes
+    }
+
+    /// Reads a payload; rejects bad lengths, flags, shard masks past [`ERIS_SHARDS`] and keys.
+    pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
+        let (header, rest) = SequencedHeader::read_from_prefix(bytes)
+            .map_err(|_| DecodeError::TooShort { need: SEQUENCED_BYTES + 1, got: bytes.len() })?;
+        if header.msg != MsgType::ErisTxn as u8 {
+            return Err(DecodeError::BadField { field: "msg_type", value: u64::from(header.msg) });
+        }
+        if header.flags & !FLAGS_KNOWN != 0 {
+            return Err(DecodeError::BadField { field: "flags", value: u64::from(header.flags) });
+        }
+        if header.mask.get() >> ERIS_SHARDS != 0 {
+            return Err(DecodeError::BadField { field: "mask", value: header.mask.get() });
+        }
+        let count =
+            usize::from(*rest.first().ok_or(DecodeError::TooShort { need: SEQUENCED_BYTES + 1, got: bytes.len() })?);
+        if count > MAX_KEYS {
+            return Err(DecodeError::BadCount { count, max: MAX_KEYS });
+        }
+        let need = 1 + 9 * count;
+        if rest.len() < need {
+            return Err(DecodeError::TooShort { need: SEQUENCED_BYTES + need, got: bytes.len() });
+        }
+        if rest.len() > need {
+            return Err(DecodeError::TrailingBytes { extra: rest.len() - need });
+        }
+        let keys = (0..count)
+            .map(|i| {
+                let at = 1 + 9 * i;
+                let mut w = [0u8; 8];
+                w.copy_from_slice(&rest[at..at + 8]);
+                match rest[at + 8] {
+                    0 | 1 => Ok((u64::from_be_bytes(w), rest[at + 8] == 1)),
+                    other => Err(DecodeError::BadField { field: "written", value: u64::from(other) }),
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Sequenced { header, keys })
+    }
+}
+
 /// Any SwitchTx message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Message {
@@ -425,12 +545,17 @@ pub enum Message {
     Control(Control),
     /// A data message.
     Data(Data),
+    /// An Eris one-shot transaction.
+    Sequenced(Sequenced),
 }
 
 impl Message {
     /// Reads a payload of either kind (the first byte tells which).
     pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
         let first = *bytes.first().ok_or(DecodeError::TooShort { need: 1, got: 0 })?;
+        if first == MsgType::ErisTxn as u8 {
+            return Sequenced::decode(bytes).map(Message::Sequenced);
+        }
         if MsgType::from_u8(first)?.is_control() {
             Control::decode(bytes).map(Message::Control)
         } else {
@@ -457,7 +582,7 @@ pub fn classify(bytes: &[u8]) -> u8 {
     match Message::decode(payload) {
         Ok(Message::Control(c)) => c.class,
         Ok(Message::Data(d)) => class_of(d.msg, d.flags & FLAG_RETRY != 0),
-        Err(_) => 1,
+        Ok(Message::Sequenced(_)) | Err(_) => 1,
     }
 }
 
@@ -471,6 +596,7 @@ pub fn class_of(msg: MsgType, retry: bool) -> u8 {
         MsgType::Read | MsgType::ReadReply | MsgType::CommitOk => 0,
         MsgType::ValidateOk | MsgType::Prepare => 1,
         MsgType::Query | MsgType::QueryReply | MsgType::Resolve | MsgType::ResolveAck => 2,
+        MsgType::ErisTxn | MsgType::ErisReply => 1,
     }
 }
 
@@ -501,6 +627,22 @@ mod tests {
         assert_eq!((frame.src, frame.dst), (1, 4));
         assert_eq!(back, Message::Control(c));
         assert_eq!(classify(&c.datagram(1, 4)), 2);
+    }
+
+    #[test]
+    fn the_eris_header_fits_the_parser_limit_with_40_shards_and_round_trips() {
+        const { assert!(FRAME_BYTES + SEQUENCED_BYTES <= PARSER_LIMIT_BYTES) };
+        assert_eq!(SEQUENCED_BYTES, 188);
+        let mut h = SequencedHeader::read_from_bytes(&[0u8; SEQUENCED_BYTES][..]).unwrap();
+        h.msg = MsgType::ErisTxn as u8;
+        h.mask.set((1 << 39) | 5);
+        h.seq[39].set(7);
+        let s = Sequenced { header: h, keys: vec![(1 << 40, true), (9, false)] };
+        let (_, back) = Message::open(&s.datagram(0, 3)).unwrap();
+        assert_eq!(back, Message::Sequenced(s.clone()));
+        let mut bad = s.datagram(0, 3);
+        bad[FRAME_BYTES + 20] = 0xff; // the mask's top byte (big-endian at 20..28): shards past 40
+        assert_eq!(Message::open(&bad).unwrap_err().reason(), "mask");
     }
 
     #[test]
@@ -555,6 +697,11 @@ mod tests {
                     prop_assert_eq!(again, bytes);
                 }
                 Ok(Message::Control(c)) => prop_assert_eq!(c.as_bytes(), &bytes[..]),
+                Ok(Message::Sequenced(q)) => {
+                    let mut again = Vec::new();
+                    q.encode(&mut again);
+                    prop_assert_eq!(again, bytes);
+                }
                 Err(_) => {}
             }
         }

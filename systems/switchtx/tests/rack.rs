@@ -1,7 +1,7 @@
 //! The rack end to end: every variant commits, passes the end-of-run checks, and is
 //! deterministic.
 
-use pisadb_switchtx::rack::{run, RackConfig, VARIANT_NAMES};
+use pisadb_switchtx::rack::{run, RackConfig, ABLATION, VARIANT_NAMES};
 
 /// A small rack: 2 threads per server, a short window.
 fn small() -> RackConfig {
@@ -72,7 +72,7 @@ fn read_only_transactions_commit_without_an_execute_phase_and_pass_the_checks() 
     use pisadb_switchtx::server::Workload;
     let mixed = RackConfig { workload: Workload { read_only_fraction: 0.5, ..Workload::default() }, ..small() };
     let only = RackConfig { workload: Workload { read_only_fraction: 1.0, ..Workload::default() }, ..small() };
-    for v in VARIANT_NAMES {
+    for v in ABLATION {
         let f = run(v, &mixed).unwrap_or_else(|e| panic!("{v}: {e}"));
         assert!(f.commits > 0, "{v}: {f:?}");
         let r = run(v, &only).unwrap_or_else(|e| panic!("{v}: {e}"));
@@ -90,4 +90,42 @@ fn tpcc_new_order_and_payment_commit_and_pass_the_checks() {
         let f = run(v, &cfg).unwrap_or_else(|e| panic!("{v}: {e}"));
         assert!(f.commits > 0, "{v}: {f:?}");
     }
+}
+
+#[test]
+fn blind_writes_skip_execute_and_validate_and_pass_the_checks() {
+    use pisadb_switchtx::server::Workload;
+    let mixed = RackConfig { workload: Workload { blind_fraction: 0.5, ..Workload::default() }, ..small() };
+    let only = RackConfig { workload: Workload { blind_fraction: 1.0, ..Workload::default() }, ..small() };
+    for v in ABLATION {
+        let f = run(v, &mixed).unwrap_or_else(|e| panic!("{v}: {e}"));
+        assert!(f.commits > 0, "{v}: {f:?}");
+        let b = run(v, &only).unwrap_or_else(|e| panic!("{v}: {e}"));
+        let rw = run(v, &small()).unwrap();
+        assert!(b.commits > 0 && b.p50_us < rw.p50_us, "{v}: three phases beat five: {b:?} vs {rw:?}");
+    }
+}
+
+#[test]
+fn tpcc_with_local_items_fits_its_messages() {
+    // With local order lines a NewOrder's home server holds up to 49 of its tuples: its
+    // `prepare` carries writes and reads of them all.
+    use pisadb_switchtx::server::Workload;
+    let w = Workload { tpcc_warehouses: 2, remote_items: 0.0, ..Workload::default() };
+    let f = run("tree-gas", &RackConfig { workload: w, mpl: 1, ..small() }).unwrap();
+    assert!(f.commits > 0, "{f:?}");
+}
+
+#[test]
+fn eris_sequences_one_shot_transactions_and_refuses_more_than_40_shards() {
+    let f = run("eris", &RackConfig { threads: 5, ..small() }).unwrap();
+    assert!(f.commits > 0 && f.aborts == 0, "one-shot transactions never abort: {f:?}");
+    assert_eq!(f.lock_us_mean, 0.0);
+    let err = run("eris", &RackConfig { threads: 6, ..small() }).unwrap_err();
+    assert!(err.contains("48 shards") && err.contains("threads <= 5"), "{err}");
+    let tpcc = RackConfig {
+        workload: pisadb_switchtx::server::Workload { tpcc_warehouses: 2, ..Default::default() },
+        ..small()
+    };
+    assert!(run("eris", &tpcc).unwrap_err().contains("YCSB-T"));
 }
