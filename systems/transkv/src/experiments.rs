@@ -15,7 +15,7 @@
 //! - `log` (ours): TransKV with every transaction a switch accepts cloned to the controller's
 //!   log (§IV-E, variant `transkv-log`) beside TransKV and Tranx-Coor, Zipf 0.99: §VI does not
 //!   say whether its runs logged; the log puts one controller message on every such
-//!   transaction.
+//!   transaction and one on every commit at a node (its before images).
 //!
 //! The setup is the paper's: 8 switches of 64K cached keys, 16 storage nodes, 4 client hosts,
 //! YCSB keys of 16 bytes with 48-byte values over 10M records, one op per transaction (the
