@@ -95,3 +95,16 @@ fn sweep_runs_another_systems_own_experiment_and_refuses_unknown_ones_with_the_l
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("its experiments: fig2, delay-split, total-delay"), "{}", stderr(&out));
 }
+
+#[test]
+fn sweep_finds_another_systems_experiment_and_asks_which_when_two_share_a_name() {
+    // `fig10` is both SwitchTx's and TransKV's: the error names both and the flag to choose.
+    let out = pisadb(&["sweep", "fig10"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("`fig10` is an experiment of switchtx and transkv"), "{}", stderr(&out));
+    // `fig2` is Gotthard's alone: it runs without --system.
+    let dir = tempfile::tempdir().unwrap();
+    let out = pisadb(&["sweep", "fig2", "--quick", "--out", dir.path().to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(dir.path().join("gotthard-fig2.csv").exists());
+}

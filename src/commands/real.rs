@@ -9,9 +9,12 @@
 //! `--data-dir` and `--json`; `cluster --system netaccel` runs NetAccel's rack
 //! (`pisadb_netaccel::real`: segments streaming real tuples through the switch process until
 //! the query is answered) with `--variant`, `--set`, `--tuple-gap-ns`, `--seconds` (a
-//! deadline), `--data-dir` and `--json`; `cluster --system switchtx` runs SwitchTx's servers
-//! and switches (`pisadb_switchtx::real`) with `--variant`, `--set`, `--seconds`, `--loss`,
-//! `--delay-us`, `--jitter-us`, `--kill-switch` (S0), `--down`, `--data-dir` and `--json`.
+//! deadline), `--data-dir` and `--json`; `cluster --system transkv` runs TransKV's data center
+//! (`pisadb_transkv::real`: 8 switch processes, storage nodes over fjall) with `--variant`,
+//! `--set`, `--seconds`, `--kill-node` (a storage node), `--down`, `--data-dir` and `--json`;
+//! `cluster --system switchtx` runs SwitchTx's servers and switches (`pisadb_switchtx::real`)
+//! with `--variant`, `--set`, `--seconds`, `--loss`, `--delay-us`, `--jitter-us`,
+//! `--kill-switch` (S0), `--down`, `--data-dir` and `--json`.
 
 use crate::commands::bench::{CcArg, FineLocksArg, LayoutArg, ModeArg, PartitioningArg, Preset, RackArgs, WorkloadArg};
 use clap::Args as ClapArgs;
@@ -276,11 +279,12 @@ fn port_wires(args: &ClusterArgs) -> Result<Vec<PortWire>, RuntimeError> {
 /// The error of a config whose system this binary does not run.
 fn unknown_system(system: &str) -> RuntimeError {
     let accepted = format!(
-        "{:?}, {:?}, {:?}, {:?} or {:?}",
+        "{:?}, {:?}, {:?}, {:?}, {:?} or {:?}",
         pisadb_p4db::real::SYSTEM,
         pisadb_gotthard::real::SYSTEM,
         pisadb_netaccel::real::SYSTEM,
         pisadb_switchtx::real::SYSTEM,
+        pisadb_transkv::real::SYSTEM,
         echo::SYSTEM
     );
     bad_flag("system in the rack config", format!("{system:?}"), accepted)
@@ -309,6 +313,9 @@ fn serve_switch(args: &SwitchArgs) -> Result<(), RealError> {
         }
         pisadb_switchtx::real::SYSTEM => {
             pisadb_switchtx::real::serve_switch(&RackConfig::load(&args.config)?, args.id, args.report.as_deref())?;
+        }
+        pisadb_transkv::real::SYSTEM => {
+            pisadb_transkv::real::serve_switch(&RackConfig::load(&args.config)?, args.id, args.report.as_deref())?;
         }
         echo::SYSTEM => {
             echo::serve_switch(&RackConfig::load(&args.config)?, args.id, args.report.as_deref())?;
@@ -339,6 +346,9 @@ fn serve_node(args: &NodeArgs) -> Result<(), RealError> {
         pisadb_switchtx::real::SYSTEM => {
             pisadb_switchtx::real::serve_host(&RackConfig::load(&args.config)?, args.id, &args.data_dir)?;
         }
+        pisadb_transkv::real::SYSTEM => {
+            pisadb_transkv::real::serve_host(&RackConfig::load(&args.config)?, args.id, &args.data_dir)?;
+        }
         echo::SYSTEM => {
             echo::serve_host(&RackConfig::load(&args.config)?, args.id, &args.data_dir)?;
         }
@@ -357,6 +367,9 @@ pub(crate) fn run_cluster_command(args: &ClusterArgs) -> Result<(), String> {
     }
     if args.system == pisadb_switchtx::real::SYSTEM {
         return switchtx_cluster(args);
+    }
+    if args.system == pisadb_transkv::real::SYSTEM {
+        return transkv_cluster(args);
     }
     super::bench::require_p4db(&args.system, "real mode")?;
     cluster(args).map_err(|e| e.to_string())
@@ -441,6 +454,56 @@ fn netaccel_cluster(args: &ClusterArgs) -> Result<(), String> {
         println!("switch: {} datagrams in, {} out", r.switch.datagrams_in, r.switch.datagrams_out);
     }
     cluster_verdict(r.failure, "the answer equals the plain reference; every host drained", &opts.data_dir, args.json)
+}
+
+/// `pisadb cluster --system transkv`: TransKV's data center (8 switch processes, 16 storage
+/// nodes over fjall, 4 client hosts, the controller) on loopback.
+fn transkv_cluster(args: &ClusterArgs) -> Result<(), String> {
+    use pisadb_transkv::real::{run_cluster, ClusterOptions, Spec};
+    let (variant, rack, data_dir) =
+        system_cluster_inputs::<pisadb_transkv::rack::RackConfig>(&pisadb_transkv::SYSTEM, args)?;
+    install_stop_signals().map_err(|e| e.to_string())?;
+    let opts = ClusterOptions {
+        spec: Spec { variant: variant.to_string(), rack },
+        seconds: args.seconds,
+        data_dir,
+        exe: this_binary().map_err(|e| e.to_string())?,
+        kills: args.kill_node.clone(),
+        down_s: args.down,
+    };
+    let r = run_cluster(&opts).map_err(|e| e.to_string())?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&r).expect("a result serializes"));
+    } else {
+        let rack = &opts.spec.rack;
+        for (node, at) in &r.killed {
+            println!("storage node {node} killed (kill -9) at {at} s and restarted from its log");
+        }
+        println!(
+            "TransKV ({variant}) on loopback: 8 switch processes, 16 storage nodes (fjall), 4 client hosts, the \
+             controller; {} records, Zipf {}, {:.0}% writes, {} s\n",
+            rack.records,
+            rack.zipf,
+            rack.write_ratio * 100.0,
+            args.seconds
+        );
+        println!(
+            "commits {} ({} writes, {} answered by a switch)   {:.1} ktxn/s   aborts switch/node {}/{}   resolves {}",
+            r.commits[0], r.commits[1], r.commits[2], r.ktps, r.aborts[0], r.aborts[1], r.aborts[2]
+        );
+        println!(
+            "read µs mean/p50/p99 {:.0}/{:.0}/{:.0}   write µs {:.0}/{:.0}/{:.0}",
+            r.read_us[0], r.read_us[1], r.read_us[2], r.write_us[0], r.write_us[1], r.write_us[2]
+        );
+        let passes: u64 = r.switches.iter().map(|s| s.passes).sum();
+        println!(
+            "keys in the fjall stores {}   cached keys compared {} (+{} holding only timestamps)   switch passes {}",
+            r.stored_keys, r.cached_compared.0, r.cached_compared.1, passes
+        );
+    }
+    let ok = "serializable in timestamp order, clients and nodes agree, every cached value equals its node's, \
+              nothing pending, every host drained";
+    cluster_verdict(r.failure, ok, &opts.data_dir, args.json)
 }
 
 /// What a registered system's `cluster` takes from the flags: its variant (`--variant`, or

@@ -16,35 +16,41 @@ use super::experiments::{plan, Experiment, Plan};
 use super::sweep::{
     prototype_committed, prototype_speedup, speedup, speedup_stat, write_outputs, CommonArgs, Measured, Runner, Stat,
 };
-use clap::{Args as ClapArgs, ValueEnum};
+use crate::systems::registry;
+use clap::Args as ClapArgs;
 use pisadb_p4db::{LatencyBreakdown, RunResult};
 use std::fmt::Write as _;
 use std::path::Path;
 
-/// Which paper to reproduce.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub(crate) enum Paper {
-    /// P4DB (seed 000): YCSB, SmallBank, TPC-C and the microbenchmarks of §7, in three setups
-    /// (the testbed as the paper ran it, faithful P4DB on the testbed, PisaDB's model).
-    P4db,
-    /// Gotthard (seed 004): Fig. 2 and the delay sweeps, run by the system's own experiments.
-    Gotthard,
-    /// NetAccel (seed 002): Fig. 7, Tables 1-2, Fig. 8 and a scale-factor sweep
-    /// (`systems/netaccel/src/experiments.rs`), reported in `results/netaccel.md`.
-    Netaccel,
-    /// SwitchTx (seed 001): Fig. 10a/b, 11, 13, 14, 15, 17a, run by the system's own
-    /// experiments (`systems/switchtx/src/experiments.rs`).
-    Switchtx,
-    /// TransKV (seed 003): Figs. 9-11 and Tables I-II, run by the system's own experiments.
-    Transkv,
+/// Every paper `reproduce` accepts, for `--help`: P4DB's (this binary's own experiments) and
+/// every registered system that has experiments of its own, so a new system needs no line here.
+fn papers() -> Vec<clap::builder::PossibleValue> {
+    let p4db = clap::builder::PossibleValue::new("p4db").help(
+        "P4DB (seed 000): YCSB, SmallBank, TPC-C and the microbenchmarks of §7, in three setups (the testbed as the paper ran it, faithful P4DB on the testbed, PisaDB's model)",
+    );
+    let others = registry()
+        .systems()
+        .iter()
+        .filter(|s| s.name() != "p4db" && !s.experiments().is_empty())
+        .map(|s| {
+            let names: Vec<&str> = s.experiments().iter().map(|e| e.name).collect();
+            clap::builder::PossibleValue::new(s.name()).help(format!(
+                "{}: {}, reported in <out>/{}.md",
+                s.paper(),
+                names.join(", "),
+                s.name()
+            ))
+        })
+        .collect::<Vec<_>>();
+    std::iter::once(p4db).chain(others).collect()
 }
 
 /// Flags of `pisadb reproduce`.
 #[derive(ClapArgs, Debug)]
 pub(crate) struct Args {
-    /// The paper.
-    #[arg(value_enum)]
-    paper: Paper,
+    /// The paper: P4DB's or any system's with experiments of its own.
+    #[arg(value_parser = clap::builder::PossibleValuesParser::new(papers()))]
+    paper: String,
     #[command(flatten)]
     common: CommonArgs,
 }
@@ -80,18 +86,14 @@ fn expected_minutes(plans: &[Plan], seeds: u32, threads: usize) -> f64 {
 /// Runs `pisadb reproduce`.
 pub(crate) fn run(args: &Args) -> Result<(), String> {
     // The other papers' experiments are their systems' own (the harness's `System::reproduce`).
-    match args.paper {
-        Paper::P4db => {}
-        Paper::Gotthard => return super::sweep::run_system_reproduce("gotthard", &args.common),
-        Paper::Switchtx => return super::sweep::run_system_reproduce("switchtx", &args.common),
-        Paper::Transkv => return super::sweep::run_system_reproduce("transkv", &args.common),
-        Paper::Netaccel => {
-            eprintln!(
-                "reproducing NetAccel{}: about 10 s (--quick) or 1 minute on a 2-core machine",
-                if args.common.quick { " (quick)" } else { "" }
-            );
-            return super::sweep::run_system_reproduce("netaccel", &args.common);
-        }
+    if args.paper != "p4db" {
+        eprintln!(
+            "reproducing {}{}; the report goes to {}",
+            args.paper,
+            if args.common.quick { " (quick)" } else { "" },
+            args.common.out.join(format!("{}.md", args.paper)).display()
+        );
+        return super::sweep::run_system_reproduce(&args.paper, &args.common);
     }
     let options = args.common.options();
     let setups: Vec<(Setup, Vec<Plan>)> =

@@ -28,7 +28,8 @@ use std::sync::Mutex;
 /// Flags of `pisadb sweep`.
 #[derive(ClapArgs, Debug)]
 pub(crate) struct Args {
-    /// The experiment to run: one of P4DB's or, with `--system`, one of that system's.
+    /// The experiment to run: one of P4DB's or, with `--system`, one of that system's (a name
+    /// only one other system has is found without `--system`).
     #[arg(value_parser = clap::builder::PossibleValuesParser::new(experiment_names()))]
     experiment: String,
     /// The system whose experiments run (`pisadb systems` lists them).
@@ -273,10 +274,10 @@ pub(crate) fn run_sweep(args: &Args) -> Result<(), String> {
             args.system
         ));
     }
-    if args.system != "p4db" {
-        let summary = registry()
-            .sweep(&args.system, &args.experiment, &system_options(&args.common))
-            .map_err(|e| e.to_string())?;
+    let system = system_of(&args.system, &args.experiment)?;
+    if system != "p4db" {
+        let summary =
+            registry().sweep(&system, &args.experiment, &system_options(&args.common)).map_err(|e| e.to_string())?;
         println!("{summary}");
         return Ok(());
     }
@@ -317,20 +318,51 @@ pub(crate) fn run_sweep(args: &Args) -> Result<(), String> {
     Ok(())
 }
 
-/// Every experiment name `sweep` accepts, for `--help`: P4DB's, then each other system's (by
-/// system).
-fn experiment_names() -> Vec<clap::builder::PossibleValue> {
-    let p4db = Experiment::value_variants().iter().filter_map(ValueEnum::to_possible_value);
-    let others = registry()
+/// The system whose `experiment` to run: the one `--system` names; without it (the default,
+/// `p4db`), P4DB if the experiment is P4DB's, else the one other system that has it. An
+/// experiment several systems share must be asked with `--system`.
+fn system_of(asked: &str, experiment: &str) -> Result<String, String> {
+    let is_p4db = Experiment::from_str(experiment, false).is_ok();
+    if asked != "p4db" || is_p4db {
+        return Ok(asked.to_string());
+    }
+    let owners = owners_of(experiment);
+    match owners.as_slice() {
+        [only] => Ok(only.to_string()),
+        [] => Ok(asked.to_string()),
+        several => Err(format!(
+            "`{experiment}` is an experiment of {}: say which with --system {}",
+            several.join(" and "),
+            several.join("|")
+        )),
+    }
+}
+
+/// The systems other than P4DB that have an experiment called `experiment`, in registry order.
+fn owners_of(experiment: &str) -> Vec<&'static str> {
+    registry()
         .systems()
         .iter()
-        .flat_map(|s| {
-            let system = s.name();
-            s.experiments()
-                .iter()
-                .map(move |e| clap::builder::PossibleValue::new(e.name).help(format!("{system}: {}", e.summary)))
-        })
-        .collect::<Vec<_>>();
+        .filter(|s| s.experiments().iter().any(|e| e.name == experiment))
+        .map(|s| s.name())
+        .collect()
+}
+
+/// Every experiment name `sweep` accepts, for `--help`: P4DB's, then each other system's, once
+/// per name (a name two systems share lists both).
+fn experiment_names() -> Vec<clap::builder::PossibleValue> {
+    let p4db = Experiment::value_variants().iter().filter_map(ValueEnum::to_possible_value);
+    let mut others: Vec<(&'static str, Vec<String>)> = Vec::new();
+    for s in registry().systems() {
+        for e in s.experiments() {
+            let help = format!("{}: {}", s.name(), e.summary);
+            match others.iter_mut().find(|(name, _)| *name == e.name) {
+                Some((_, helps)) => helps.push(help),
+                None => others.push((e.name, vec![help])),
+            }
+        }
+    }
+    let others = others.into_iter().map(|(name, helps)| clap::builder::PossibleValue::new(name).help(helps.join("; ")));
     p4db.chain(others).collect()
 }
 

@@ -16,11 +16,9 @@
 
 use crate::rack::{mode_of, run, RackConfig, RackFigures};
 use pisadb_harness::{ExperimentName, ExperimentOptions};
-use pisadb_report::{write_csv, write_svg, Panel, Progress, Series, Unit};
+use pisadb_report::{run_all, write_csv, write_svg, Panel, Series, Unit};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 /// The experiments, as `pisadb sweep --system gotthard NAME` names them.
 pub const EXPERIMENTS: &[ExperimentName] = &[
@@ -149,29 +147,14 @@ fn plan(name: &str, options: &ExperimentOptions) -> Result<Plan, String> {
 
 /// Runs every point of `plan` on `threads` threads; results in the plan's order.
 fn run_plan(plan: &Plan, threads: usize) -> Result<Vec<RackFigures>, String> {
-    let progress = Progress::new(plan.points.len() as u64, plan.name);
-    let next = AtomicUsize::new(0);
-    let slots: Mutex<Vec<Option<Result<RackFigures, String>>>> = Mutex::new(vec![None; plan.points.len()]);
-    std::thread::scope(|s| {
-        for _ in 0..threads.clamp(1, plan.points.len().max(1)) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(p) = plan.points.get(i) else { break };
-                let result = mode_of(p.variant).and_then(|mode| run(mode, &p.cfg));
-                progress.inc(&format!("{} {} x={}", p.panel, p.variant, p.x));
-                slots.lock().expect("no panics while holding")[i] = Some(result);
-            });
-        }
-    });
-    progress.finish("done");
-    let slots = slots.into_inner().expect("threads joined");
-    plan.points
-        .iter()
-        .zip(slots)
-        .map(|(p, r)| {
-            r.expect("every point ran").map_err(|e| format!("{}, {} {} x={}: {e}", plan.name, p.panel, p.variant, p.x))
-        })
-        .collect()
+    let describe = |p: &Point| format!("{} {} x={}", p.panel, p.variant, p.x);
+    run_all(&plan.points, threads, plan.name, describe, |p| {
+        mode_of(p.variant)
+            .and_then(|mode| run(mode, &p.cfg))
+            .map_err(|e| format!("{}, {} {} x={}: {e}", plan.name, p.panel, p.variant, p.x))
+    })
+    .into_iter()
+    .collect()
 }
 
 /// The completion time of forwarding at point `i`'s panel and x (the baseline).

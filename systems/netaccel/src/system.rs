@@ -120,6 +120,7 @@ impl System for NetAccelSystem {
     /// Fig. 7, Tables 1–2, Fig. 8 and the scale-factor sweep, reported in
     /// `<out>/netaccel.md` (SF 0.1 with `--quick`, else SF 1).
     fn reproduce(&self, options: &ExperimentOptions) -> Result<String, HarnessError> {
+        eprintln!("NetAccel: about 10 s (--quick, SF 0.1) or 1 minute (SF 1) on a 2-core machine");
         let report = crate::experiments::reproduce(options.quick, options.seed).map_err(run_error)?;
         let path = options.out.join("netaccel.md");
         let written = std::fs::create_dir_all(&options.out).and_then(|()| std::fs::write(&path, &report));

@@ -22,13 +22,20 @@
 //! (`store.rs`: its outcome, its vote, or — never seen — aborted for good). Nothing is ever
 //! prepared twice, so every transaction crosses the switches as one copy.
 //!
+//! **The log** (variant `transkv-log`, §IV-E): switches copy every transaction they accept to
+//! the controller, and storage nodes copy every commit with the before images of its writes;
+//! the controller keeps one record per transaction with its reads, before and after images
+//! and whether its commit is confirmed ([`Controller::txn_log`]); recovery by undo/redo with
+//! cascading rollback runs over it (`crate::recovery`).
+//!
 //! The cache fill from the workload's popularity is done at setup by the rack
 //! (`layout::Hierarchy` and `program::fill`), as the control plane would before the run; the
-//! periodic refresh from hit counters, the transaction log and recovery are not built yet.
+//! periodic refresh from hit counters is not built yet.
 
 use crate::costs;
 use crate::layout::Hierarchy;
-use crate::wire::{Message, Rejections, Status};
+use crate::recovery::{LogRecord, Outcome, TxnLog};
+use crate::wire::{Message, OpType, Rejections, Status};
 use pisadb_core::Nanos;
 use pisadb_host::{Host, HostOutbox, Route, Send};
 use std::collections::BTreeMap;
@@ -68,10 +75,8 @@ pub struct Controller {
     waiting: BTreeMap<u32, (u16, Phase)>,
     /// Transactions decided: T-TS → the final answer sent to the client.
     decided: BTreeMap<u32, Message>,
-    /// The transaction log (§IV-E): T-TS → the transaction as a switch accepted it, with the
-    /// after images of its writes (variant `transkv-log`; the before images and recovery are
-    /// not built).
-    log: BTreeMap<u32, Message>,
+    /// The transaction log (§IV-E, variant `transkv-log`; `crate::recovery`).
+    log: TxnLog,
     /// Rejected datagrams by reason.
     pub rejections: Rejections,
 }
@@ -84,14 +89,45 @@ impl Controller {
             hierarchy,
             waiting: BTreeMap::new(),
             decided: BTreeMap::new(),
-            log: BTreeMap::new(),
+            log: TxnLog::default(),
             rejections: Rejections::default(),
         }
     }
 
     /// Transactions in the log.
     pub fn logged(&self) -> usize {
-        self.log.len()
+        self.log.records.len()
+    }
+
+    /// The transaction log with its before and after images (`crate::recovery`).
+    pub fn txn_log(&self) -> &TxnLog {
+        &self.log
+    }
+
+    /// Appends a copy to the log. A storage node's copy (`from` a node) is a commit with its
+    /// before images in the write ops' value slots: it makes the record `Committed`. A
+    /// switch's copy is the transaction as the switch accepted it: `Committed` if the switch
+    /// answered it whole (every op a read it served), else `Unknown` until its node's copy
+    /// comes; a later switch copy never replaces a record.
+    fn append(&mut self, from: u16, msg: &Message) {
+        let version = |op: &crate::wire::Op| crate::wire::version_of(&op.value);
+        let reads = msg.ops.iter().filter(|o| o.op_type == OpType::Read).map(|o| (o.key as u64, version(o)));
+        if from < crate::layout::NODES {
+            let writes = msg.ops.iter().filter(|o| o.op_type == OpType::Write);
+            let record = LogRecord {
+                reads: reads.collect(),
+                writes: writes.map(|o| (o.key as u64, version(o), u64::from(msg.ts))).collect(),
+                outcome: Outcome::Committed,
+            };
+            self.log.records.insert(msg.ts, record);
+        } else if let std::collections::btree_map::Entry::Vacant(slot) = self.log.records.entry(msg.ts) {
+            let answered = msg.ops.iter().all(|o| o.op_type == OpType::Read && o.served());
+            slot.insert(LogRecord {
+                reads: reads.filter(|_| answered).collect(),
+                writes: Vec::new(),
+                outcome: if answered { Outcome::Committed } else { Outcome::Unknown },
+            });
+        }
     }
 
     /// Transactions still being coordinated.
@@ -116,8 +152,7 @@ impl Controller {
         }
         match msg.status {
             Status::Log => {
-                // Several switches on a path may each send theirs: the first copy is kept.
-                self.log.entry(msg.ts).or_insert(msg);
+                self.append(src, &msg);
                 out.events.push(ControllerEvent::Logged);
             }
             Status::Coordinate | Status::Resolve => {

@@ -15,7 +15,7 @@
 //! - `log` (ours): TransKV with every transaction a switch accepts cloned to the controller's
 //!   log (§IV-E, variant `transkv-log`) beside TransKV and Tranx-Coor, Zipf 0.99: §VI does not
 //!   say whether its runs logged; the log puts one controller message on every such
-//!   transaction.
+//!   transaction and one on every commit at a node (its before images).
 //!
 //! The setup is the paper's: 8 switches of 64K cached keys, 16 storage nodes, 4 client hosts,
 //! YCSB keys of 16 bytes with 48-byte values over 10M records, one op per transaction (the
@@ -26,11 +26,9 @@
 
 use crate::rack::{run, RackConfig, RackFigures};
 use pisadb_harness::{ExperimentName, ExperimentOptions};
-use pisadb_report::{write_csv, write_svg, Panel, Progress, Series, Unit};
+use pisadb_report::{run_all, write_csv, write_svg, Panel, Series, Unit};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 /// The experiments, as `pisadb sweep --system transkv NAME` names them.
 pub const EXPERIMENTS: &[ExperimentName] = &[
@@ -184,29 +182,12 @@ fn plan(name: &str, options: &ExperimentOptions) -> Result<Plan, String> {
 
 /// Runs every point of `plan` on `threads` threads; results in the plan's order.
 fn run_plan(plan: &Plan, threads: usize) -> Result<Vec<RackFigures>, String> {
-    let progress = Progress::new(plan.points.len() as u64, plan.name);
-    let next = AtomicUsize::new(0);
-    let slots: Mutex<Vec<Option<Result<RackFigures, String>>>> = Mutex::new(vec![None; plan.points.len()]);
-    std::thread::scope(|s| {
-        for _ in 0..threads.clamp(1, plan.points.len().max(1)) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(p) = plan.points.get(i) else { break };
-                let result = run(p.variant, &p.cfg);
-                progress.inc(&format!("{} {} x={}", p.panel, p.variant, p.x));
-                slots.lock().expect("no panics while holding")[i] = Some(result);
-            });
-        }
-    });
-    progress.finish("done");
-    let slots = slots.into_inner().expect("threads joined");
-    plan.points
-        .iter()
-        .zip(slots)
-        .map(|(p, r)| {
-            r.expect("every point ran").map_err(|e| format!("{}, {} {} x={}: {e}", plan.name, p.panel, p.variant, p.x))
-        })
-        .collect()
+    let describe = |p: &Point| format!("{} {} x={}", p.panel, p.variant, p.x);
+    run_all(&plan.points, threads, plan.name, describe, |p| {
+        run(p.variant, &p.cfg).map_err(|e| format!("{}, {} {} x={}: {e}", plan.name, p.panel, p.variant, p.x))
+    })
+    .into_iter()
+    .collect()
 }
 
 const HEADER: [&str; 20] = [

@@ -46,6 +46,8 @@ pub struct Restarter {
     restarts_ns: BTreeMap<u16, Vec<Nanos>>,
     /// Restarts done per switch.
     done: BTreeMap<u16, usize>,
+    /// Whether the nodes copy their commits to the controller's log (`transkv-log`).
+    logging: bool,
 }
 
 impl Restarter {
@@ -60,7 +62,7 @@ impl Restarter {
                 restarts_ns.entry(s).or_default().push(c.at_ns + c.down_ns);
             }
         }
-        Ok(Restarter { mode, hierarchy, restarts_ns, done: BTreeMap::new() })
+        Ok(Restarter { mode, hierarchy, restarts_ns, done: BTreeMap::new(), logging: variant == "transkv-log" })
     }
 }
 
@@ -70,7 +72,10 @@ impl Restarts<RackHost, Switch<TransKvProgram>> for Restarter {
             // The controller restarts empty: the nodes hold every outcome and vote, and the
             // clients' resolves drive each transaction it forgot to its end.
             CONTROLLER => Ok(RackHost::Controller(Controller::new(CONTROLLER, Arc::clone(&self.hierarchy)))),
-            id if id < NODES => Ok(RackHost::Store(StorageNode::restore(id, log)?)),
+            id if id < NODES => {
+                let node = StorageNode::restore(id, log)?;
+                Ok(RackHost::Store(if self.logging { node.logging_to(CONTROLLER) } else { node }))
+            }
             id => Err(format!("host {id} crashed, but TransKV's cases crash no client")),
         }
     }

@@ -15,9 +15,10 @@
 //! resolve unanswered attempts with it, so lost messages never lose a commit or wedge a key.
 //! Nodes restart from their logs, a crashed switch is rebuilt from the nodes' logs with safe
 //! timestamps, and the controller restarts empty (`store.rs`, `fuzz.rs`). The variant
-//! `transkv-log` clones every accepted transaction to the controller's log (§IV-E). Not built
-//! yet (issue 19): the log's before images and undo/redo recovery with cascading rollback,
-//! cache refresh from the hit counters, tolerance of duplicated packets, real mode.
+//! `transkv-log` clones every accepted transaction and every commit with its before images to
+//! the controller's log, over which [`recovery`] undoes and redoes with cascading rollback
+//! (§IV-E). Not built yet (issue 19): cache refresh from the hit counters, tolerance of
+//! duplicated packets.
 //!
 //! - [`wire`]: the message format behind the shared frame.
 //! - [`program`]: the switch program (cache table, timestamps, values, basic TSO).
@@ -27,6 +28,10 @@
 //! - [`control`]: the controller (coordinator of transactions on uncached keys).
 //! - [`costs`]: the CPU time charged to the hosts.
 //! - [`rack`]: the data center on the simulator, its figures and end-of-run checks.
+//! - [`real`]: real mode (`pisadb cluster --system transkv`): the processes on loopback, the
+//!   storage nodes over fjall on disk.
+//! - [`recovery`]: the controller's log with before and after images, undo/redo recovery with
+//!   cascading rollback (§IV-E).
 //! - [`system`]: the harness's view (variants, settings, one point).
 //! - [`experiments`]: Figs. 9–11 and Tables I–II, their CSVs, charts and report.
 //! - [`fuzz`]: seeded fault-injection cases and their oracles (`pisadb fuzz --system transkv`).
@@ -39,6 +44,8 @@ pub mod fuzz;
 pub mod layout;
 pub mod program;
 pub mod rack;
+pub mod real;
+pub mod recovery;
 pub mod store;
 pub mod system;
 pub mod wire;

@@ -284,13 +284,75 @@ pub struct RackObserver {
     write_latency: Histogram<u64>,
     figures: RackFigures,
     finished_ns: Nanos,
-    finished: u16,
-    /// Client commits: T-TS → (reads, wrote).
-    client_commits: BTreeMap<u32, (Vec<(u64, u64)>, bool)>,
+    /// What the history check needs.
+    ledger: Ledger,
+}
+
+/// The commits the hosts saw, what the history check needs: one per run in the simulator,
+/// one per host process in real mode (merged afterwards, [`Ledger::merge`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Ledger {
+    /// Client host that finished all their transactions.
+    pub finished: u16,
+    /// Client commits: T-TS → (reads as (key, version), wrote).
+    pub client_commits: BTreeMap<u32, (Vec<(u64, u64)>, bool)>,
     /// Node commits: T-TS → (key, previous version) per write.
-    store_commits: BTreeMap<u32, Vec<(u64, u64)>>,
+    pub store_commits: BTreeMap<u32, Vec<(u64, u64)>>,
     /// A duplicate commit seen (an oracle failure).
-    duplicate: Option<String>,
+    pub duplicate: Option<String>,
+}
+
+impl Ledger {
+    /// Adds `other`'s commits; a timestamp counted in both is a duplicate.
+    pub fn merge(&mut self, other: Ledger) {
+        self.finished += other.finished;
+        if self.duplicate.is_none() {
+            self.duplicate = other.duplicate;
+        }
+        for (ts, c) in other.client_commits {
+            if self.client_commits.insert(ts, c).is_some() {
+                self.duplicate.get_or_insert(format!("T-TS {ts} counted by two clients"));
+            }
+        }
+        for (ts, w) in other.store_commits {
+            if self.store_commits.insert(ts, w).is_some() {
+                self.duplicate.get_or_insert(format!("T-TS {ts} committed by two nodes"));
+            }
+        }
+    }
+
+    /// The committed history and its serializability in timestamp order; the clients' and the
+    /// nodes' commits agree; nothing counted twice; if `all_finish`, every client host
+    /// finished. The number of transactions checked.
+    pub fn check(&self, all_finish: bool) -> Result<usize, String> {
+        if let Some(d) = &self.duplicate {
+            return Err(d.clone());
+        }
+        if all_finish && self.finished != CLIENTS {
+            return Err(format!("{} of {CLIENTS} client hosts finished", self.finished));
+        }
+        let key = |k: u64| TupleKey::new(0, k);
+        let mut history = History::new();
+        for (&ts, (reads, wrote)) in &self.client_commits {
+            let writes = match (self.store_commits.get(&ts), wrote) {
+                (Some(w), true) => w.clone(),
+                (None, true) => return Err(format!("T-TS {ts} was counted as a committed write no node installed")),
+                (Some(_), false) => return Err(format!("T-TS {ts} was read-only but a node installed writes")),
+                (None, false) => Vec::new(),
+            };
+            history.record(CommittedTxn {
+                id: u64::from(ts),
+                reads: reads.iter().map(|&(k, v)| (key(k), v)).collect(),
+                writes: writes.iter().map(|&(k, v)| (key(k), v)).collect(),
+            });
+        }
+        if let Some(ts) = self.store_commits.keys().find(|ts| !self.client_commits.contains_key(ts)) {
+            return Err(format!("a node committed T-TS {ts}, which no client counted"));
+        }
+        let order: Vec<u64> = self.client_commits.keys().map(|&ts| u64::from(ts)).collect();
+        history.check_order(&order).map_err(|v| format!("not serializable in timestamp order: {v}"))?;
+        Ok(order.len())
+    }
 }
 
 fn histogram() -> Histogram<u64> {
@@ -312,8 +374,15 @@ fn summary(h: &Histogram<u64>) -> [f64; 3] {
     [h.mean() / 1e3, h.value_at_quantile(0.5) as f64 / 1e3, h.value_at_quantile(0.99) as f64 / 1e3]
 }
 
+impl Default for RackObserver {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl RackObserver {
-    fn new() -> Self {
+    /// An observer that has seen nothing.
+    pub fn new() -> Self {
         RackObserver {
             read_latency: histogram(),
             write_latency: histogram(),
@@ -341,10 +410,7 @@ impl RackObserver {
                 trace_hash: String::new(),
             },
             finished_ns: 0,
-            finished: 0,
-            client_commits: BTreeMap::new(),
-            store_commits: BTreeMap::new(),
-            duplicate: None,
+            ledger: Ledger::default(),
         }
     }
 
@@ -363,7 +429,54 @@ impl RackObserver {
         (&self.read_latency, &self.write_latency)
     }
 
-    fn count(&mut self, event: RackEvent, at: Nanos) {
+    /// What the history check needs, as seen so far.
+    pub fn ledger(&self) -> &Ledger {
+        &self.ledger
+    }
+
+    /// When the last client host that finished did (0: none has).
+    pub fn finished_ns(&self) -> Nanos {
+        self.finished_ns
+    }
+
+    /// Counts the commits a storage node's log holds (a node restarted in real mode: its
+    /// earlier incarnation's events died with it, its log did not): per committed outcome,
+    /// in log order, each written key with the version it overwrote.
+    pub fn count_logged_commits(&mut self, log: &[NodeRecord]) {
+        let mut versions: BTreeMap<u64, u64> = BTreeMap::new();
+        for record in log {
+            let NodeRecord::Outcome(m) = record else { continue };
+            if m.status != crate::wire::Status::Committed {
+                continue;
+            }
+            let writes: Vec<(u64, u64)> = m
+                .ops
+                .iter()
+                .filter(|o| o.op_type == crate::wire::OpType::Write)
+                .map(|o| {
+                    let key = o.key as u64;
+                    (key, versions.insert(key, u64::from(m.ts)).unwrap_or(0))
+                })
+                .collect();
+            if !writes.is_empty() {
+                self.count(RackEvent::Store(StoreEvent::Committed { ts: m.ts, writes }), 0);
+            }
+        }
+    }
+
+    /// The figures so far: counts, latency summaries and CDFs (not the completion time, the
+    /// throughput or the switches' figures, which the caller knows).
+    pub fn figures(&self) -> RackFigures {
+        let mut f = self.figures.clone();
+        f.read_us = summary(&self.read_latency);
+        f.write_us = summary(&self.write_latency);
+        f.read_cdf_us = cdf(&self.read_latency);
+        f.write_cdf_us = cdf(&self.write_latency);
+        f
+    }
+
+    /// Counts one host event seen at `at`.
+    pub fn count(&mut self, event: RackEvent, at: Nanos) {
         let f = &mut self.figures;
         match event {
             RackEvent::Client(ClientEvent::Committed { ts, write, latency_ns, by_switch, reads, .. }) => {
@@ -373,8 +486,8 @@ impl RackObserver {
                 let h = if write { &mut self.write_latency } else { &mut self.read_latency };
                 h.saturating_record(latency_ns.max(1));
                 // Non-transactional reads (T-TS = 0) are not transactions of the history.
-                if ts != 0 && self.client_commits.insert(ts, (reads, write)).is_some() {
-                    self.duplicate = Some(format!("a client counted T-TS {ts} twice"));
+                if ts != 0 && self.ledger.client_commits.insert(ts, (reads, write)).is_some() {
+                    self.ledger.duplicate = Some(format!("a client counted T-TS {ts} twice"));
                 }
             }
             RackEvent::Client(ClientEvent::Aborted { by_switch }) => {
@@ -386,12 +499,12 @@ impl RackObserver {
             }
             RackEvent::Client(ClientEvent::Resolving) => f.resolves += 1,
             RackEvent::Client(ClientEvent::Finished(_)) => {
-                self.finished += 1;
+                self.ledger.finished += 1;
                 self.finished_ns = self.finished_ns.max(at);
             }
             RackEvent::Store(StoreEvent::Committed { ts, writes }) => {
-                if self.store_commits.insert(ts, writes).is_some() {
-                    self.duplicate = Some(format!("a node committed T-TS {ts} twice"));
+                if self.ledger.store_commits.insert(ts, writes).is_some() {
+                    self.ledger.duplicate = Some(format!("a node committed T-TS {ts} twice"));
                 }
             }
             RackEvent::Client(ClientEvent::Rejected(_) | ClientEvent::Stale)
@@ -405,33 +518,7 @@ impl RackObserver {
     /// The committed history and its serializability in timestamp order; the clients' and
     /// the nodes' commits agree; every client finished.
     pub fn check_history(&self) -> Result<usize, String> {
-        if let Some(d) = &self.duplicate {
-            return Err(d.clone());
-        }
-        if self.finished != CLIENTS {
-            return Err(format!("{} of {CLIENTS} client hosts finished", self.finished));
-        }
-        let key = |k: u64| TupleKey::new(0, k);
-        let mut history = History::new();
-        for (&ts, (reads, wrote)) in &self.client_commits {
-            let writes = match (self.store_commits.get(&ts), wrote) {
-                (Some(w), true) => w.clone(),
-                (None, true) => return Err(format!("T-TS {ts} was counted as a committed write no node installed")),
-                (Some(_), false) => return Err(format!("T-TS {ts} was read-only but a node installed writes")),
-                (None, false) => Vec::new(),
-            };
-            history.record(CommittedTxn {
-                id: u64::from(ts),
-                reads: reads.iter().map(|&(k, v)| (key(k), v)).collect(),
-                writes: writes.iter().map(|&(k, v)| (key(k), v)).collect(),
-            });
-        }
-        if let Some(ts) = self.store_commits.keys().find(|ts| !self.client_commits.contains_key(ts)) {
-            return Err(format!("a node committed T-TS {ts}, which no client counted"));
-        }
-        let order: Vec<u64> = self.client_commits.keys().map(|&ts| u64::from(ts)).collect();
-        history.check_order(&order).map_err(|v| format!("not serializable in timestamp order: {v}"))?;
-        Ok(order.len())
+        self.ledger.check(true)
     }
 }
 
@@ -445,8 +532,9 @@ impl Observer<RackHost, Switch<TransKvProgram>> for RackObserver {
 /// The world of a data center.
 pub type RackWorld = World<RackHost, Switch<TransKvProgram>, RackObserver>;
 
-/// The world of one run of `variant`, not started, and its key placement.
-pub fn build(variant: &str, cfg: &RackConfig) -> Result<(RackWorld, Arc<Hierarchy>), String> {
+/// Checks `cfg` for `variant` and places the keys: the variant's switch mode, client path
+/// and cache fill (none for a forwarding variant).
+pub fn placement(variant: &str, cfg: &RackConfig) -> Result<(Mode, Path, Arc<Hierarchy>), String> {
     let (mode, path) = variant_of(variant)?;
     if !(0.0..=1.0).contains(&cfg.write_ratio) {
         return Err(format!("write_ratio {}: accepted 0..=1", cfg.write_ratio));
@@ -461,34 +549,65 @@ pub fn build(variant: &str, cfg: &RackConfig) -> Result<(RackWorld, Arc<Hierarch
         return Err("outstanding and txns_per_client must be at least 1".into());
     }
     let cache = if mode == Mode::Forward { 0 } else { cfg.cache_per_switch };
-    let hierarchy = Arc::new(Hierarchy::new(cfg.records, cache)?);
-    let mut hosts: Vec<RackHost> = (0..NODES).map(|n| RackHost::Store(StorageNode::new(n))).collect();
-    for index in 0..CLIENTS {
-        hosts.push(RackHost::Client(Box::new(ClientHost::new(ClientConfig {
-            address: CLIENT0 + index,
-            index,
-            path,
-            outstanding: cfg.outstanding,
-            txns: cfg.txns_per_client,
-            ops_per_txn: cfg.ops_per_txn,
-            write_ratio: cfg.write_ratio,
-            zipf: cfg.zipf,
-            seed: cfg.seed,
-            resolve_ns: cfg.resolve_us.saturating_mul(1_000).max(1),
-            hierarchy: Arc::clone(&hierarchy),
-        })?)));
+    Ok((mode, path, Arc::new(Hierarchy::new(cfg.records, cache)?)))
+}
+
+/// Client host `index` (0..[`CLIENTS`]) of a run.
+pub fn client_host(index: u16, path: Path, cfg: &RackConfig, hierarchy: &Arc<Hierarchy>) -> Result<ClientHost, String> {
+    ClientHost::new(ClientConfig {
+        address: CLIENT0 + index,
+        index,
+        path,
+        outstanding: cfg.outstanding,
+        txns: cfg.txns_per_client,
+        ops_per_txn: cfg.ops_per_txn,
+        write_ratio: cfg.write_ratio,
+        zipf: cfg.zipf,
+        seed: cfg.seed,
+        resolve_ns: cfg.resolve_us.saturating_mul(1_000).max(1),
+        hierarchy: Arc::clone(hierarchy),
+    })
+}
+
+/// Storage node `node` of a run of `variant` (empty, in memory; in `transkv-log` it copies
+/// every commit to the controller's log).
+pub fn storage_node(variant: &str, node: u16) -> StorageNode {
+    let n = StorageNode::new(node);
+    if variant == "transkv-log" {
+        n.logging_to(CONTROLLER)
+    } else {
+        n
     }
-    hosts.push(RackHost::Controller(Controller::new(CONTROLLER, Arc::clone(&hierarchy))));
-    let program = || match variant {
+}
+
+/// Switch `id` of a run of `variant` in `mode`, its cache filled with its keys of `hierarchy`.
+pub fn rack_switch(
+    variant: &str,
+    mode: Mode,
+    hierarchy: &Hierarchy,
+    id: u16,
+) -> Result<Switch<TransKvProgram>, String> {
+    let program = match variant {
         "transkv-log" => TransKvProgram::logging(mode, CONTROLLER),
         _ => TransKvProgram::new(mode),
     };
-    let mut switches = (0..SWITCHES)
-        .map(|_| Switch::new(SwitchProfile::tofino1(), program()).map_err(|e| e.to_string()))
-        .collect::<Result<Vec<_>, String>>()?;
-    for (&key, &(switch, slot)) in &hierarchy.cached {
-        fill(&mut switches[usize::from(switch)], key, slot, &value_of(u128::from(key), 0), 0)?;
+    let mut switch = Switch::new(SwitchProfile::tofino1(), program).map_err(|e| e.to_string())?;
+    for (&key, &(_, slot)) in hierarchy.cached.iter().filter(|(_, &(s, _))| s == id) {
+        fill(&mut switch, key, slot, &value_of(u128::from(key), 0), 0)?;
     }
+    Ok(switch)
+}
+
+/// The world of one run of `variant`, not started, and its key placement.
+pub fn build(variant: &str, cfg: &RackConfig) -> Result<(RackWorld, Arc<Hierarchy>), String> {
+    let (mode, path, hierarchy) = placement(variant, cfg)?;
+    let mut hosts: Vec<RackHost> = (0..NODES).map(|n| RackHost::Store(storage_node(variant, n))).collect();
+    for index in 0..CLIENTS {
+        hosts.push(RackHost::Client(Box::new(client_host(index, path, cfg, &hierarchy)?)));
+    }
+    hosts.push(RackHost::Controller(Controller::new(CONTROLLER, Arc::clone(&hierarchy))));
+    let switches =
+        (0..SWITCHES).map(|id| rack_switch(variant, mode, &hierarchy, id)).collect::<Result<Vec<_>, String>>()?;
     let topology = layout::topology(&LinkParams::ten_gbe());
     hierarchy.routes_cover_cached_keys(&topology)?;
     let world = World::new(topology, hosts, switches, RackObserver::new()).map_err(|e| e.to_string())?;

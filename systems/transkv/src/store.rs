@@ -55,6 +55,24 @@ struct StoreWork {
 use pisadb_host::{Host, HostOutbox, Route, Send};
 use std::collections::BTreeMap;
 
+/// Where a storage node keeps its committed versions: any engine [`Storage`] a node can own.
+/// The simulator's is [`Versions`] (an in-memory map, charged with the CPU time measured on
+/// the real store); real mode's is an embedded LSM store on disk (`crate::real::FjallStore`).
+/// The protocol code is the same over both.
+pub trait NodeStore: Storage + std::fmt::Debug + std::marker::Send {
+    /// Makes every write so far durable (nothing to do in memory).
+    fn persist(&self) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Reads that failed so far (an on-disk store's I/O errors).
+    fn failed_reads(&self) -> u64 {
+        0
+    }
+}
+
+impl NodeStore for Versions {}
+
 /// The node's committed versions: an engine [`Storage`] over a map.
 #[derive(Debug, Default)]
 pub struct Versions {
@@ -139,7 +157,7 @@ pub struct StorageNode {
     /// Its host id.
     address: u16,
     /// Committed versions.
-    versions: Versions,
+    versions: Box<dyn NodeStore>,
     /// TSO for uncached keys.
     tso: TimestampOrdering,
     /// Prepared transactions by T-TS: the message as voted.
@@ -159,16 +177,32 @@ pub struct StorageNode {
     switch_epoch: u16,
     /// Every version a switch-decided write installed, per key, in commit (= timestamp) order.
     history: BTreeMap<u64, Vec<u64>>,
+    /// Variant `transkv-log`: the controller that gets a copy of every commit with its before
+    /// images (`crate::recovery`).
+    log_to: Option<u16>,
     /// Rejected datagrams by reason.
     pub rejections: Rejections,
 }
 
 impl StorageNode {
-    /// An empty node (every key at version 0).
+    /// This node sending the controller `controller` a copy of every transaction it commits:
+    /// its reads as answered and, in each write op's value slot, the key's value before the
+    /// write (its before image; the after image is the T-TS's value).
+    pub fn logging_to(mut self, controller: u16) -> Self {
+        self.log_to = Some(controller);
+        self
+    }
+
+    /// An empty node (every key at version 0) over an in-memory map.
     pub fn new(address: u16) -> Self {
+        Self::with_store(address, Box::new(Versions::default()))
+    }
+
+    /// A node over `store` (empty, or holding the versions of an earlier run of this node).
+    pub fn with_store(address: u16, store: Box<dyn NodeStore>) -> Self {
         StorageNode {
             address,
-            versions: Versions::default(),
+            versions: store,
             tso: TimestampOrdering::new(),
             prepared: BTreeMap::new(),
             outcomes: BTreeMap::new(),
@@ -176,6 +210,7 @@ impl StorageNode {
             decided_floor: Some(0),
             switch_epoch: 0,
             history: BTreeMap::new(),
+            log_to: None,
             rejections: Rejections::default(),
         }
     }
@@ -183,7 +218,13 @@ impl StorageNode {
     /// The node rebuilt from its log after a crash: committed versions, outcomes and prepared
     /// transactions (their pending writes back in the TSO); a timestamp floor for the rest.
     pub fn restore(address: u16, log: &[NodeRecord]) -> Result<Self, String> {
-        let mut node = StorageNode::new(address);
+        Self::restore_into(address, Box::new(Versions::default()), log)
+    }
+
+    /// [`StorageNode::restore`] over `store`: the log's committed writes are put (again) into
+    /// it, so a store that survived the crash with some or all of them ends the same.
+    pub fn restore_into(address: u16, store: Box<dyn NodeStore>, log: &[NodeRecord]) -> Result<Self, String> {
+        let mut node = StorageNode::with_store(address, store);
         for record in log {
             match record {
                 NodeRecord::Prepared(m) => {
@@ -204,6 +245,20 @@ impl StorageNode {
                 }
             }
         }
+        // A store that survived the crash may hold writes of a transaction whose outcome never
+        // reached the log (the store is written while handling, the log made durable after the
+        // round): never answered, so never committed. The log's keys were put back above; any
+        // other key written in the store goes back to the initial load.
+        let logged: std::collections::BTreeSet<u64> = node.logged_keys(log);
+        let mut dirty = Vec::new();
+        node.versions.scan(&mut |k, t| {
+            if t.version != 0 && !logged.contains(&k.row) {
+                dirty.push(k);
+            }
+        });
+        for key in dirty {
+            node.versions.put(key, Tuple { value: 0, version: 0 }).map_err(|e| e.to_string())?;
+        }
         let mut work = Work::default();
         for (&ts, m) in &node.prepared {
             let txn = TxnId::from_bits(u64::from(ts));
@@ -214,6 +269,17 @@ impl StorageNode {
         }
         node.floor = None;
         Ok(node)
+    }
+
+    /// The keys `log`'s committed outcomes wrote.
+    fn logged_keys(&self, log: &[NodeRecord]) -> std::collections::BTreeSet<u64> {
+        log.iter()
+            .filter_map(|r| match r {
+                NodeRecord::Outcome(m) if m.status == Status::Committed => Some(m),
+                _ => None,
+            })
+            .flat_map(|m| m.ops.iter().filter(|o| o.op_type == OpType::Write).map(|o| o.key as u64))
+            .collect()
     }
 
     /// The newest committed version of `key` not younger than `ts` (0: the initial load).
@@ -229,6 +295,18 @@ impl StorageNode {
     /// The committed version of `key`.
     pub fn version(&self, key: u64) -> u64 {
         self.versions.get(TupleKey::new(0, key)).map_or(0, |t| t.version)
+    }
+
+    /// Keys in the node's store and the store's failed reads.
+    pub fn store_figures(&self) -> (u64, u64) {
+        let mut keys = 0;
+        self.versions.scan(&mut |_, _| keys += 1);
+        (keys, self.versions.failed_reads())
+    }
+
+    /// Makes the store's writes durable.
+    pub fn persist_store(&self) -> Result<(), String> {
+        self.versions.persist()
     }
 
     /// Transactions prepared and not yet decided.
@@ -251,7 +329,7 @@ impl StorageNode {
         for op in msg.ops.iter_mut().filter(|o| !o.decided()) {
             let key = tuple_key(op.key);
             let ok = match op.op_type {
-                OpType::Read => match self.tso.read(&self.versions, txn, key, Intent::Read, work) {
+                OpType::Read => match self.tso.read(&*self.versions, txn, key, Intent::Read, work) {
                     Ok(Read::Done(tuple)) => {
                         io.reads += 1;
                         op.value = value_of(op.key, tuple.version);
@@ -262,12 +340,12 @@ impl StorageNode {
                 OpType::Write => self.tso.write(txn, key, 0, work).is_ok(),
             };
             if !ok {
-                self.tso.abort(&self.versions, txn, work);
+                self.tso.abort(&*self.versions, txn, work);
                 return false;
             }
         }
         if self.conflicts_with_a_vote(msg) {
-            self.tso.abort(&self.versions, txn, work);
+            self.tso.abort(&*self.versions, txn, work);
             return false;
         }
         for op in msg.ops.iter_mut().filter(|o| o.decided() && o.op_type == OpType::Read && !o.served()) {
@@ -307,12 +385,20 @@ impl StorageNode {
             .collect();
         io.writes += writes.len() as u64;
         // The TSO's own transaction (possibly without ops) ends here either way.
-        let _ = self.tso.commit(&mut self.versions, txn, work);
+        let _ = self.tso.commit(&mut *self.versions, txn, work);
         for op in msg.ops.iter().filter(|o| o.decided() && o.op_type == OpType::Write) {
             work.tuple_ops += 1;
             let tuple = Tuple { value: 0, version: u64::from(msg.ts) };
             let _ = self.versions.put(tuple_key(op.key), tuple);
             self.history.entry(op.key as u64).or_default().push(u64::from(msg.ts));
+        }
+        if let Some(controller) = self.log_to {
+            let mut copy = msg.clone();
+            copy.status = Status::Log;
+            for (op, &(key, before)) in copy.ops.iter_mut().filter(|o| o.op_type == OpType::Write).zip(&writes) {
+                op.value = value_of(u128::from(key), before);
+            }
+            out.sends.push(Send { dst: controller, bytes: copy.datagram(self.address, controller) });
         }
         if !writes.is_empty() {
             out.events.push(StoreEvent::Committed { ts: msg.ts, writes });
@@ -463,6 +549,66 @@ impl Host for StorageNode {
 /// The version a served or returned value names (what a client records as read).
 pub fn read_version(value: &crate::wire::Value) -> u64 {
     version_of(value)
+}
+
+/// Why a storage node's log file cannot be read: a record before the tail does not decode.
+#[derive(Debug)]
+pub struct NodeLogError {
+    /// Byte offset of the bad record.
+    pub at: usize,
+    /// What is wrong with it.
+    pub why: String,
+}
+
+impl std::fmt::Display for NodeLogError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "storage node log record at byte {}: {}", self.at, self.why)
+    }
+}
+
+impl std::error::Error for NodeLogError {}
+
+/// A record on disk (real mode's write-ahead log): a tag (1 `Prepared`, 2 `Outcome`), the
+/// message's length (2 bytes, big-endian) and the message's payload.
+impl pisadb_host::LogCodec for NodeRecord {
+    type Error = NodeLogError;
+
+    fn append_to(&self, out: &mut Vec<u8>) {
+        let (tag, msg) = match self {
+            NodeRecord::Prepared(m) => (1u8, m),
+            NodeRecord::Outcome(m) => (2u8, m),
+        };
+        out.push(tag);
+        let len = u16::try_from(msg.payload_bytes()).unwrap_or(u16::MAX);
+        out.extend_from_slice(&len.to_be_bytes());
+        msg.encode(out);
+    }
+
+    fn read_log(bytes: &[u8]) -> Result<pisadb_host::DecodedLog<Self>, NodeLogError> {
+        let mut records = Vec::new();
+        let mut at = 0;
+        let torn_tail = loop {
+            if at == bytes.len() {
+                break None;
+            }
+            if bytes.len() - at < 3 {
+                break Some("a record header cut short");
+            }
+            let len = usize::from(u16::from_be_bytes([bytes[at + 1], bytes[at + 2]]));
+            if bytes.len() - at - 3 < len {
+                break Some("a record cut short");
+            }
+            let body = &bytes[at + 3..at + 3 + len];
+            let msg = Message::decode(body).map_err(|e| NodeLogError { at, why: e.to_string() })?;
+            records.push(match bytes[at] {
+                1 => NodeRecord::Prepared(msg),
+                2 => NodeRecord::Outcome(msg),
+                tag => return Err(NodeLogError { at, why: format!("unknown tag {tag}") }),
+            });
+            at += 3 + len;
+        };
+        Ok(pisadb_host::DecodedLog { records, valid_bytes: at, torn_tail })
+    }
 }
 
 #[cfg(test)]

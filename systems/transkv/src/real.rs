@@ -1,0 +1,597 @@
+//! TransKV in real mode: the 16 storage nodes, the 4 client hosts and the controller as host
+//! processes, the 8 switches of Fig. 6(c) as software-switch processes, all on loopback,
+//! through the generic runtime (`pisadb_runtime`: host and switch processes, supervisor,
+//! rendezvous).
+//!
+//! The same state machines as the simulator run here: [`RackHost`] per host process and
+//! [`crate::program::TransKvProgram`] in each switch process, its cache filled with its share of the keys
+//! ([`rack_switch`]: every process computes the same placement from the settings). The
+//! network is [`layout::topology`]'s tree at loopback addresses
+//! ([`Network::from_topology`]): each switch process forwards along the tree's unique paths,
+//! so a key's timestamps live in one switch on every path to it, as in the simulator.
+//!
+//! **The store.** A storage node keeps its committed versions in a real embedded LSM store on
+//! disk, fjall ([`FjallStore`], in `<node's data dir>/store`): each written key holds its
+//! version and its 48-byte value. The protocol code is the simulator's; only the
+//! [`NodeStore`] behind it differs. fjall rather than redb: it is LevelDB's kind (an LSM
+//! tree, as the paper's storage nodes), and its point get and put are the costs the simulator
+//! charges (`CALIBRATION.md`). Writes go to fjall's journal and are flushed to the OS as they
+//! happen; the node makes them durable (`PersistMode::SyncAll`) before it reports. If the rack
+//! runs durable, the node also logs its votes and outcomes ([`NodeRecord`]) to the runtime's
+//! write-ahead log and a restarted node is rebuilt from it over its store
+//! ([`StorageNode::restore_into`]).
+//!
+//! **Run.** The clients start transactions until the stop time (or until they have committed
+//! `txns_per_client` each), then everything in flight drains.
+//!
+//! **`kill -9` of a storage node** ([`ClusterOptions::kills`]). Storage nodes always keep the
+//! runtime's write-ahead log (group commit: a round's records are durable before its answers
+//! leave). A killed node comes back from it over its fjall directory: every committed write
+//! put (again), every decided timestamp answered as before, its votes kept, a timestamp
+//! floor for the rest (`crate::store`). Its earlier incarnation's report died with it; the
+//! restarted node counts the commits its log holds ([`RackObserver::count_logged_commits`]),
+//! so the history check covers them, and nothing committed may be missing from a store.
+//!
+//! **Checks** ([`run_cluster`]), as in the simulator: the hosts' ledgers merged, the
+//! committed history serializable in timestamp order, the clients' and the nodes' commits
+//! agree, nothing counted twice; every host drained; no node holds a prepared transaction and
+//! the controller coordinates none; every cached value a switch holds (read from its
+//! registers after it stopped) equals its node's, and no T-TS is left pending.
+
+use crate::control::Controller;
+use crate::layout::{self, CLIENT0, CLIENTS, CONTROLLER, NODES, SWITCHES};
+use crate::program::{CACHE_TABLE, FULL_BITMAP, T_TS, VALUE0, VALUE_ARRAYS};
+use crate::rack::{client_host, placement, rack_switch, Ledger, RackConfig, RackFigures, RackHost, RackObserver};
+use crate::store::{NodeRecord, NodeStore, StorageNode};
+use crate::wire::{value_of, VALUE_BYTES};
+use pisadb_core::TupleKey;
+use pisadb_engine::{Storage, StorageError, Tuple};
+use pisadb_net::LinkParams;
+use pisadb_runtime::host_proc::{self, HostRun};
+use pisadb_runtime::supervisor::{free_ports, ConfigLaunch, Crash};
+use pisadb_runtime::switch_proc::{self, SwitchReport};
+use pisadb_runtime::{write_json, Network, RackConfig as RealConfig, Role, RuntimeError};
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The system name in a TransKV rack's config.
+pub const SYSTEM: &str = "transkv";
+/// Host processes of a rack: 16 storage nodes, 4 client hosts, the controller.
+pub const HOSTS: u16 = CONTROLLER + 1;
+
+/// A storage node's committed versions in fjall, an embedded LSM store on disk. Key: the
+/// 16-byte key, big-endian. Value: the tuple's value and version (8 bytes each, big-endian)
+/// and the 48-byte value the version stands for.
+pub struct FjallStore {
+    keyspace: fjall::Keyspace,
+    items: fjall::PartitionHandle,
+    /// Failed gets (a get has no error path in [`Storage`]: it counts and answers "absent").
+    get_errors: AtomicU64,
+}
+
+impl std::fmt::Debug for FjallStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "FjallStore {{ get_errors: {} }}", self.get_errors.load(Ordering::Relaxed))
+    }
+}
+
+/// Bytes of a stored record: value, version, the 48-byte value.
+const RECORD_BYTES: usize = 16 + VALUE_BYTES;
+
+fn key_bytes(key: TupleKey) -> [u8; 16] {
+    u128::from(key.row).to_be_bytes()
+}
+
+fn backend(key: TupleKey, e: impl std::fmt::Display) -> StorageError {
+    StorageError::Backend { key, reason: e.to_string() }
+}
+
+impl FjallStore {
+    /// Opens (or creates) the store in `dir`.
+    pub fn open(dir: &Path) -> Result<Self, String> {
+        let keyspace = fjall::Config::new(dir).open().map_err(|e| format!("fjall at {}: {e}", dir.display()))?;
+        let items = keyspace
+            .open_partition("versions", fjall::PartitionCreateOptions::default())
+            .map_err(|e| format!("fjall partition at {}: {e}", dir.display()))?;
+        Ok(FjallStore { keyspace, items, get_errors: AtomicU64::new(0) })
+    }
+
+    /// The committed version of `key` in the store (0: never written).
+    pub fn version(&self, key: u64) -> u64 {
+        self.get(TupleKey::new(0, key)).map_or(0, |t| t.version)
+    }
+
+    fn write(&mut self, key: TupleKey, tuple: Tuple) -> Result<(), StorageError> {
+        let mut record = Vec::with_capacity(RECORD_BYTES);
+        record.extend_from_slice(&tuple.value.to_be_bytes());
+        record.extend_from_slice(&tuple.version.to_be_bytes());
+        record.extend_from_slice(&value_of(u128::from(key.row), tuple.version));
+        self.items.insert(key_bytes(key), record).map_err(|e| backend(key, e))
+    }
+}
+
+fn decode(bytes: &[u8]) -> Option<Tuple> {
+    if bytes.len() != RECORD_BYTES {
+        return None;
+    }
+    let word = |at: usize| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&bytes[at..at + 8]);
+        b
+    };
+    Some(Tuple { value: i64::from_be_bytes(word(0)), version: u64::from_be_bytes(word(8)) })
+}
+
+impl NodeStore for FjallStore {
+    fn persist(&self) -> Result<(), String> {
+        self.keyspace.persist(fjall::PersistMode::SyncAll).map_err(|e| e.to_string())
+    }
+
+    fn failed_reads(&self) -> u64 {
+        self.get_errors.load(Ordering::Relaxed)
+    }
+}
+
+impl Storage for FjallStore {
+    fn get(&self, key: TupleKey) -> Option<Tuple> {
+        match self.items.get(key_bytes(key)) {
+            Ok(found) => found.and_then(|bytes| decode(&bytes)),
+            Err(_) => {
+                self.get_errors.fetch_add(1, Ordering::Relaxed);
+                None
+            }
+        }
+    }
+
+    fn put(&mut self, key: TupleKey, tuple: Tuple) -> Result<(), StorageError> {
+        // Every key exists (at version 0, the initial load, until first written).
+        self.write(key, tuple)
+    }
+
+    fn create(&mut self, key: TupleKey, tuple: Tuple) -> Result<(), StorageError> {
+        self.write(key, tuple)
+    }
+
+    fn created_rows(&self) -> usize {
+        0
+    }
+
+    fn scan(&self, visit: &mut dyn FnMut(TupleKey, Tuple)) {
+        for item in self.items.iter() {
+            match item {
+                Ok((k, v)) if k.len() == 16 => {
+                    let mut b = [0u8; 16];
+                    b.copy_from_slice(&k);
+                    if let Some(t) = decode(&v) {
+                        visit(TupleKey::new(0, u128::from_be_bytes(b) as u64), t);
+                    }
+                }
+                _ => {
+                    self.get_errors.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+}
+
+/// What every process of a real TransKV rack is built from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Spec {
+    /// The variant: `transkv`, `tranx-coor`, `no-cache`, `transkv-cache`, `transkv-log`.
+    pub variant: String,
+    /// The data center's settings, as the simulator takes them.
+    pub rack: RackConfig,
+}
+
+/// The network of a rack: Fig. 6(c)'s tree ([`layout::topology`]) at `switches` and `hosts`.
+pub fn network(switches: Vec<SocketAddr>, hosts: Vec<SocketAddr>) -> Result<Network, RuntimeError> {
+    Network::from_topology(&layout::topology(&LinkParams::ten_gbe()), switches, hosts)
+}
+
+/// What a host process reports when it stops (`report.json` in its data directory).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HostReport {
+    /// The host.
+    pub id: u16,
+    /// Its figures (a client host's counts and latencies; `mtps` over its run).
+    pub figures: RackFigures,
+    /// What the history check needs from its events.
+    pub ledger: Ledger,
+    /// A storage node's committed version of each of its keys some switch caches.
+    pub cached_versions: Vec<(u64, u64)>,
+    /// A storage node's prepared transactions, the controller's open ones, when it left.
+    pub open_transactions: usize,
+    /// A storage node's keys in its store and failed store reads.
+    pub store: Option<(u64, u64)>,
+    /// Whether it drained: nothing in flight when it left.
+    pub drained: bool,
+    /// Seconds it ran: until it finished (a client host), else until the stop time.
+    pub seconds: f64,
+}
+
+/// What a switch process writes beside its report: every key it caches.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CacheReport {
+    /// Per cached key: the key, whether the entry holds a value (full bitmap), its 48 bytes,
+    /// and its pending writer's T-TS.
+    pub entries: Vec<(u64, bool, Vec<u8>, u64)>,
+}
+
+fn bad_id(id: u16, what: &str, count: u16) -> RuntimeError {
+    RuntimeError::bad_setting("--id", id, format!("{what} of the rack: 0..{count}"))
+}
+
+fn bad_spec(variant: &str, e: String) -> RuntimeError {
+    RuntimeError::bad_setting("rack settings", variant, e)
+}
+
+/// Runs host `id` of the rack `cfg` until it stops and drains; writes its report to
+/// `<data_dir>/report.json` and returns it.
+pub fn serve_host(cfg: &RealConfig<Spec>, id: u16, data_dir: &Path) -> Result<HostReport, RuntimeError> {
+    let spec = &cfg.spec;
+    let (_, path, hierarchy) = placement(&spec.variant, &spec.rack).map_err(|e| bad_spec(&spec.variant, e))?;
+    std::fs::create_dir_all(data_dir).map_err(|e| RuntimeError::io(data_dir, e))?;
+    let name = format!("transkv host {id}");
+    // Storage nodes always log (the answer of a node killed with `kill -9` must survive it).
+    let (mut wal, records) = host_proc::open_log::<NodeRecord>(id < NODES, data_dir, &name)?;
+    let store_dir = data_dir.join("store");
+    let mut host = match id {
+        n if n < NODES => {
+            let store = FjallStore::open(&store_dir).map_err(|e| bad_spec("store", e))?;
+            let node = if records.is_empty() {
+                StorageNode::with_store(n, Box::new(store))
+            } else {
+                StorageNode::restore_into(n, Box::new(store), &records).map_err(|e| bad_spec("log", e))?
+            };
+            RackHost::Store(if spec.variant == "transkv-log" { node.logging_to(CONTROLLER) } else { node })
+        }
+        c if (CLIENT0..CLIENT0 + CLIENTS).contains(&c) => RackHost::Client(Box::new(
+            client_host(c - CLIENT0, path, &spec.rack, &hierarchy).map_err(|e| bad_spec(&spec.variant, e))?,
+        )),
+        CONTROLLER => RackHost::Controller(Controller::new(CONTROLLER, std::sync::Arc::clone(&hierarchy))),
+        _ => return Err(bad_id(id, "a host", HOSTS)),
+    };
+    let mut observer = RackObserver::new();
+    observer.count_logged_commits(&records);
+    let run: HostRun = host_proc::serve(cfg, id, &name, &mut host, wal.as_mut(), |now, event| {
+        observer.count(event, now);
+    })?;
+    let mut figures = observer.figures();
+    // A client host that finished early ran until it finished; else until the stop time.
+    let finished = observer.ledger().finished > 0;
+    figures.completion_s = if finished { observer.finished_ns() as f64 / 1e9 } else { run.seconds };
+    figures.mtps = if figures.completion_s > 0.0 { figures.commits as f64 / figures.completion_s / 1e6 } else { 0.0 };
+    let report_seconds = figures.completion_s;
+    let (cached_versions, open_transactions, store) = match &host {
+        RackHost::Store(node) => {
+            let versions = hierarchy
+                .cached
+                .keys()
+                .filter(|&&k| hierarchy.node_of(k) == id)
+                .map(|&k| (k, node.version(k)))
+                .collect();
+            // Reopening the store is not possible while the node holds it: count through it.
+            let (keys, errors) = node.store_figures();
+            (versions, node.prepared(), Some((keys, errors)))
+        }
+        RackHost::Controller(c) => (Vec::new(), c.waiting(), None),
+        RackHost::Client(_) => (Vec::new(), 0, None),
+    };
+    if let RackHost::Store(node) = &host {
+        node.persist_store().map_err(|e| bad_spec("store", e))?;
+    }
+    let report = HostReport {
+        id,
+        figures,
+        ledger: observer.ledger().clone(),
+        cached_versions,
+        open_transactions,
+        store,
+        drained: run.drained,
+        seconds: report_seconds,
+    };
+    write_json(&data_dir.join("report.json"), &report)?;
+    Ok(report)
+}
+
+/// The file beside switch `id`'s report where it lists its cache.
+pub fn cache_report_path(data_dir: &Path, id: u16) -> PathBuf {
+    data_dir.join(format!("switch-{id}-cache.json"))
+}
+
+/// Runs switch `id` of the rack `cfg` (the TransKV program in the variant's mode, its share
+/// of the cache filled) until SIGINT/SIGTERM; writes its report to `report` if given, and
+/// its cache ([`CacheReport`]) beside it.
+pub fn serve_switch(cfg: &RealConfig<Spec>, id: u16, report: Option<&Path>) -> Result<SwitchReport, RuntimeError> {
+    if id >= SWITCHES {
+        return Err(bad_id(id, "a switch", SWITCHES));
+    }
+    let spec = &cfg.spec;
+    let (mode, _, hierarchy) = placement(&spec.variant, &spec.rack).map_err(|e| bad_spec(&spec.variant, e))?;
+    let mut switch = rack_switch(&spec.variant, mode, &hierarchy, id).map_err(|e| bad_spec(&spec.variant, e))?;
+    let out = switch_proc::serve_and_report(cfg, id, &mut switch, spec.rack.seed ^ u64::from(id), report)?;
+    if let Some(dir) = report.and_then(Path::parent) {
+        let mut entries = Vec::new();
+        for (&key, &(_, slot)) in hierarchy.cached.iter().filter(|(_, &(s, _))| s == id) {
+            let entry = switch.tables().get(CACHE_TABLE, key).map_err(|e| bad_spec("cache", e.to_string()))?;
+            let full = entry.is_some_and(|e| (e >> 16) & 0xff == u64::from(FULL_BITMAP));
+            let read = |r: u8| switch.registers().read(r, u32::from(slot)).map(|c| c.0).unwrap_or(0);
+            let mut value = Vec::with_capacity(VALUE_BYTES);
+            for w in 0..VALUE_ARRAYS {
+                value.extend_from_slice(&(read(VALUE0 + w) as u32).to_be_bytes());
+            }
+            entries.push((key, full, value, read(T_TS) as u64));
+        }
+        write_json(&cache_report_path(dir, id), &CacheReport { entries })?;
+    }
+    Ok(out)
+}
+
+/// What to run with [`run_cluster`].
+#[derive(Clone, Debug)]
+pub struct ClusterOptions {
+    /// The data center.
+    pub spec: Spec,
+    /// Seconds until the clients stop starting transactions.
+    pub seconds: f64,
+    /// Where the config, the reports and the hosts' data directories go.
+    pub data_dir: PathBuf,
+    /// The `pisadb` binary to start the processes from.
+    pub exe: PathBuf,
+    /// Storage nodes to `kill -9` and restart: (node, seconds into the run).
+    pub kills: Vec<(u16, f64)>,
+    /// Seconds a killed node stays down.
+    pub down_s: f64,
+}
+
+/// What [`run_cluster`] saw.
+#[derive(Clone, Debug, Serialize)]
+pub struct ClusterResult {
+    /// Committed transactions over all client hosts, of them writes, answered by a switch.
+    pub commits: [u64; 3],
+    /// Aborts by a switch and by a node, resolves.
+    pub aborts: [u64; 3],
+    /// Commits per second over the run (thousands).
+    pub ktps: f64,
+    /// Read and write latency over all clients: mean, p50, p99 in µs (the p50/p99 of the
+    /// client host with the most commits).
+    pub read_us: [f64; 3],
+    /// As `read_us`, for writes.
+    pub write_us: [f64; 3],
+    /// Transactions the history check checked.
+    pub checked: usize,
+    /// Keys in the storage nodes' fjall stores.
+    pub stored_keys: u64,
+    /// Cached keys compared with their nodes (with a value, only timestamps).
+    pub cached_compared: (usize, usize),
+    /// Each switch's report, by id.
+    pub switches: Vec<SwitchReport>,
+    /// Each host's report, by id.
+    pub hosts: Vec<HostReport>,
+    /// Storage nodes killed and restarted: (node, seconds into the run).
+    pub killed: Vec<(u16, f64)>,
+    /// The first check that failed, if any.
+    pub failure: Option<String>,
+}
+
+/// Runs a real TransKV data center on loopback for `opts.seconds`, collects every process's
+/// report and runs the checks (module docs). A caller that wants Ctrl-C to stop the rack in
+/// order installs `pisadb_runtime::install_stop_signals` first.
+pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult, RuntimeError> {
+    placement(&opts.spec.variant, &opts.spec.rack)
+        .map_err(|e| RuntimeError::bad_setting("--variant/--set", &opts.spec.variant, e))?;
+    let addrs = free_ports(usize::from(SWITCHES) + usize::from(HOSTS))?;
+    let (switch_addrs, host_addrs) = addrs.split_at(usize::from(SWITCHES));
+    let network = network(switch_addrs.to_vec(), host_addrs.to_vec())?;
+    if let Some(&(node, _)) = opts.kills.iter().find(|&&(node, _)| node >= NODES) {
+        return Err(RuntimeError::bad_setting("--kill-node", node, format!("a storage node: 0..{NODES}")));
+    }
+    let mut supervisor = ConfigLaunch::start(SYSTEM, opts.spec.clone(), network, &opts.data_dir, opts.exe.clone())?;
+    let go = supervisor.start_together(opts.seconds)?;
+    let crashes: Vec<Crash> =
+        opts.kills.iter().map(|&(node, at_s)| Crash { role: Role::Host(node), at_s, down_s: opts.down_s }).collect();
+    let killed = supervisor.inject(go.epoch_unix_ns, &crashes)?;
+    supervisor.wait_for_hosts()?;
+    supervisor.stop_switches()?;
+    let hosts: Vec<HostReport> = ConfigLaunch::host_reports(&opts.data_dir, HOSTS)?;
+    let switches = ConfigLaunch::switch_reports(&opts.data_dir, SWITCHES)?;
+    let caches = (0..SWITCHES)
+        .map(|id| pisadb_runtime::read_json::<CacheReport>(&cache_report_path(&opts.data_dir, id)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut result = judge(hosts, switches, &caches);
+    result.killed = killed.iter().map(|c| (if let Role::Host(h) = c.role { h } else { u16::MAX }, c.at_s)).collect();
+    Ok(result)
+}
+
+/// The checks over the reports (module docs) and the run's figures.
+fn judge(hosts: Vec<HostReport>, switches: Vec<SwitchReport>, caches: &[CacheReport]) -> ClusterResult {
+    let mut ledger = Ledger::default();
+    hosts.iter().for_each(|h| ledger.merge(h.ledger.clone()));
+    let mut failure = None;
+    let checked = match ledger.check(false) {
+        Ok(n) => n,
+        Err(e) => {
+            failure = Some(e);
+            0
+        }
+    };
+    if let Some(h) = hosts.iter().find(|h| !h.drained) {
+        failure.get_or_insert(format!("host {} left with work in flight", h.id));
+    }
+    if let Some(h) = hosts.iter().find(|h| h.open_transactions > 0) {
+        failure.get_or_insert(format!("host {} left {} transactions open", h.id, h.open_transactions));
+    }
+    if let Some(h) = hosts.iter().find(|h| h.store.is_some_and(|(_, errors)| errors > 0)) {
+        failure.get_or_insert(format!("storage node {}'s store failed reads", h.id));
+    }
+    let versions: std::collections::BTreeMap<u64, u64> =
+        hosts.iter().flat_map(|h| h.cached_versions.iter().copied()).collect();
+    let (mut with_value, mut without) = (0, 0);
+    for (switch, cache) in caches.iter().enumerate() {
+        for (key, full, value, t_ts) in &cache.entries {
+            if *t_ts != 0 {
+                failure.get_or_insert(format!("switch {switch} left key {key} with a pending writer"));
+            }
+            if !*full {
+                without += 1;
+                continue;
+            }
+            with_value += 1;
+            let version = versions.get(key).copied().unwrap_or(0);
+            if value.as_slice() != value_of(u128::from(*key), version).as_slice() {
+                failure.get_or_insert(format!(
+                    "switch {switch} caches key {key} at a value its node does not hold (version {version})"
+                ));
+            }
+        }
+    }
+    let clients: Vec<&HostReport> = hosts.iter().filter(|h| (CLIENT0..CLIENT0 + CLIENTS).contains(&h.id)).collect();
+    let sum = |f: &dyn Fn(&RackFigures) -> u64| clients.iter().map(|h| f(&h.figures)).sum::<u64>();
+    let commits = [sum(&|f| f.commits), sum(&|f| f.write_commits), sum(&|f| f.switch_answers)];
+    let aborts = [sum(&|f| f.aborts_switch), sum(&|f| f.aborts_store), sum(&|f| f.resolves)];
+    let seconds = clients.iter().map(|h| h.seconds).fold(0.0, f64::max);
+    let busiest = clients.iter().max_by_key(|h| h.figures.commits);
+    let mean = |f: &dyn Fn(&RackFigures) -> (f64, u64)| {
+        let (sum, n) = clients.iter().map(|h| f(&h.figures)).fold((0.0, 0), |(s, n), (m, k)| (s + m * k as f64, n + k));
+        if n == 0 {
+            0.0
+        } else {
+            sum / n as f64
+        }
+    };
+    let read_mean = mean(&|f| (f.read_us[0], f.commits - f.write_commits));
+    let write_mean = mean(&|f| (f.write_us[0], f.write_commits));
+    let read_us = busiest.map_or([0.0; 3], |h| [read_mean, h.figures.read_us[1], h.figures.read_us[2]]);
+    let write_us = busiest.map_or([0.0; 3], |h| [write_mean, h.figures.write_us[1], h.figures.write_us[2]]);
+    ClusterResult {
+        commits,
+        aborts,
+        ktps: if seconds > 0.0 { commits[0] as f64 / seconds / 1e3 } else { 0.0 },
+        read_us,
+        write_us,
+        checked,
+        stored_keys: hosts.iter().filter_map(|h| h.store.map(|(k, _)| k)).sum(),
+        cached_compared: (with_value, without),
+        switches,
+        hosts,
+        killed: Vec::new(),
+        failure,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::Hierarchy;
+
+    #[test]
+    fn fjall_store_round_trips_versions_and_values_on_disk() {
+        let dir = std::env::temp_dir().join(format!("pisadb-transkv-fjall-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        {
+            let mut store = FjallStore::open(&dir).unwrap();
+            assert_eq!(store.get(TupleKey::new(0, 7)), None, "never written: absent (version 0)");
+            store.put(TupleKey::new(0, 7), Tuple { value: 0, version: 42 }).unwrap();
+            store.put(TupleKey::new(0, 9), Tuple { value: 0, version: 5 }).unwrap();
+            assert_eq!(store.get(TupleKey::new(0, 7)).map(|t| t.version), Some(42));
+            store.persist().unwrap();
+        }
+        let store = FjallStore::open(&dir).unwrap();
+        let mut seen = Vec::new();
+        store.scan(&mut |k, t| seen.push((k.row, t.version)));
+        assert_eq!(seen, vec![(7, 42), (9, 5)], "reopened: both writes, in key order");
+        assert_eq!(store.failed_reads(), 0);
+        drop(store);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_network_is_the_simulators_tree_and_covers_every_cached_key() {
+        let addr = |p: u16| SocketAddr::from(([127, 0, 0, 1], p));
+        let n = network((0..SWITCHES).map(|i| addr(9000 + i)).collect(), (0..HOSTS).map(|i| addr(9100 + i)).collect())
+            .unwrap();
+        assert_eq!(n.hosts_of(layout::CORES[0]), vec![16, 17, CONTROLLER]);
+        assert_eq!(n.switch_of(15), layout::tor_of(15));
+        let h = Hierarchy::new(20_000, 32).unwrap();
+        h.routes_cover_cached_keys(&n.topology()).unwrap();
+    }
+
+    #[test]
+    fn a_node_record_log_reads_back_and_cuts_a_torn_tail() {
+        use crate::wire::{Message, Op, OpType, Status};
+        use pisadb_host::LogCodec;
+        let msg = |ts| Message {
+            ts,
+            status: Status::Committed,
+            client: 16,
+            seq: 1,
+            ops: vec![Op { op_type: OpType::Write, flags: 0, key: 3, value: value_of(3, u64::from(ts)) }],
+        };
+        let mut bytes = Vec::new();
+        NodeRecord::Prepared(msg(5)).append_to(&mut bytes);
+        NodeRecord::Outcome(msg(5)).append_to(&mut bytes);
+        let whole = bytes.len();
+        NodeRecord::Outcome(msg(6)).append_to(&mut bytes);
+        bytes.truncate(bytes.len() - 4);
+        let log = NodeRecord::read_log(&bytes).unwrap();
+        assert_eq!(log.records, vec![NodeRecord::Prepared(msg(5)), NodeRecord::Outcome(msg(5))]);
+        assert_eq!((log.valid_bytes, log.torn_tail.is_some()), (whole, true));
+    }
+
+    fn host(id: u16, ledger: Ledger, cached_versions: Vec<(u64, u64)>) -> HostReport {
+        let mut figures = RackObserver::new().figures();
+        figures.commits = ledger.client_commits.len() as u64;
+        HostReport {
+            id,
+            figures,
+            ledger,
+            cached_versions,
+            open_transactions: 0,
+            store: (id < NODES).then_some((1, 0)),
+            drained: true,
+            seconds: 1.0,
+        }
+    }
+
+    #[test]
+    fn the_judge_refuses_a_stale_cached_value_a_pending_writer_and_an_unknown_commit() {
+        // Client 16 committed T-TS 8 writing key 5 over version 0, node 0 installed it.
+        let mut client = Ledger::default();
+        client.client_commits.insert(8, (Vec::new(), true));
+        let mut node = Ledger::default();
+        node.store_commits.insert(8, vec![(5, 0)]);
+        let hosts = || vec![host(0, node.clone(), vec![(5, 8)]), host(16, client.clone(), Vec::new())];
+        let cache = |version: u64, t_ts: u64| {
+            vec![CacheReport { entries: vec![(5, true, value_of(5, version).to_vec(), t_ts)] }]
+        };
+        let ok = judge(hosts(), Vec::new(), &cache(8, 0));
+        assert_eq!((ok.failure, ok.checked, ok.cached_compared), (None, 1, (1, 0)));
+        let stale = judge(hosts(), Vec::new(), &cache(0, 0)).failure.unwrap();
+        assert!(stale.contains("caches key 5 at a value its node does not hold"), "{stale}");
+        let pending = judge(hosts(), Vec::new(), &cache(8, 9)).failure.unwrap();
+        assert!(pending.contains("pending writer"), "{pending}");
+        let lone = judge(vec![host(0, node.clone(), vec![(5, 8)])], Vec::new(), &cache(8, 0)).failure.unwrap();
+        assert!(lone.contains("which no client counted"), "{lone}");
+    }
+
+    #[test]
+    fn a_restarted_node_resets_store_writes_its_log_never_confirmed() {
+        use crate::wire::{Message, Op, OpType, Status};
+        let dir = std::env::temp_dir().join(format!("pisadb-transkv-restore-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut store = FjallStore::open(&dir).unwrap();
+        // Key 5: committed by T-TS 8 (in the log). Key 11: written by T-TS 77 while handling,
+        // killed before the round's log records were durable (never answered).
+        store.put(TupleKey::new(0, 5), Tuple { value: 0, version: 8 }).unwrap();
+        store.put(TupleKey::new(0, 11), Tuple { value: 0, version: 77 }).unwrap();
+        let op = Op { op_type: OpType::Write, flags: 0, key: 5, value: value_of(5, 8) };
+        let committed = Message { ts: 8, status: Status::Committed, client: 16, seq: 1, ops: vec![op] };
+        let node = StorageNode::restore_into(0, Box::new(store), &[NodeRecord::Outcome(committed)]).unwrap();
+        assert_eq!((node.version(5), node.version(11)), (8, 0));
+        assert_eq!(node.store_figures(), (2, 0));
+        drop(node);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
