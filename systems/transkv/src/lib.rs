@@ -32,6 +32,8 @@
 //!   storage nodes over fjall on disk.
 //! - [`recovery`]: the controller's log with before and after images, undo/redo recovery with
 //!   cascading rollback (§IV-E).
+//! - [`refresh`]: the controller's hot-key statistics, the placement they call for and the
+//!   safe eviction/insertion protocol (built and tested on switches; not yet run in the rack).
 //! - [`system`]: the harness's view (variants, settings, one point).
 //! - [`experiments`]: Figs. 9–11 and Tables I–II, their CSVs, charts and report.
 //! - [`fuzz`]: seeded fault-injection cases and their oracles (`pisadb fuzz --system transkv`).
@@ -46,6 +48,7 @@ pub mod program;
 pub mod rack;
 pub mod real;
 pub mod recovery;
+pub mod refresh;
 pub mod store;
 pub mod system;
 pub mod wire;

@@ -55,6 +55,10 @@
 //! - **Non-transactional** (T-TS = 0) read requests are looked up without TSO; if every op
 //!   hits, the switch answers; otherwise they go on to the storage node (§IV-A).
 //!
+//! - An op on an entry marked [`MIGRATING`] (the controller's cache refresh,
+//!   `crate::refresh`) aborts the transaction at this switch without touching the entry's
+//!   registers: no new claim or read can land on a key while it changes home.
+//!
 //! Everything else (`Coordinate`, `Voted`, `Commit`, `Resolve`, `Served`) is forwarded
 //! untouched. A switch rebuilt after a crash (`crate::fuzz::rebuild_switch`) has its table
 //! entries with an empty bitmap: it decides by TSO but answers no value, and the storage node
@@ -101,6 +105,10 @@ pub const VALUE0: u8 = 5;
 pub const VALUE_ARRAYS: u8 = (VALUE_BYTES / 4) as u8;
 /// The bitmap of a value held in all three 16-byte words.
 pub const FULL_BITMAP: u8 = 0b111;
+/// The bitmap bit of an entry the controller is moving in or out of this switch
+/// (`crate::refresh`): transactional ops on it abort here without touching its registers, and
+/// it is never answered from the switch. Replies passing it still install and release.
+pub const MIGRATING: u8 = 0x80;
 
 // Action ids.
 const READ: u8 = 0;
@@ -333,7 +341,7 @@ impl TransKvProgram {
             looked_up = true;
             p.next += 1;
             if let Some(e) = Self::look_up(ctx, p, i) {
-                if !Self::decide(ctx, p, i, e) {
+                if e.bitmap & MIGRATING != 0 || !Self::decide(ctx, p, i, e) {
                     p.aborted = true;
                     return Self::cleanup(ctx, p);
                 }
@@ -655,6 +663,23 @@ mod tests {
         // A second Committed of the same write changes nothing.
         sw.run(txn(20, Status::Committed, fwd.ops));
         assert_eq!(sw.cell(W_TS, 2), 20);
+    }
+
+    #[test]
+    fn a_migrating_entry_aborts_new_ops_untouched_but_still_releases_its_writer() {
+        let mut sw = Bench::new(Mode::Tso);
+        let (_, fwd, _) = sw.run(txn(20, Status::Request, vec![w(2, 20)]));
+        let marked = entry_value(2, FULL_BITMAP | MIGRATING, 2);
+        sw.tables.insert(CACHE_TABLE, 2, marked).unwrap();
+        let (d, reply, _) = sw.run(txn(30, Status::Request, vec![r(2)]));
+        assert_eq!((d, reply.status), (PassDecision::Reply, Status::SwitchAborted));
+        assert_eq!((sw.cell(R_TS, 2), sw.cell(T_TS, 2)), (0, 20), "the refused read raised nothing");
+        assert_eq!(sw.run(txn(40, Status::Request, vec![w(2, 40)])).1.status, Status::SwitchAborted);
+        // A non-transactional read is not answered from it: it goes on to the node.
+        assert_eq!(sw.run(txn(0, Status::Request, vec![r(2)])).0, PassDecision::Forward);
+        // The pending writer's commit still installs and releases.
+        sw.run(txn(20, Status::Committed, fwd.ops));
+        assert_eq!((sw.cell(T_TS, 2), sw.cell(W_TS, 2)), (0, 20));
     }
 
     #[test]

@@ -1,0 +1,488 @@
+//! The controller's hot-key statistics and cache refresh (§IV-D): which keys are hot this
+//! epoch, where they should live, and the safe protocol that moves them.
+//!
+//! **Status: the pieces below are built and tested against real switches through the control
+//! operations; the runs do not use them yet** (nothing in the rack, the variants or the CLI
+//! calls this module). What is missing is the delivery: an epoch timer at the controller and a
+//! way for its control operations to reach every switch, and the storage node's side of a
+//! hand-off (below).
+//!
+//! ## Statistics ([`HitStats`])
+//!
+//! Each switch counts the ops it looks up on each cached key (the `HITS` array, §IV-D). Each
+//! epoch the controller reads every cached slot's counter ([`HitStats::read_ops`]) and keeps
+//! the difference from the last reading (32-bit wrapping): the counters are never reset, so
+//! hits landing between a read and a reset cannot be lost. Storage nodes report the requests
+//! they saw on keys no switch decided (misses, [`HitStats::record_misses`]). One epoch's
+//! counts are comparable across both sources: requests per key.
+//!
+//! ## Placement ([`plan`])
+//!
+//! The epoch's counts ranked (hottest first, key as the tie-break) fill the levels exactly as
+//! the setup fill does from the workload's popularity (`layout::Hierarchy::new`): each key at
+//! the first of its pod's core, aggregation switch and ToR with room. A key whose switch does
+//! not change keeps its slot; every other change is one eviction and one insertion, the
+//! insertions reusing the slots freed on the same switch.
+//!
+//! ## The move of one key ([`Eviction`], [`Insertion`])
+//!
+//! Every step is a control operation ([`pisadb_wire::control::ControlOp`]) that the switch's
+//! control plane applies between packets, as Tofino's driver does over PCIe; table entries are
+//! only ever changed this way (the data plane cannot write its exact-match table). Between two
+//! steps any number of packets may pass.
+//!
+//! - **Evict** key k from slot s: (1) re-insert k's entry with the [`MIGRATING`] bit: from then
+//!   on every transactional op on k aborts at this switch without touching its registers, and
+//!   no read is answered from it; replies still release and install; (2) read T-TS until it is
+//!   0 (the writer accepted before (1) has committed or aborted; no new one can claim); (3)
+//!   read W-TS and R-TS; (4) delete the entry. The result is k's **floor**
+//!   ([`Eviction::floor`]): max(W-TS, R-TS), which the storage node must take as k's read and
+//!   write timestamps before it decides any op on k by its own TSO — a writer older than a
+//!   read the switch accepted must still abort.
+//! - **Insert** key k at slot s: (1) insert k's entry with the [`MIGRATING`] bit; (2) the
+//!   controller obtains from k's node its committed value, that value's write timestamp and
+//!   k's read timestamp, once no transaction on k is prepared there ([`NodeState`]); (3) write
+//!   W-TS, R-TS (the floors), T-TS := 0 and the value words at s; (4) re-insert the entry with
+//!   the full bitmap (publish).
+//!
+//! Step (2) of an insertion is the missing hand-off: the node must also, from that moment,
+//! refuse ops on k that no switch decided (they crossed the switch before (1)), and the
+//! evicted key's floor must be installed at the node. `store.rs` has neither message yet.
+//!
+//! ## Why control operations, not in-band frames
+//!
+//! The shared control channel reaches only a switch wired to the controller (the simulator
+//! hands a switch's CPU-port traffic to a directly linked controller, and a `SWITCH_ID` frame
+//! is taken by the first switch it meets). Carrying the operations in TransKV frames that each
+//! switch's program recognises by its id would reach every level, but the program could not
+//! carry them out: on Tofino an exact-match table changes only from the control plane, so
+//! every step that marks, deletes or publishes an entry would still be the switch's local
+//! control-plane agent's work, taking `control_plane_ns`. The faithful way is therefore the
+//! control channel extended to address a switch by id hop by hop (option (a) of issue 19);
+//! the operations here are exactly what it would carry, and the tests apply them with
+//! `Switch::apply_control`, the same function the channel ends in.
+
+use crate::layout::{levels_of, Hierarchy, SWITCHES};
+use crate::program::{entry_value, CACHE_TABLE, FULL_BITMAP, HITS, MIGRATING, R_TS, T_TS, VALUE0, VALUE_ARRAYS, W_TS};
+use crate::wire::{Value, VALUE_BYTES};
+use pisadb_wire::control::{ControlOp, ControlResult, ControlStatus};
+use std::collections::BTreeMap;
+
+/// Requests per key over epochs, from the switches' hit counters and the nodes' miss reports.
+#[derive(Clone, Debug, Default)]
+pub struct HitStats {
+    /// The last reading of each (switch, slot) counter, and the key it counted.
+    last: BTreeMap<(u16, u16), (u64, u32)>,
+    /// This epoch's requests per key.
+    counts: BTreeMap<u64, u64>,
+}
+
+impl HitStats {
+    /// The reads of every cached slot's hit counter: (switch, key, slot, operation).
+    pub fn read_ops(cached: &BTreeMap<u64, (u16, u16)>) -> Vec<(u16, u64, u16, ControlOp)> {
+        cached
+            .iter()
+            .map(|(&key, &(switch, slot))| {
+                (switch, key, slot, ControlOp::ReadRegister { register: HITS, index: u32::from(slot) })
+            })
+            .collect()
+    }
+
+    /// A counter reading `value` of `key` at (`switch`, `slot`): the hits since the last
+    /// reading of that slot for that key (a slot given to another key starts from its reading
+    /// at the time).
+    pub fn record_counter(&mut self, switch: u16, slot: u16, key: u64, value: u32) {
+        let since = match self.last.insert((switch, slot), (key, value)) {
+            Some((k, before)) if k == key => value.wrapping_sub(before),
+            _ => 0,
+        };
+        *self.counts.entry(key).or_default() += u64::from(since);
+    }
+
+    /// A storage node's report: `requests` ops on `key` that no switch decided.
+    pub fn record_misses(&mut self, key: u64, requests: u64) {
+        *self.counts.entry(key).or_default() += requests;
+    }
+
+    /// Ends the epoch: its counts, and a fresh epoch.
+    pub fn end_epoch(&mut self) -> BTreeMap<u64, u64> {
+        std::mem::take(&mut self.counts)
+    }
+}
+
+/// What a refresh changes on one switch.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SwitchPlan {
+    /// Keys to evict and their slots.
+    pub evict: Vec<(u64, u16)>,
+    /// Keys to insert and the slots they get.
+    pub insert: Vec<(u64, u16)>,
+}
+
+/// The placement an epoch's `counts` call for, given the `current` one, and per switch what
+/// changes (module docs). Keys with no requests this epoch stay where they are while there is
+/// room; the result keeps `current.cache_per_switch` per switch.
+pub fn plan(current: &Hierarchy, counts: &BTreeMap<u64, u64>) -> (BTreeMap<u64, (u16, u16)>, Vec<SwitchPlan>) {
+    let per = current.cache_per_switch;
+    let mut ranked: Vec<(u64, u64)> = counts.iter().filter(|(_, &c)| c > 0).map(|(&k, &c)| (k, c)).collect();
+    ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    // Then the keys cached now without requests (in key order): they keep their places if
+    // there is room left.
+    let quiet = current.cached.keys().filter(|k| counts.get(k).copied().unwrap_or(0) == 0).map(|&k| (k, 0));
+    let ranked: Vec<(u64, u64)> = ranked.into_iter().chain(quiet).collect();
+    let mut used = [0u32; SWITCHES as usize];
+    let mut home: BTreeMap<u64, u16> = BTreeMap::new();
+    for &(key, count) in &ranked {
+        if home.contains_key(&key) || key >= current.records {
+            continue;
+        }
+        let stay = current.cached.get(&key).map(|&(s, _)| s).filter(|&s| count == 0 && used[usize::from(s)] < per);
+        let levels = levels_of(current.node_of(key));
+        if let Some(s) = stay.or_else(|| levels.iter().copied().find(|&s| used[usize::from(s)] < per)) {
+            used[usize::from(s)] += 1;
+            home.insert(key, s);
+        }
+    }
+    let mut plans = vec![SwitchPlan::default(); usize::from(SWITCHES)];
+    let mut placed: BTreeMap<u64, (u16, u16)> = BTreeMap::new();
+    let mut free: Vec<Vec<u16>> = vec![Vec::new(); usize::from(SWITCHES)];
+    let mut taken = vec![vec![false; per as usize]; usize::from(SWITCHES)];
+    for (&key, &(switch, slot)) in &current.cached {
+        if home.get(&key) == Some(&switch) {
+            placed.insert(key, (switch, slot));
+            taken[usize::from(switch)][usize::from(slot)] = true;
+        } else {
+            plans[usize::from(switch)].evict.push((key, slot));
+        }
+    }
+    for (s, slots) in free.iter_mut().enumerate() {
+        // Lowest free slot last, so `pop` hands out the lowest first.
+        *slots = (0..per as u16).rev().filter(|&i| !taken[s][usize::from(i)]).collect();
+    }
+    for (&key, &switch) in &home {
+        if placed.contains_key(&key) {
+            continue;
+        }
+        let slot = free[usize::from(switch)].pop().expect("home leaves room");
+        placed.insert(key, (switch, slot));
+        plans[usize::from(switch)].insert.push((key, slot));
+    }
+    (placed, plans)
+}
+
+/// What the controller does next in a key's move.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// Send this operation and feed its reply back.
+    Send(ControlOp),
+    /// The key still has a pending writer: send this operation again later.
+    Retry(ControlOp),
+    /// The controller must supply the node's state ([`Insertion::supply`]).
+    NeedNode,
+    /// The move is done.
+    Done,
+}
+
+fn cell(reply: Option<(ControlStatus, ControlResult)>) -> Result<i64, String> {
+    match reply {
+        Some((ControlStatus::Ok, ControlResult::Cell { lo, .. })) => Ok(lo),
+        other => Err(format!("expected a register cell, got {other:?}")),
+    }
+}
+
+fn ok(reply: Option<(ControlStatus, ControlResult)>) -> Result<(), String> {
+    match reply {
+        Some((ControlStatus::Ok, _)) => Ok(()),
+        other => Err(format!("control operation failed: {other:?}")),
+    }
+}
+
+/// The eviction of one key from one switch (module docs), one control operation at a time.
+#[derive(Clone, Debug)]
+pub struct Eviction {
+    key: u64,
+    slot: u16,
+    step: u8,
+    w_ts: i64,
+    r_ts: i64,
+}
+
+impl Eviction {
+    /// The eviction of `key` from `slot`.
+    pub fn new(key: u64, slot: u16) -> Self {
+        Eviction { key, slot, step: 0, w_ts: 0, r_ts: 0 }
+    }
+
+    /// Given the reply to the last operation (`None` at the start), what to do next.
+    pub fn next(&mut self, reply: Option<(ControlStatus, ControlResult)>) -> Result<Next, String> {
+        let index = u32::from(self.slot);
+        let poll = ControlOp::ReadRegister { register: T_TS, index };
+        let (step, next) = match self.step {
+            0 => {
+                let value = entry_value(self.slot, FULL_BITMAP | MIGRATING, self.slot);
+                (1, Next::Send(ControlOp::InsertEntry { table: CACHE_TABLE, key: self.key, value }))
+            }
+            1 => {
+                ok(reply)?;
+                (2, Next::Send(poll))
+            }
+            2 if cell(reply)? != 0 => (2, Next::Retry(poll)),
+            2 => (3, Next::Send(ControlOp::ReadRegister { register: W_TS, index })),
+            3 => {
+                self.w_ts = cell(reply)?;
+                (4, Next::Send(ControlOp::ReadRegister { register: R_TS, index }))
+            }
+            4 => {
+                self.r_ts = cell(reply)?;
+                (5, Next::Send(ControlOp::DeleteEntry { table: CACHE_TABLE, key: self.key }))
+            }
+            5 => {
+                ok(reply)?;
+                (6, Next::Done)
+            }
+            _ => return Err("eviction already done".into()),
+        };
+        self.step = step;
+        Ok(next)
+    }
+
+    /// Once done: the key's floor for its storage node, max(W-TS, R-TS).
+    pub fn floor(&self) -> Option<u32> {
+        (self.step == 6).then(|| self.w_ts.max(self.r_ts) as u32)
+    }
+}
+
+/// A key's committed state at its storage node, handed to the switch that caches it next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodeState {
+    /// The committed value.
+    pub value: Value,
+    /// The timestamp that wrote it (the new W-TS).
+    pub w_ts: u32,
+    /// The largest timestamp that read it (the new R-TS).
+    pub r_ts: u32,
+}
+
+/// The insertion of one key into one switch (module docs), one control operation at a time.
+#[derive(Clone, Debug)]
+pub struct Insertion {
+    key: u64,
+    slot: u16,
+    state: Option<NodeState>,
+    /// Operations left to send after the reservation.
+    queue: Vec<ControlOp>,
+    reserved: bool,
+    done: bool,
+}
+
+impl Insertion {
+    /// The insertion of `key` at `slot`.
+    pub fn new(key: u64, slot: u16) -> Self {
+        Insertion { key, slot, state: None, queue: Vec::new(), reserved: false, done: false }
+    }
+
+    /// The node's state of the key (step 2).
+    pub fn supply(&mut self, state: NodeState) {
+        let index = u32::from(self.slot);
+        let mut ops = vec![
+            ControlOp::WriteRegister { register: W_TS, index, lo: i64::from(state.w_ts), hi: 0 },
+            ControlOp::WriteRegister { register: R_TS, index, lo: i64::from(state.r_ts), hi: 0 },
+            ControlOp::WriteRegister { register: T_TS, index, lo: 0, hi: 0 },
+        ];
+        for w in 0..usize::from(VALUE_ARRAYS) {
+            let word = u32::from_be_bytes(state.value[4 * w..4 * w + 4].try_into().expect("4 bytes"));
+            ops.push(ControlOp::WriteRegister { register: VALUE0 + w as u8, index, lo: i64::from(word), hi: 0 });
+        }
+        let value = entry_value(self.slot, FULL_BITMAP, self.slot);
+        ops.push(ControlOp::InsertEntry { table: CACHE_TABLE, key: self.key, value });
+        ops.reverse();
+        self.queue = ops;
+        self.state = Some(state);
+    }
+
+    /// Given the reply to the last operation (`None` at the start), what to do next.
+    pub fn next(&mut self, reply: Option<(ControlStatus, ControlResult)>) -> Result<Next, String> {
+        if self.done {
+            return Err("insertion already done".into());
+        }
+        if !self.reserved {
+            if reply.is_none() {
+                let value = entry_value(self.slot, FULL_BITMAP | MIGRATING, self.slot);
+                return Ok(Next::Send(ControlOp::InsertEntry { table: CACHE_TABLE, key: self.key, value }));
+            }
+            ok(reply)?;
+            self.reserved = true;
+            if self.state.is_none() {
+                return Ok(Next::NeedNode);
+            }
+        } else if reply.is_some() {
+            ok(reply)?;
+        } else if self.state.is_none() {
+            return Ok(Next::NeedNode);
+        }
+        match self.queue.pop() {
+            Some(op) => Ok(Next::Send(op)),
+            None => {
+                self.done = true;
+                Ok(Next::Done)
+            }
+        }
+    }
+}
+
+const _: () = assert!(VALUE_BYTES == 4 * VALUE_ARRAYS as usize);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::key_of_rank;
+    use crate::program::{fill, Mode, TransKvProgram};
+    use crate::wire::value_of;
+    use pisadb_switch::{Switch, SwitchProfile};
+
+    fn switches(h: &Hierarchy) -> Vec<Switch<TransKvProgram>> {
+        (0..SWITCHES)
+            .map(|id| {
+                let mut s = Switch::new(SwitchProfile::tofino1(), TransKvProgram::new(Mode::Tso)).unwrap();
+                for (&key, &(_, slot)) in h.cached.iter().filter(|(_, &(s, _))| s == id) {
+                    fill(&mut s, key, slot, &value_of(u128::from(key), 0), 0).unwrap();
+                }
+                s
+            })
+            .collect()
+    }
+
+    /// Drives a move to its end on `switch`; `pending` is called before each T-TS poll
+    /// after the first (a writer finishing); returns the number of polls.
+    fn drive(
+        switch: &mut Switch<TransKvProgram>,
+        mut next: impl FnMut(Option<(ControlStatus, ControlResult)>) -> Result<Next, String>,
+        mut between: impl FnMut(&mut Switch<TransKvProgram>),
+    ) -> usize {
+        let mut reply = None;
+        let mut retries = 0;
+        loop {
+            match next(reply).unwrap() {
+                Next::Send(op) => reply = Some(switch.apply_control(&op)),
+                Next::Retry(op) => {
+                    retries += 1;
+                    between(switch);
+                    reply = Some(switch.apply_control(&op));
+                }
+                Next::NeedNode => panic!("state supplied up front"),
+                Next::Done => return retries,
+            }
+        }
+    }
+
+    fn entry(switch: &Switch<TransKvProgram>, key: u64) -> Option<u64> {
+        switch.tables().get(CACHE_TABLE, key).unwrap()
+    }
+
+    #[test]
+    fn counters_give_hits_since_the_last_reading_and_misses_add_up() {
+        let mut stats = HitStats::default();
+        stats.record_counter(0, 3, 42, 10);
+        stats.record_misses(7, 5);
+        assert_eq!(stats.end_epoch(), BTreeMap::from([(42, 0), (7, 5)]), "a first reading is a baseline");
+        stats.record_counter(0, 3, 42, 25);
+        stats.record_counter(0, 3, 42, 25);
+        assert_eq!(stats.end_epoch(), BTreeMap::from([(42, 15)]));
+        stats.record_counter(0, 3, 42, 4);
+        assert_eq!(stats.end_epoch()[&42], u64::from(u32::MAX - 25 + 5), "32-bit wrap");
+        stats.record_counter(0, 3, 9, 100);
+        assert_eq!(stats.end_epoch()[&9], 0, "a slot given to another key starts over");
+    }
+
+    #[test]
+    fn the_plan_follows_a_shifted_hot_set_hottest_at_the_core_and_keeps_unmoved_slots() {
+        let h = Hierarchy::new(20_000, 8).unwrap();
+        // The new hot set: ranks far down the old popularity, hotter by rank.
+        let hot: Vec<u64> =
+            (5_000..5_400u64).map(|r| key_of_rank(r, 20_000)).filter(|k| !h.cached.contains_key(k)).collect();
+        let counts: BTreeMap<u64, u64> = hot.iter().enumerate().map(|(i, &k)| (k, 10_000 - i as u64)).collect();
+        let (placed, plans) = plan(&h, &counts);
+        assert_eq!(placed.len(), h.cached.len(), "every switch stays full");
+        let level = |key: u64, s: u16| levels_of(h.node_of(key)).iter().position(|&x| x == s).unwrap();
+        let cold: Vec<&u64> = placed.keys().filter(|k| !counts.contains_key(k)).collect();
+        assert!(cold.is_empty(), "cold keys {cold:?} stayed while hot keys waited");
+        // Hottest first: the hottest key of each pod is at its core.
+        for pod in 0..2 {
+            let first = hot.iter().find(|&&k| crate::layout::pod_of(h.node_of(k)) == pod).unwrap();
+            assert_eq!(level(*first, placed[first].0), 0, "pod {pod}'s hottest key at its core");
+        }
+        // Each switch's plan: evictions and insertions balance, slots reused, none twice.
+        for (s, p) in plans.iter().enumerate() {
+            assert_eq!(p.evict.len(), p.insert.len(), "switch {s}");
+            let mut slots: Vec<u16> = p.insert.iter().map(|&(_, slot)| slot).collect();
+            slots.sort_unstable();
+            let mut freed: Vec<u16> = p.evict.iter().map(|&(_, slot)| slot).collect();
+            freed.sort_unstable();
+            assert_eq!(slots, freed, "switch {s} reuses exactly the freed slots");
+        }
+        // A quiet epoch moves nothing: every key keeps its switch and slot.
+        let (same, plans) = plan(&h, &BTreeMap::new());
+        assert_eq!(same, h.cached);
+        assert!(plans.iter().all(|p| p.evict.is_empty() && p.insert.is_empty()));
+        // The same counts again: nothing moves.
+        let moved = Hierarchy { cached: placed.clone(), ..h.clone() };
+        let (again, plans) = plan(&moved, &counts);
+        assert_eq!(again, placed);
+        assert!(plans.iter().all(|p| p.evict.is_empty() && p.insert.is_empty()));
+    }
+
+    #[test]
+    fn eviction_waits_for_the_pending_writer_and_yields_the_floor() {
+        let h = Hierarchy::new(20_000, 8).unwrap();
+        let mut sw = switches(&h);
+        let (&key, &(s, slot)) = h.cached.iter().next().unwrap();
+        let s = usize::from(s);
+        sw[s].registers_mut().write(T_TS, u32::from(slot), 70, 0).unwrap();
+        sw[s].registers_mut().write(R_TS, u32::from(slot), 90, 0).unwrap();
+        let mut ev = Eviction::new(key, slot);
+        let mut polls = 0;
+        let retries = drive(
+            &mut sw[s],
+            |r| ev.next(r),
+            |switch| {
+                polls += 1;
+                assert_eq!(entry(switch, key).map(|e| (e >> 16) as u8 & MIGRATING), Some(MIGRATING));
+                if polls == 3 {
+                    // The pending writer commits: W-TS 70, T-TS released.
+                    switch.registers_mut().write(W_TS, u32::from(slot), 70, 0).unwrap();
+                    switch.registers_mut().write(T_TS, u32::from(slot), 0, 0).unwrap();
+                }
+            },
+        );
+        assert_eq!(retries, 3, "polled until the writer cleared");
+        assert_eq!(entry(&sw[s], key), None, "deleted");
+        assert_eq!(ev.floor(), Some(90), "max(W-TS 70, R-TS 90)");
+    }
+
+    #[test]
+    fn insertion_reserves_then_installs_floors_and_value_then_publishes() {
+        let h = Hierarchy::new(20_000, 8).unwrap();
+        let mut sw = switches(&h);
+        let (&old, &(s, slot)) = h.cached.iter().next().unwrap();
+        let s = usize::from(s);
+        let mut ev = Eviction::new(old, slot);
+        drive(&mut sw[s], |r| ev.next(r), |_| {});
+        let new = (0..20_000).find(|&k| !h.cached.contains_key(&k) && h.node_of(k) == h.node_of(old)).unwrap();
+        let mut ins = Insertion::new(new, slot);
+        let first = ins.next(None).unwrap();
+        let Next::Send(op) = first else { panic!("{first:?}") };
+        let reply = sw[s].apply_control(&op);
+        assert_eq!(ins.next(Some(reply)).unwrap(), Next::NeedNode);
+        assert_eq!(entry(&sw[s], new).map(|e| (e >> 16) as u8), Some(FULL_BITMAP | MIGRATING), "reserved");
+        ins.supply(NodeState { value: value_of(u128::from(new), 33), w_ts: 33, r_ts: 41 });
+        drive(&mut sw[s], |r| ins.next(r), |_| {});
+        assert_eq!(entry(&sw[s], new), Some(entry_value(slot, FULL_BITMAP, slot)), "published");
+        let cell = |r: u8| sw[s].registers().read(r, u32::from(slot)).unwrap().0;
+        assert_eq!((cell(W_TS), cell(R_TS), cell(T_TS)), (33, 41, 0));
+        let mut value = [0u8; VALUE_BYTES];
+        for w in 0..usize::from(VALUE_ARRAYS) {
+            value[4 * w..4 * w + 4].copy_from_slice(&(cell(VALUE0 + w as u8) as u32).to_be_bytes());
+        }
+        assert_eq!(value, value_of(u128::from(new), 33), "the node's committed value");
+    }
+}
