@@ -30,7 +30,8 @@
 //!
 //! The cache fill from the workload's popularity is done at setup by the rack
 //! (`layout::Hierarchy` and `program::fill`), as the control plane would before the run; the
-//! periodic refresh from hit counters is not built yet.
+//! periodic refresh from hit counters has its statistics, placement and move protocol in
+//! `crate::refresh` (tested on switches), not yet driven from this controller.
 
 use crate::costs;
 use crate::layout::Hierarchy;
