@@ -19,7 +19,7 @@
 //! the controller's log, over which [`recovery`] undoes and redoes with cascading rollback
 //! (§IV-E). Not built yet (issue 19): running the cache refresh in the rack ([`refresh`]
 //! has its statistics, placement and protocol, tested on switches; missing are the control
-//! channel to every switch and the storage node's hand-off), tolerance of duplicated packets.
+//! channel to every switch and messages for the storage node's hand-off), tolerance of duplicated packets.
 //!
 //! - [`wire`]: the message format behind the shared frame.
 //! - [`program`]: the switch program (cache table, timestamps, values, basic TSO).

@@ -3,9 +3,10 @@
 //!
 //! **Status: the pieces below are built and tested against real switches through the control
 //! operations; the runs do not use them yet** (nothing in the rack, the variants or the CLI
-//! calls this module). What is missing is the delivery: an epoch timer at the controller and a
-//! way for its control operations to reach every switch, and the storage node's side of a
-//! hand-off (below).
+//! calls this module). What is missing is the delivery: an epoch timer at the controller, a
+//! way for its control operations to reach every switch, and messages carrying the storage
+//! node's side of a move (`StorageNode::hand_off` and `StorageNode::take_back`, built and
+//! tested as methods) over the network and into the node's log.
 //!
 //! ## Statistics ([`HitStats`])
 //!
@@ -45,9 +46,10 @@
 //!   W-TS, R-TS (the floors), T-TS := 0 and the value words at s; (4) re-insert the entry with
 //!   the full bitmap (publish).
 //!
-//! Step (2) of an insertion is the missing hand-off: the node must also, from that moment,
-//! refuse ops on k that no switch decided (they crossed the switch before (1)), and the
-//! evicted key's floor must be installed at the node. `store.rs` has neither message yet.
+//! The node's side: step (2) of an insertion is `StorageNode::hand_off`, which also makes the
+//! node refuse, from that moment, ops on k that no switch decided (they crossed the switch
+//! before (1)); an evicted key's floor goes to `StorageNode::take_back`, below which the
+//! node's own TSO refuses ops on k. Both are methods today, not messages.
 //!
 //! ## Why control operations, not in-band frames
 //!

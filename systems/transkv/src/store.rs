@@ -175,6 +175,12 @@ pub struct StorageNode {
     decided_floor: Option<u32>,
     /// The latest switch epoch fenced off.
     switch_epoch: u16,
+    /// Keys the cache refresh handed to a switch ([`StorageNode::hand_off`]): undecided ops on
+    /// them crossed the switch before it held them and abort.
+    handed: std::collections::BTreeSet<u64>,
+    /// Keys the cache refresh took back from a switch ([`StorageNode::take_back`]): undecided
+    /// ops below the key's floor abort.
+    key_floors: BTreeMap<u64, u32>,
     /// Every version a switch-decided write installed, per key, in commit (= timestamp) order.
     history: BTreeMap<u64, Vec<u64>>,
     /// Variant `transkv-log`: the controller that gets a copy of every commit with its before
@@ -209,6 +215,8 @@ impl StorageNode {
             floor: Some(0),
             decided_floor: Some(0),
             switch_epoch: 0,
+            handed: std::collections::BTreeSet::new(),
+            key_floors: BTreeMap::new(),
             history: BTreeMap::new(),
             log_to: None,
             rejections: Rejections::default(),
@@ -309,6 +317,41 @@ impl StorageNode {
         self.versions.persist()
     }
 
+    /// The cache refresh hands `key` to a switch (`crate::refresh`, insertion step 2) at time
+    /// `now`: its committed value and W-TS, and as R-TS a floor above every timestamp this node
+    /// can have accepted (the restart floor's argument: `FLOOR_MARGIN_SLOTS` past `now`; the
+    /// engine's per-key read timestamp is not exposed, so this is conservative: writers on the
+    /// key below it abort at the switch for about a millisecond). `None` while a prepared
+    /// transaction has an op on the key: the controller asks again later. From then on an
+    /// undecided op on the key aborts here (it crossed the switch before the switch held it).
+    /// Not yet sent over the network nor logged (a restart forgets it): no run calls it.
+    pub fn hand_off(&mut self, key: u64, now: Nanos) -> Option<crate::refresh::NodeState> {
+        if self.prepared.values().any(|p| p.ops.iter().any(|o| o.key == u128::from(key))) {
+            return None;
+        }
+        let floor = u32::try_from((now / 100).saturating_add(FLOOR_MARGIN_SLOTS) << 2).unwrap_or(u32::MAX);
+        let version = self.version(key);
+        let r_ts = floor.max(self.key_floors.remove(&key).unwrap_or(0));
+        self.handed.insert(key);
+        let w_ts = u32::try_from(version).unwrap_or(u32::MAX);
+        Some(crate::refresh::NodeState { value: value_of(u128::from(key), version), w_ts, r_ts })
+    }
+
+    /// The cache refresh takes `key` back from a switch with its `floor` (max of the switch's
+    /// W-TS and R-TS, `crate::refresh::Eviction::floor`): undecided ops on it below the floor
+    /// abort here from now on. Not yet sent over the network nor logged: no run calls it.
+    pub fn take_back(&mut self, key: u64, floor: u32) {
+        self.handed.remove(&key);
+        let f = self.key_floors.entry(key).or_default();
+        *f = (*f).max(floor);
+    }
+
+    /// Whether the cache refresh refuses an undecided op on `key` at `ts` here.
+    fn refused_by_refresh(&self, key: u128, ts: u32) -> bool {
+        let Ok(key) = u64::try_from(key) else { return false };
+        self.handed.contains(&key) || self.key_floors.get(&key).is_some_and(|&f| ts < f)
+    }
+
     /// Transactions prepared and not yet decided.
     pub fn prepared(&self) -> usize {
         self.prepared.len()
@@ -322,6 +365,7 @@ impl StorageNode {
         let late_decided = msg.ts < self.decided_floor.unwrap_or(u32::MAX);
         if (late && msg.ops.iter().any(|o| !o.decided()))
             || (late_decided && msg.ops.iter().any(|o| o.decided()))
+            || msg.ops.iter().any(|o| !o.decided() && self.refused_by_refresh(o.key, msg.ts))
             || self.tso.begin(txn, u64::from(msg.ts)).is_err()
         {
             return false;
@@ -720,6 +764,32 @@ mod tests {
         assert_eq!((replies[0].status, version_of(&replies[0].ops[0].value)), (Status::Committed, 10));
         let (replies, _) = send(&mut node, msg(9, Status::Request, vec![Op::read(7)]));
         assert_eq!(replies[0].status, Status::Aborted, "too late: W-TS is 10");
+    }
+
+    #[test]
+    fn a_key_handed_to_a_switch_refuses_undecided_ops_and_one_taken_back_keeps_its_floor() {
+        let mut node = StorageNode::new(3);
+        send(&mut node, msg(10, Status::Prepare, vec![Op::write(7, value_of(7, 10))]));
+        assert_eq!(node.hand_off(7, 0), None, "a prepared writer holds the key");
+        send(&mut node, msg(10, Status::Commit, vec![Op::read(7)]));
+        let state = node.hand_off(7, 1_000).unwrap();
+        let floor = ((1_000 / 100 + FLOOR_MARGIN_SLOTS) << 2) as u32;
+        assert_eq!((state.w_ts, state.r_ts, state.value), (10, floor, value_of(7, 10)));
+        // An undecided op crossed the switch before it held the key: refused.
+        assert_eq!(send(&mut node, msg(20, Status::Request, vec![Op::read(7)])).0[0].status, Status::Aborted);
+        // The switch's decisions are applied.
+        let w = decided(Op::write(7, value_of(7, u64::from(floor + 8))));
+        assert_eq!(send(&mut node, msg(floor + 8, Status::Request, vec![w])).0[0].status, Status::Committed);
+        // Taken back with the switch's floor: the node's TSO decides again, above it only.
+        node.take_back(7, floor + 20);
+        let r = |ts: u32| msg(ts, Status::Request, vec![Op::read(7)]);
+        assert_eq!(send(&mut node, r(floor + 19)).0[0].status, Status::Aborted);
+        let (replies, _) = send(&mut node, r(floor + 21));
+        assert_eq!(
+            (replies[0].status, version_of(&replies[0].ops[0].value)),
+            (Status::Committed, u64::from(floor) + 8)
+        );
+        assert_eq!(node.hand_off(7, 0).unwrap().r_ts, floor + 20, "the floor carries into the next hand-off");
     }
 
     #[test]
