@@ -49,7 +49,12 @@
 //! The node's side: step (2) of an insertion is `StorageNode::hand_off`, which also makes the
 //! node refuse, from that moment, ops on k that no switch decided (they crossed the switch
 //! before (1)); an evicted key's floor goes to `StorageNode::take_back`, below which the
-//! node's own TSO refuses ops on k. Both are methods today, not messages.
+//! node's own TSO refuses ops on k. Both are methods today, not messages. The order of the
+//! steps across switch and node leaves no window: between an insertion's reservation and its
+//! publication every op on k aborts at the switch, and the node refuses undecided ops on k
+//! from the hand-off on; an evicted key stays handed at the node until its take-back, so an
+//! op that crosses the switch after the delete and reaches the node before the floor is
+//! refused, never decided below the floor.
 //!
 //! ## Why control operations, not in-band frames
 //!
@@ -431,6 +436,90 @@ mod tests {
         let (again, plans) = plan(&moved, &counts);
         assert_eq!(again, placed);
         assert!(plans.iter().all(|p| p.evict.is_empty() && p.insert.is_empty()));
+    }
+
+    #[test]
+    fn a_whole_refresh_after_a_hot_set_shift_leaves_exactly_the_new_keys_cached_at_their_nodes_values() {
+        use crate::store::StorageNode;
+        use crate::wire::{Message, Op, Status};
+        use pisadb_host::{Host, HostOutbox};
+        let h = Hierarchy::new(20_000, 8).unwrap();
+        let mut sw = switches(&h);
+        let mut nodes: Vec<StorageNode> = (0..crate::layout::NODES).map(StorageNode::new).collect();
+        for &key in h.cached.keys() {
+            nodes[usize::from(h.node_of(key))].hand_off(key, 0).unwrap();
+        }
+        let hot: Vec<u64> = (5_000..5_400u64).map(|r| key_of_rank(r, 20_000)).collect();
+        // The new hot keys were written at their nodes (uncached: the node's TSO decides).
+        for (i, &key) in hot.iter().enumerate().filter(|&(_, k)| !h.cached.contains_key(k)) {
+            let ts = 100 + 4 * i as u32;
+            let msg = Message {
+                ts,
+                status: Status::Request,
+                client: 16,
+                seq: 1,
+                ops: vec![Op::write(u128::from(key), value_of(u128::from(key), u64::from(ts)))],
+            };
+            let node = h.node_of(key);
+            let mut out = HostOutbox::<StorageNode>::default();
+            nodes[usize::from(node)].handle_datagram(0, &msg.datagram(16, node), &mut out);
+        }
+        // One epoch's statistics: the old keys' counters did not move, the new keys missed.
+        let mut stats = HitStats::default();
+        for (switch, key, slot, op) in HitStats::read_ops(&h.cached) {
+            let (_, reply) = sw[usize::from(switch)].apply_control(&op);
+            let ControlResult::Cell { lo, .. } = reply else { panic!("{reply:?}") };
+            stats.record_counter(switch, slot, key, lo as u32);
+        }
+        for (i, &key) in hot.iter().enumerate() {
+            stats.record_misses(key, 1_000 - i as u64);
+        }
+        let (placed, plans) = plan(&h, &stats.end_epoch());
+        let mut moved = 0;
+        for (s, p) in plans.iter().enumerate() {
+            for &(key, slot) in &p.evict {
+                let mut ev = Eviction::new(key, slot);
+                drive(&mut sw[s], |r| ev.next(r), |_| {});
+                nodes[usize::from(h.node_of(key))].take_back(key, ev.floor().unwrap());
+            }
+            for &(key, slot) in &p.insert {
+                let mut ins = Insertion::new(key, slot);
+                let Next::Send(reserve) = ins.next(None).unwrap() else { panic!() };
+                let reply = sw[s].apply_control(&reserve);
+                assert_eq!(ins.next(Some(reply)).unwrap(), Next::NeedNode);
+                ins.supply(nodes[usize::from(h.node_of(key))].hand_off(key, 0).unwrap());
+                drive(&mut sw[s], |r| ins.next(r), |_| {});
+                moved += 1;
+            }
+        }
+        assert!(moved > 0);
+        let written = placed.keys().filter(|&&k| nodes[usize::from(h.node_of(k))].version(k) > 0).count();
+        assert!(written > placed.len() / 2, "most new keys carry a version written at their node: {written}");
+        assert!(placed.keys().all(|k| hot.contains(k)), "only hot keys are cached");
+        for s in 0..SWITCHES {
+            let on_switch = placed.iter().filter(|(_, &(x, _))| x == s).count();
+            assert_eq!(
+                sw[usize::from(s)].tables().len(CACHE_TABLE).unwrap(),
+                on_switch,
+                "switch {s}: the old keys are gone"
+            );
+        }
+        for (&key, &(s, slot)) in &placed {
+            let switch = &sw[usize::from(s)];
+            assert_eq!(entry(switch, key), Some(entry_value(slot, FULL_BITMAP, slot)), "key {key} published");
+            let cell = |r: u8| switch.registers().read(r, u32::from(slot)).unwrap().0;
+            let mut value = [0u8; VALUE_BYTES];
+            for w in 0..usize::from(VALUE_ARRAYS) {
+                value[4 * w..4 * w + 4].copy_from_slice(&(cell(VALUE0 + w as u8) as u32).to_be_bytes());
+            }
+            let node = &nodes[usize::from(h.node_of(key))];
+            assert_eq!(
+                value,
+                value_of(u128::from(key), node.version(key)),
+                "key {key}: the cached value is the store's"
+            );
+            assert_eq!((cell(W_TS), cell(T_TS)), (node.version(key) as i64, 0));
+        }
     }
 
     #[test]
