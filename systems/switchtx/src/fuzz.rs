@@ -6,8 +6,8 @@
 //! - **Loss** of any datagram (§3.5 makes control messages unreliable; data messages, which
 //!   the paper sends over RDMA RC, are lost here too): a client that hears no outcome within
 //!   the timeout resolves the attempt by querying every participant, which freezes it, and
-//!   then telling everyone the decision; query, decision and their answers are resent on
-//!   every timeout until all answered.
+//!   then telling everyone the decision; query and decision are resent, with a bounded
+//!   exponential backoff (`crate::server::requery_interval`), until all answered.
 //! - **Reordering** (jitter that may reorder a link): stale messages fail the switch's tag
 //!   check or the participants' attempt check; a request that overtakes its `prepare` waits for
 //!   it. Variants with priority ports get jitter too, but only non-reordering jitter: the
