@@ -7,7 +7,8 @@
 //!   with probability `duplicate`, and held for an extra delay uniform in `0..=jitter_ns`. With
 //!   `reorder`, the delay is added after the link, so a later datagram can overtake an earlier
 //!   one; without, it is added before, so datagrams queue behind a delayed one, as on a
-//!   congested link, and stay in order. A slow link adds a fixed delay to one node's traffic
+//!   congested link, and stay in order (on a strict-priority link, in order within each
+//!   class: a class's datagrams queue behind its delayed one). A slow link adds a fixed delay to one node's traffic
 //!   for a while, in order.
 //! - **A node crashes**: its memory is gone, its timers never fire, datagrams to it are lost.
 //!   Only its write-ahead log survives. A handler that was still running when the crash came

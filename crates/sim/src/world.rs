@@ -205,6 +205,8 @@ struct PortEntry {
     hop: Hop,
     /// A reordering delay the fault plan drew, added to its arrival.
     after_ns: Nanos,
+    /// Its class (the world's classifier's, found as it was sent).
+    class: u8,
     /// The datagram.
     bytes: Vec<u8>,
 }
@@ -228,6 +230,27 @@ struct DrivenPort {
     port: PriorityPort<PortItem>,
     /// When a [`Event::PortWake`] is scheduled, if one is.
     wake: Option<Nanos>,
+    /// Frames the fault plan holds before the port (jitter without `reorder`, slow links) that
+    /// have not entered it yet: (class, when the frame was ready, when it enters).
+    held: Vec<(u8, Nanos, Nanos)>,
+}
+
+impl DrivenPort {
+    /// When a frame of `class`, ready at `ready` and held by the fault plan until `at`, enters
+    /// the port: no earlier than any held frame of its class that was ready no later than it
+    /// (sent, from now, `now`). A delay before the link keeps a class in order, as the FIFO
+    /// wire does for every frame (`Link::carry`); each class is its own queue, so another
+    /// class's held frames do not hold it. Without faults no frame is held and `at` comes back.
+    fn entry_time(&mut self, now: Nanos, class: u8, ready: Nanos, at: Nanos) -> Nanos {
+        // A frame entering by now is in the port or enters before any frame sent from now on.
+        self.held.retain(|&(_, _, enter)| enter > now);
+        let floor = self.held.iter().filter(|&&(c, r, _)| c == class && r <= ready).map(|&(_, _, enter)| enter).max();
+        let at = floor.map_or(at, |floor| floor.max(at));
+        if at > ready {
+            self.held.push((class, ready, at));
+        }
+        at
+    }
 }
 
 /// One switch and its incarnation.
@@ -356,7 +379,7 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
             .links
             .iter()
             .enumerate()
-            .filter_map(|(i, link)| Some((i, DrivenPort { port: link.priority_port()?, wake: None })))
+            .filter_map(|(i, link)| Some((i, DrivenPort { port: link.priority_port()?, wake: None, held: Vec::new() })))
             .collect();
         Ok(World {
             cores: hosts.iter().map(|host| vec![0; usize::from(host.cores())]).collect(),
@@ -510,8 +533,8 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
                 self.drain_switch(now, switch);
             }
             Event::EnterPort(entry) => {
-                let PortEntry { link, hop, after_ns, bytes } = *entry;
-                self.enter_port(now, link, hop, after_ns, bytes)
+                let PortEntry { link, hop, after_ns, class, bytes } = *entry;
+                self.enter_port(now, link, hop, after_ns, class, bytes)
             }
             Event::PortWake { link } => self.wake_port(now, link as usize),
             Event::WindowStart => {
@@ -686,7 +709,9 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
 
     /// Puts `bytes`, which left its sender at `left`, on link `index` at `ready` (plus each
     /// copy's fault delays), toward `hop`: a FIFO link computes the arrival at once, a
-    /// strict-priority one takes the frame into its port when it gets there.
+    /// strict-priority one takes the frame into its port when it gets there. A delay before
+    /// the link keeps order either way: on the FIFO wire, every frame queues behind it; into a
+    /// strict-priority port, a frame of its class waits for it ([`DrivenPort::entry_time`]).
     fn send_on_link(
         &mut self,
         index: usize,
@@ -698,9 +723,13 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
         let fates = self.network_fate(left, fault_host);
         let [first, copy] = fates;
         if self.ports.contains_key(&index) {
+            let class = (self.classify)(&bytes);
+            let now = self.now;
             let enter = |world: &mut Self, (before, after): (Nanos, Nanos), bytes| {
-                let entry = PortEntry { link: index, hop, after_ns: after, bytes };
-                world.schedule(ready + before, Event::EnterPort(Box::new(entry)));
+                let Some(driven) = world.ports.get_mut(&index) else { return };
+                let at = driven.entry_time(now, class, ready, ready + before);
+                let entry = PortEntry { link: index, hop, after_ns: after, class, bytes };
+                world.schedule(at, Event::EnterPort(Box::new(entry)));
             };
             if let Some(c) = copy {
                 enter(self, c, bytes.clone());
@@ -733,8 +762,7 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
         }
     }
 
-    fn enter_port(&mut self, now: Nanos, link: usize, hop: Hop, after_ns: Nanos, bytes: Vec<u8>) {
-        let class = (self.classify)(&bytes);
+    fn enter_port(&mut self, now: Nanos, link: usize, hop: Hop, after_ns: Nanos, class: u8, bytes: Vec<u8>) {
         let Some(driven) = self.ports.get_mut(&link) else { return };
         let len = bytes.len();
         // A refused frame is counted by the port itself (tail drop).

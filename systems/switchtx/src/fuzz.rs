@@ -6,13 +6,13 @@
 //! - **Loss** of any datagram (§3.5 makes control messages unreliable; data messages, which
 //!   the paper sends over RDMA RC, are lost here too): a client that hears no outcome within
 //!   the timeout resolves the attempt by querying every participant, which freezes it, and
-//!   then telling everyone the decision; query, decision and their answers are resent on
-//!   every timeout until all answered.
+//!   then telling everyone the decision; query and decision are resent, with a bounded
+//!   exponential backoff (`crate::server::requery_interval`), until all answered.
 //! - **Reordering** (jitter that may reorder a link): stale messages fail the switch's tag
 //!   check or the participants' attempt check; a request that overtakes its `prepare` waits for
-//!   it. Jitter is drawn only for variants without priority ports: in `crates/sim`, jitter on a
-//!   strict-priority port may reorder frames of one class regardless of the plan (a known
-//!   platform caveat), so priority variants get loss and crashes only.
+//!   it. Variants with priority ports get jitter too, but only non-reordering jitter: the
+//!   simulator keeps each class of a strict-priority port in order under it (as a FIFO link
+//!   keeps all its frames), while reordering jitter is drawn for the other variants only.
 //! - **Switch crashes**: a restarted switch has zeroed registers (no slot has tag 0, so old
 //!   messages are stale) and its groups preloaded; clients time out and retry.
 //! - **Not injected: duplication.** A duplicated `lock_ok` would be counted twice by a switch and
@@ -111,8 +111,8 @@ impl FuzzCase {
         };
         let heal_at_ns: Nanos = config.measure_us * 1_000 * 3 / 4;
         let loss = if rng.random_bool(0.7) { rng.random_range(0.001..0.05) } else { 0.0 };
-        let jitter_ns = if !priority && rng.random_bool(0.5) { rng.random_range(500..20_000) } else { 0 };
-        let reorder = jitter_ns > 0 && rng.random_bool(0.7);
+        let jitter_ns = if rng.random_bool(0.5) { rng.random_range(500..20_000) } else { 0 };
+        let reorder = jitter_ns > 0 && !priority && rng.random_bool(0.7);
         let mut crashes = Vec::new();
         if rng.random_bool(0.3) {
             let switches = if config.multi_rack { 4 } else { 2 };

@@ -67,6 +67,11 @@
 //! every participant ([`crate::wire::MsgType`] `Query`): each freezes the attempt and answers
 //! what it did; the attempt committed iff a primary installed, or every backup applied the
 //! redo. The client then tells everyone the outcome (`Resolve`), which finishes or rolls back.
+//! Query and decision are resent to those that have not answered, first after `timeout_ns`,
+//! then after twice as long each time no new answer came, up to [`REQUERY_BACKOFF_CAP`] times
+//! `timeout_ns` ([`requery_interval`]); an answer (or the decision) starts the doubling over.
+//! Without the backoff, when latency nears the timeout the resends add load that makes more
+//! attempts time out. The intervals are exact (no jitter): the run stays deterministic.
 
 use crate::admission::Admission;
 use crate::tree::{Coordination, Layout, Participants};
@@ -384,6 +389,20 @@ struct Query {
     replicated: u8,
     /// The decision, once every participant answered: commit or not.
     decided: Option<bool>,
+    /// Resends since the last progress (a new answer, or the decision): the backoff's exponent.
+    resends: u32,
+}
+
+/// The most the interval between a client's resends of a query or decision grows to, in
+/// multiples of `timeout_ns`.
+pub const REQUERY_BACKOFF_CAP: u64 = 8;
+
+/// How long a client waits for answers after sending a query or decision with `resends`
+/// earlier sends since the last progress: `timeout_ns` doubled `resends` times, at most
+/// [`REQUERY_BACKOFF_CAP`] × `timeout_ns`.
+pub fn requery_interval(timeout_ns: Nanos, resends: u32) -> Nanos {
+    let factor = 1u64.checked_shl(resends).unwrap_or(u64::MAX).min(REQUERY_BACKOFF_CAP);
+    timeout_ns.saturating_mul(factor)
 }
 
 /// One worker thread's client side.
@@ -884,7 +903,9 @@ impl Server {
             return self.retry(now, thread, lane, out);
         }
         let parts = txn.parts;
-        let q = *txn.query.get_or_insert(Query { asked: parts.wp | parts.wb | parts.rp, ..Query::default() });
+        let query = txn.query.get_or_insert(Query { asked: parts.wp | parts.wb | parts.rp, ..Query::default() });
+        let q = *query;
+        query.resends = query.resends.saturating_add(1);
         if q.answered == 0 && q.decided.is_none() {
             self.workers[t].losses += 1;
             out.events.push(ServerEvent::Timeout);
@@ -898,7 +919,8 @@ impl Server {
             d.wp = u8::from(q.decided == Some(true));
             self.send(out, server, d.datagram(u16::from(self.cfg.id), u16::from(server)));
         }
-        out.timers.push((now + self.cfg.timeout_ns, ServerTimer::Timeout(thread, lane, attempt)));
+        let wait = requery_interval(self.cfg.timeout_ns, q.resends);
+        out.timers.push((now + wait, ServerTimer::Timeout(thread, lane, attempt)));
     }
 
     /// Tells every participant of the lane's attempt that it aborted (and waits for them).
@@ -925,6 +947,10 @@ impl Server {
         let Some((thread, lane, txn)) = self.current(d.slot, d.attempt) else { return };
         let wb = txn.parts.wb;
         let Some(q) = txn.query.as_mut() else { return };
+        if q.answered & (1 << from) == 0 {
+            // Progress: the next resend waits `timeout_ns` again.
+            q.resends = 0;
+        }
         match (d.msg, q.decided) {
             (MsgType::QueryReply, None) => {
                 q.answered |= 1 << from;
@@ -945,6 +971,7 @@ impl Server {
                 let commit = q.installed || (wb != 0 && q.replicated & wb == wb);
                 q.decided = Some(commit);
                 q.answered = 0;
+                q.resends = 0;
                 let (asked, attempt) = (q.asked, d.attempt);
                 for server in bits(asked) {
                     let mut r = Data::new(MsgType::Resolve, d.slot, d.tag, attempt, 0);
@@ -1589,5 +1616,14 @@ mod tests {
         let mut d = Data::new(MsgType::Prepare, 1, 1, 1, 1);
         d.thread = 13;
         assert_eq!(thread_of(&d.datagram(0, 1)), Some(13));
+    }
+
+    #[test]
+    fn the_requery_interval_doubles_per_resend_and_caps_at_eight_timeouts() {
+        let t = 20_000_000;
+        let waits: Vec<Nanos> = (0..6).map(|r| requery_interval(t, r)).collect();
+        assert_eq!(waits, vec![t, 2 * t, 4 * t, 8 * t, 8 * t, 8 * t]);
+        assert_eq!(requery_interval(t, u32::MAX), REQUERY_BACKOFF_CAP * t, "capped however many resends");
+        assert_eq!(requery_interval(0, 3), 0, "no timeout, no wait");
     }
 }
