@@ -34,7 +34,7 @@ enum Command {
     Compare(commands::bench::CompareArgs),
     /// Run a named experiment of a paper (P4DB's, or with --system another system's); write its CSV and SVG under results/.
     Sweep(commands::sweep::Args),
-    /// Run every experiment of a paper and write results/<paper>.md beside the CSVs and charts.
+    /// Run every experiment of a paper and write `results/<paper>.md` beside the CSVs and charts.
     Reproduce(commands::reproduce::Args),
     /// Simulate one system on one workload (YCSB, SmallBank or TPC-C) and report its figures.
     Bench(commands::bench::Args),

@@ -48,7 +48,7 @@ fn this_binary() -> Result<PathBuf, RuntimeError> {
 /// `pisadb switch`.
 #[derive(ClapArgs, Debug)]
 pub(crate) struct SwitchArgs {
-    /// The rack's config file (`pisadb cluster` writes one: <data-dir>/rack.json).
+    /// The rack's config file (`pisadb cluster` writes one: `<data-dir>/rack.json`).
     #[arg(long)]
     config: PathBuf,
     /// Which switch of the rack's network this process is (0 in a rack of one switch).

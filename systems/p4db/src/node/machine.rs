@@ -30,7 +30,7 @@
 //! own events run on its core; requests from other nodes run on whichever core is free first.
 //! Under [`Engine::Prototype`] the node has one more core, its message handler, which
 //! receives every datagram (as the prototype's single receive thread does): requests are
-//! served there, and an answer to a worker is handed to the worker's core ([`Handoff`],
+//! served there, and an answer to a worker is handed to the worker's core (`Handoff`,
 //! through a `Resume` timer), which goes on with the transaction.
 //! Everything a node does is a function of its inputs and its seed: its only random draws are
 //! the retry backoffs, from one generator in abort order.
