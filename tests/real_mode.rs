@@ -8,17 +8,23 @@ use std::net::UdpSocket;
 use std::path::Path;
 use std::process::Command;
 
-fn cluster(data_dir: &Path, extra: &[&str]) -> Value {
+/// `pisadb cluster --json --data-dir DATA_DIR ARGS…` (`args` split at spaces), which must
+/// succeed; its JSON report.
+fn cluster_json(data_dir: &Path, args: &str) -> Value {
     let out = Command::new(env!("CARGO_BIN_EXE_pisadb"))
-        .args(["cluster", "--json", "--nodes", "3", "--workers", "2", "--rows", "3000", "--seconds", "2"])
-        .arg("--data-dir")
+        .args(["cluster", "--json", "--data-dir"])
         .arg(data_dir)
-        .args(extra)
+        .args(args.split_whitespace())
         .output()
         .expect("pisadb runs");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "cluster failed: {}\n{stderr}", String::from_utf8_lossy(&out.stdout));
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "cluster failed: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+/// A small P4DB rack (3 nodes x 2 workers, 3000 rows, 2 s) with `extra` flags.
+fn cluster(data_dir: &Path, extra: &[&str]) -> Value {
+    cluster_json(data_dir, &format!("--nodes 3 --workers 2 --rows 3000 --seconds 2 {}", extra.join(" ")))
 }
 
 fn assert_checks_pass(v: &Value, expected: usize) {
@@ -225,16 +231,7 @@ fn a_gotthard_rack_on_loopback_with_port_delays_and_loss_passes_the_simulators_o
     // delays (1 ms + 4 ms one way) with 3% loss: the switch aborts optimistically, clients
     // retransmit what is lost, and nothing commits or counts twice.
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_pisadb"))
-        .args(["cluster", "--system", "gotthard", "--json", "--seconds", "1.5", "--loss", "0.03"])
-        .args(["--set", "near_us=1000", "--set", "far_us=4000", "--set", "clients=4", "--set", "write_share=0.5"])
-        .arg("--data-dir")
-        .arg(dir.path())
-        .output()
-        .expect("pisadb runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "cluster failed: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    let v = cluster_json(dir.path(), "--system gotthard --seconds 1.5 --loss 0.03 --set near_us=1000 --set far_us=4000 --set clients=4 --set write_share=0.5");
     assert_eq!(v["failure"], Value::Null, "{v}");
     let f = &v["figures"];
     assert!(f["commits"].as_u64().unwrap() > 20, "{f}");
@@ -242,11 +239,15 @@ fn a_gotthard_rack_on_loopback_with_port_delays_and_loss_passes_the_simulators_o
     assert_eq!(v["final_value"].as_u64(), f["write_commits"].as_u64(), "one increment per counted write");
 }
 
+/// NetAccel at SF 0.01, one tuple per 20 µs per segment.
+const NETACCEL_SMALL: &str = "--system netaccel --tuple-gap-ns 20000 --set sf=0.01";
+
+/// `pisadb cluster --system netaccel` at [`NETACCEL_SMALL`] with `extra`, success or not.
 fn netaccel_cluster(dir: &Path, extra: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_pisadb"))
-        .args(["cluster", "--system", "netaccel", "--json", "--tuple-gap-ns", "20000", "--set", "sf=0.01"])
-        .arg("--data-dir")
+        .args(["cluster", "--json", "--data-dir"])
         .arg(dir)
+        .args(NETACCEL_SMALL.split_whitespace())
         .args(extra)
         .output()
         .expect("pisadb runs")
@@ -259,10 +260,7 @@ fn a_netaccel_rack_on_loopback_streams_real_tuples_through_the_switch_and_answer
     // plane's process, the groups drained back, then pattern 2 reloaded: Q20's rows must
     // equal the plain reference, and the run ends by itself once the master has them.
     let dir = tempfile::tempdir().unwrap();
-    let out = netaccel_cluster(dir.path(), &["--variant", "accelerated", "--set", "query=q20"]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "cluster failed: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    let v = cluster_json(dir.path(), &format!("{NETACCEL_SMALL} --variant accelerated --set query=q20"));
     assert_eq!(v["failure"], Value::Null, "{v}");
     assert_eq!(v["answer_ok"], true);
     assert!(v["answer_rows"].as_u64().unwrap() > 0, "Q20 has rows at SF 0.01: {}", v["answer_rows"]);
@@ -293,17 +291,7 @@ fn a_transkv_data_center_on_loopback_with_a_storage_node_killed_passes_the_simul
     // timestamp order, every cached value equal its node's, and every write node 3 committed
     // must be in its store on disk afterwards.
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_pisadb"))
-        .args(["cluster", "--system", "transkv", "--json", "--seconds", "2", "--kill-node", "3@0.7", "--down", "0.3"])
-        .args(["--set", "records=20000", "--set", "cache_per_switch=64", "--set", "write_ratio=0.5"])
-        .args(["--set", "txns_per_client=1000000"])
-        .arg("--data-dir")
-        .arg(dir.path())
-        .output()
-        .expect("pisadb runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "cluster failed: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    let v = cluster_json(dir.path(), "--system transkv --seconds 2 --kill-node 3@0.7 --down 0.3 --set records=20000 --set cache_per_switch=64 --set write_ratio=0.5 --set txns_per_client=1000000");
     assert_eq!(v["failure"], Value::Null, "{}", v["failure"]);
     assert_eq!(v["killed"][0][0], 3, "node 3 was killed");
     let commits = v["commits"].as_array().unwrap();
@@ -337,15 +325,7 @@ fn a_switchtx_rack_of_eight_server_and_four_switch_processes_commits_and_passes_
     // gathering and scattering every phase across the processes: the merged history must be
     // serializable, every backup equal to its primary, no lock left, every server drained.
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_pisadb"))
-        .args(["cluster", "--system", "switchtx", "--variant", "tree-gas", "--json", "--seconds", "1.5"])
-        .arg("--data-dir")
-        .arg(dir.path())
-        .output()
-        .expect("pisadb runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "cluster failed: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    let v = cluster_json(dir.path(), "--system switchtx --variant tree-gas --seconds 1.5");
     assert_eq!(v["failure"], Value::Null, "{}", v["figures"]);
     let f = &v["figures"];
     assert!(f["commits"].as_u64().unwrap() > 50, "{f}");
@@ -370,15 +350,7 @@ fn a_switchtx_rack_losing_2_percent_of_what_the_tors_send_recovers_by_timeouts_a
     // a 20 ms timeout and the other tests' processes beside it, a run can collapse into
     // timeouts and their queries: fixed timeouts have no backoff. The default 100 ms holds.)
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_pisadb"))
-        .args(["cluster", "--system", "switchtx", "--json", "--seconds", "1.5", "--loss", "0.02"])
-        .arg("--data-dir")
-        .arg(dir.path())
-        .output()
-        .expect("pisadb runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "cluster failed: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    let v = cluster_json(dir.path(), "--system switchtx --seconds 1.5 --loss 0.02");
     assert_eq!(v["failure"], Value::Null, "{}", v["figures"]);
     assert!(v["wire"][0].as_u64().unwrap() > 0, "the wires lost datagrams: {}", v["wire"]);
     let f = &v["figures"];
@@ -392,16 +364,7 @@ fn a_switchtx_core_switch_killed_mid_run_comes_back_with_zeroed_registers_and_th
     // it was gathering is gone, later messages of those transactions fail the tag check, their
     // clients time out and resolve them with the participants, and the run goes on.
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_pisadb"))
-        .args(["cluster", "--system", "switchtx", "--variant", "tree-gas", "--json", "--seconds", "2"])
-        .args(["--kill-switch", "0.8", "--down", "0.3"])
-        .arg("--data-dir")
-        .arg(dir.path())
-        .output()
-        .expect("pisadb runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "cluster failed: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    let v = cluster_json(dir.path(), "--system switchtx --variant tree-gas --seconds 2 --kill-switch 0.8 --down 0.3");
     assert_eq!(v["failure"], Value::Null, "{}", v["figures"]);
     assert_eq!(v["crashes"].as_array().unwrap().len(), 1, "S0 was killed and restarted: {}", v["crashes"]);
     let f = &v["figures"];
