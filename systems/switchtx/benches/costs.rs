@@ -30,6 +30,7 @@ fn server() -> Server {
         timeout_ns: 0,
         costs: COSTS,
         eris: false,
+        durable: false,
     })
 }
 

@@ -13,6 +13,11 @@
 //!   it. Variants with priority ports get jitter too, but only non-reordering jitter: the
 //!   simulator keeps each class of a strict-priority port in order under it (as a FIFO link
 //!   keeps all its frames), while reordering jitter is drawn for the other variants only.
+//! - **Server crashes** (one or two per case, in 40% of the cases): the server loses its
+//!   memory, datagrams to it are lost while it is down, and it restarts from its write-ahead
+//!   log ([`crate::wal`], [`crate::server::Server::recover`]): its stores and participant
+//!   states come back, and its clients resolve their logged attempts. The oracles then also
+//!   demand that no commit a client counted is missing from the final state.
 //! - **Switch crashes**: a restarted switch has zeroed registers (no slot has tag 0, so old
 //!   messages are stale) and its groups preloaded; clients time out and retry.
 //! - **Not injected: duplication.** A duplicated `lock_ok` would be counted twice by a switch and
@@ -28,7 +33,8 @@
 //! The run (warm-up, window, drain) must end within [`MAX_EVENTS`] and then
 //! [`crate::rack::check`] must hold: a serializable committed history, no primary installing
 //! for a transaction its client did not see commit, every backup equal to its primary, no lock
-//! left held.
+//! left held, no lost commit (every write of a counted commit is in the final state or was
+//! overwritten by a later counted commit).
 
 use crate::rack::{run_with, RackConfig, ABLATION};
 use crate::server::Workload;
@@ -72,6 +78,8 @@ pub struct CaseReport {
     pub lost: u64,
     /// Switch crashes.
     pub crashes: u64,
+    /// Server crashes (each restarted from its write-ahead log).
+    pub server_crashes: u64,
     /// Events simulated.
     pub events: u64,
     /// The trace hash.
@@ -108,6 +116,7 @@ impl FuzzCase {
             measure_us: rng.random_range(200..=600),
             timeout_us: rng.random_range(50..=300),
             buffer_kb: [16, 4_096][rng.random_range(0..2)],
+            durable: false,
         };
         let heal_at_ns: Nanos = config.measure_us * 1_000 * 3 / 4;
         let loss = if rng.random_bool(0.7) { rng.random_range(0.001..0.05) } else { 0.0 };
@@ -122,6 +131,19 @@ impl FuzzCase {
                 down_ns: rng.random_range(5_000..100_000),
             });
         }
+        // Server crashes (drawn after everything above, so the older cases keep their shape):
+        // one or two servers killed and restarted from their write-ahead logs.
+        if rng.random_bool(0.4) {
+            for _ in 0..rng.random_range(1..=2) {
+                crashes.push(Crash {
+                    target: Target::Node(rng.random_range(0..8)),
+                    at_ns: rng.random_range(0..heal_at_ns),
+                    down_ns: rng.random_range(10_000..300_000),
+                });
+            }
+        }
+        let mut config = config;
+        config.durable = crashes.iter().any(|c| matches!(c.target, Target::Node(_)));
         let faults = Faults { seed, loss, duplicate: 0.0, jitter_ns, reorder, slow: Vec::new(), crashes, heal_at_ns };
         FuzzCase { seed, variant, config, faults }
     }
@@ -156,6 +178,7 @@ pub fn run_case(case: &FuzzCase) -> CaseReport {
         timeouts: 0,
         lost: 0,
         crashes: 0,
+        server_crashes: 0,
         events: 0,
         trace_hash: String::new(),
         failure: None,
@@ -166,6 +189,7 @@ pub fn run_case(case: &FuzzCase) -> CaseReport {
             report.timeouts = f.timeouts;
             report.lost = stats.lost;
             report.crashes = stats.switch_crashes;
+            report.server_crashes = stats.node_crashes;
             report.events = f.events;
             report.trace_hash = f.trace_hash;
         }
@@ -184,8 +208,8 @@ pub fn fuzz_report(seed: u64) -> FuzzReport {
         committed: r.committed,
         lost: r.lost,
         duplicated: 0,
-        crashes: r.crashes,
-        detail: format!("{:>5} timeouts", r.timeouts),
+        crashes: r.crashes + r.server_crashes,
+        detail: format!("{:>5} timeouts, {} server crashes", r.timeouts, r.server_crashes),
         failure: r.failure.clone(),
         report: serde_json::to_value(&r).unwrap_or(serde_json::Value::Null),
     }
@@ -207,6 +231,10 @@ mod tests {
         assert!(reports.iter().map(|r| r.committed).sum::<u64>() > 1_000);
         assert!(reports.iter().any(|r| r.lost > 0 && r.timeouts > 0), "losses were met by timeouts");
         assert!(reports.iter().any(|r| r.crashes > 0), "a switch crashed");
+        assert!(
+            reports.iter().any(|r| r.server_crashes > 0 && r.committed > 0),
+            "a server crashed and commits were checked"
+        );
     }
 
     #[test]

@@ -17,6 +17,7 @@
 //! - [`system`]: the harness's view (variants, settings, one point, fault-injection cases).
 //! - [`experiments`]: the paper's figures we cover, their CSVs, charts and report.
 //! - [`fuzz`]: seeded fault-injection cases (`pisadb fuzz --system switchtx`).
+//! - [`wal`]: a server's write-ahead log (what a restarted server recovers from).
 
 pub mod admission;
 pub mod experiments;
@@ -27,6 +28,7 @@ pub mod real;
 pub mod server;
 pub mod system;
 pub mod tree;
+pub mod wal;
 pub mod wire;
 
 pub use system::SYSTEM;

@@ -35,6 +35,7 @@
 use crate::program::GatherScatter;
 use crate::server::{AbortReason, Costs, Mpl, Server, ServerConfig, ServerEvent, Workload, COSTS};
 use crate::tree::{Coordination, Layout};
+use crate::wal::WalRecord;
 use hdrhistogram::Histogram;
 use pisadb_check::{CommittedTxn, History};
 use pisadb_core::TupleKey;
@@ -73,6 +74,10 @@ pub struct RackConfig {
     pub timeout_us: u64,
     /// The shared buffer of each strict-priority port, in KiB.
     pub buffer_kb: u64,
+    /// Whether servers write their write-ahead log (needed when servers crash; the paper's
+    /// system logs nothing, so the figures' runs do not).
+    #[serde(default)]
+    pub durable: bool,
 }
 
 impl Default for RackConfig {
@@ -89,6 +94,7 @@ impl Default for RackConfig {
             measure_us: 1_000,
             timeout_us: 2_000,
             buffer_kb: 4_096,
+            durable: false,
         }
     }
 }
@@ -294,20 +300,27 @@ pub type RackWorld = World<Server, Switch<GatherScatter>, RackObserver>;
 
 /// Restarts a crashed switch with zeroed registers (§3.5: it stores no data, only
 /// coordination state; old messages then fail the tag check and their clients time out and
-/// retry) and its multicast groups preloaded again. Servers do not crash in these runs.
+/// retry) and its multicast groups preloaded again; restarts a crashed server from its
+/// write-ahead log ([`Server::recover`]), which it must have kept (`durable`).
 #[derive(Debug)]
 pub struct SwitchRestarts {
     /// The variant (which switches are programmable).
     pub variant: Variant,
     /// The racks.
     pub layout: Layout,
+    /// Each server's configuration, by id.
+    pub servers: Vec<ServerConfig>,
 }
 
 impl Restarts<Server, Switch<GatherScatter>> for SwitchRestarts {
-    fn host(&mut self, id: u16, _log: &[()]) -> Result<Server, String> {
-        Err(format!("server {id} crashed, but SwitchTx's cases crash only switches (servers keep no log)"))
+    fn host(&mut self, id: u16, log: &[WalRecord]) -> Result<Server, String> {
+        let cfg = self.servers.get(usize::from(id)).ok_or_else(|| format!("no server {id}"))?;
+        if !cfg.durable {
+            return Err(format!("server {id} crashed, but servers keep no log in this run (set durable)"));
+        }
+        Ok(Server::recover(cfg.clone(), log))
     }
-    fn switch(&mut self, id: u16, _logs: &[Vec<()>], _epoch: u16) -> Result<Switch<GatherScatter>, String> {
+    fn switch(&mut self, id: u16, _logs: &[Vec<WalRecord>], _epoch: u16) -> Result<Switch<GatherScatter>, String> {
         make_switch(id, &self.variant, &self.layout)
     }
 }
@@ -360,6 +373,7 @@ pub(crate) fn server_config(id: u8, v: &Variant, cfg: &RackConfig, layout: &Layo
         timeout_ns: if v.eris { 0 } else { cfg.timeout_us * 1_000 },
         costs,
         eris: v.eris,
+        durable: cfg.durable && !v.eris,
     }
 }
 
@@ -417,7 +431,9 @@ pub fn run_with(
 ) -> Result<(RackFigures, FaultStats), String> {
     let mut world = build(variant, cfg)?;
     if let Some(f) = faults {
-        world.inject(f, Box::new(SwitchRestarts { variant: variant_of(variant)?, layout: layout_of(cfg) }));
+        let (v, layout) = (variant_of(variant)?, layout_of(cfg));
+        let servers = (0..layout.servers()).map(|id| server_config(id, &v, cfg, &layout, COSTS)).collect();
+        world.inject(f, Box::new(SwitchRestarts { variant: v, layout, servers }));
     }
     world.run(cfg.warmup_us * 1_000, cfg.measure_us * 1_000, max_events).map_err(|e| e.to_string())?;
     let mut f = figures(&world, cfg);
@@ -477,10 +493,35 @@ pub fn check(world: &RackWorld, replicated: bool) -> Result<u64, String> {
     check_ledger(&world.observer().ledger, &shards, replicated)
 }
 
+/// No lost commit: every write of every transaction a client counted committed is in the
+/// final state, or was overwritten by a later committed transaction (one that installed over
+/// it). A crash that loses a committed write fails here even if what is left is serializable.
+pub fn no_lost_commit(o: &Ledger, shards: &[ShardImage]) -> Result<(), String> {
+    let overwritten: BTreeSet<(u64, u64)> = o
+        .installed
+        .iter()
+        .filter(|(txn, _)| o.reads.contains_key(txn))
+        .flat_map(|(_, writes)| writes.iter().map(|&(k, over)| (k, over)))
+        .collect();
+    for (&txn, writes) in o.installed.iter().filter(|(txn, _)| o.reads.contains_key(txn)) {
+        for &(k, _) in writes {
+            let shard = usize::from(crate::server::shard_of(k));
+            let now = shards.get(shard).and_then(|s| s.primary.get(&k)).map_or(0, |v| v.1);
+            if now != txn && !overwritten.contains(&(k, txn)) {
+                return Err(format!(
+                    "lost commit: transaction {txn:#x} committed a write of key {k:#x}, but the key holds version {now:#x} and nothing committed over it"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The end-of-run checks on a run's ledger and its servers' images (by server id, after a
 /// drain): the committed history is serializable, no primary installed for a transaction its
 /// client never saw commit, every backup (shard `i` on server `i + 1 mod n`) equals its primary
-/// if `replicated`, no lock is left. The number of committed transactions checked.
+/// if `replicated`, no lock is left, no lost commit ([`no_lost_commit`]). The number of
+/// committed transactions checked.
 pub fn check_ledger(o: &Ledger, shards: &[ShardImage], replicated: bool) -> Result<u64, String> {
     let mut history = History::new();
     let key = |k: u64| TupleKey::new(u16::from(crate::server::shard_of(k)), k & ((1 << 40) - 1));
@@ -502,6 +543,7 @@ pub fn check_ledger(o: &Ledger, shards: &[ShardImage], replicated: bool) -> Resu
         return Err(format!("a primary installed transaction {txn:#x}, which its client never saw commit"));
     }
     history.check().map_err(|v| format!("the committed history is not serializable: {v}"))?;
+    no_lost_commit(o, shards)?;
     let n = shards.len();
     for (i, image) in shards.iter().enumerate() {
         let copied = &shards[(i + 1) % n].backup;
@@ -514,4 +556,29 @@ pub fn check_ledger(o: &Ledger, shards: &[ShardImage], replicated: bool) -> Resu
         }
     }
     Ok(o.reads.len() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_committed_write_missing_from_the_final_state_is_a_lost_commit() {
+        let key = crate::server::key_of(2, 5, 1, 24);
+        let mut ledger = Ledger::default();
+        ledger.reads.insert(7, vec![(key, 0)]);
+        ledger.installed.insert(7, vec![(key, 0)]);
+        let mut shards = vec![ShardImage::default(); 8];
+        assert!(no_lost_commit(&ledger, &shards).unwrap_err().contains("lost commit"), "the key was never written");
+        shards[2].primary.insert(key, (1, 7));
+        assert_eq!(no_lost_commit(&ledger, &shards), Ok(()));
+        // A later committed transaction 9 wrote over 7: the final version is 9's.
+        ledger.reads.insert(9, vec![(key, 7)]);
+        ledger.installed.insert(9, vec![(key, 7)]);
+        shards[2].primary.insert(key, (2, 9));
+        assert_eq!(no_lost_commit(&ledger, &shards), Ok(()));
+        // 9 only installed, never counted committed: 7's write is gone.
+        ledger.reads.remove(&9);
+        assert!(no_lost_commit(&ledger, &shards).is_err());
+    }
 }

@@ -38,11 +38,13 @@ use crate::rack::{
     check_ledger, layout_of, make_switch, server_config, topology_of, variant_of, Ledger, RackConfig, ShardImage,
 };
 use crate::server::{AbortReason, Server, ServerConfig, ServerEvent, COSTS};
+use crate::wal::{ledger_of, WalRecord};
 use pisadb_core::Nanos;
+use pisadb_runtime::host_proc::open_log;
 use pisadb_runtime::host_proc::{self, HostRun};
 use pisadb_runtime::supervisor::{free_ports, ConfigLaunch, Crash};
 use pisadb_runtime::switch_proc::{self, SwitchReport};
-use pisadb_runtime::wal_file::WalFile;
+use pisadb_runtime::wal_file::read_dir_log;
 use pisadb_runtime::wire::PortWire;
 use pisadb_runtime::{write_json, Network, RackConfig as RealConfig, Role, RuntimeError};
 use pisadb_switch::Switch;
@@ -138,7 +140,15 @@ pub fn serve_host(cfg: &RealConfig<Spec>, id: u16, data_dir: &Path) -> Result<Ho
     if usize::from(id) >= configs.len() {
         return Err(bad_id(id, "a server", configs.len()));
     }
-    let mut server = Server::new(configs.swap_remove(usize::from(id)));
+    let config = configs.swap_remove(usize::from(id));
+    let name = format!("switchtx server {id}");
+    // A durable server logs to `wal.log` in its data directory and, restarted after a
+    // `kill -9`, recovers from it; its ledger is then read from the whole log at the end, so
+    // what it did in its earlier life is checked too.
+    let (mut wal, records) = open_log::<WalRecord>(config.durable, data_dir, &name)?;
+    let restarted = !records.is_empty();
+    let mut server = if restarted { Server::recover(config, &records) } else { Server::new(config) };
+    drop(records);
     let mut ledger = Ledger::default();
     let mut refused = None;
     let (mut timeouts, mut rejected) = (0, 0);
@@ -146,8 +156,7 @@ pub fn serve_host(cfg: &RealConfig<Spec>, id: u16, data_dir: &Path) -> Result<Ho
     // time is known only once the run has started.
     let mut committed: Vec<(Nanos, Nanos)> = Vec::new();
     let mut aborted: Vec<(Nanos, AbortReason)> = Vec::new();
-    let name = format!("switchtx server {id}");
-    let run: HostRun = host_proc::serve(cfg, id, &name, &mut server, None::<&mut WalFile<()>>, |now, event| {
+    let run: HostRun = host_proc::serve(cfg, id, &name, &mut server, wal.as_mut(), |now, event| {
         if let Err(e) = ledger.record(&event) {
             refused.get_or_insert(e);
         }
@@ -161,6 +170,10 @@ pub fn serve_host(cfg: &RealConfig<Spec>, id: u16, data_dir: &Path) -> Result<Ho
     })?;
     if let Some(why) = refused {
         return Err(RuntimeError::bad_setting("server events", format!("server {id}"), why));
+    }
+    if wal.is_some() {
+        drop(wal);
+        ledger = ledger_of(&read_dir_log::<WalRecord>(data_dir)?);
     }
     let stop_ns = run.started_ns + (run.seconds * 1e9) as Nanos;
     let mut latency_us: BTreeMap<u64, u64> = BTreeMap::new();

@@ -75,6 +75,7 @@
 
 use crate::admission::Admission;
 use crate::tree::{Coordination, Layout, Participants};
+use crate::wal::{LoggedParts, WalRecord};
 use crate::wire::{class_of, Control, Data, Item, Message, MsgType, FLAG_DOWN, FLAG_RETRY};
 use pisadb_core::{Nanos, TraceBytes, TraceHash};
 use pisadb_host::{Host, HostOutbox, Route, Send};
@@ -210,6 +211,9 @@ pub struct ServerConfig {
     /// The Eris baseline instead of the five phases: one-shot transactions sequenced by a
     /// switch, executed by each shard (a thread) in sequence order.
     pub eris: bool,
+    /// Whether the server writes its write-ahead log ([`crate::wal`]): needed to survive a
+    /// crash; off where no server crashes (the paper's system logs nothing).
+    pub durable: bool,
 }
 
 impl ServerConfig {
@@ -477,6 +481,8 @@ pub struct Server {
     /// Eris: per local shard (thread), the next sequence number to execute and the
     /// transactions waiting for their turn.
     eris: Vec<(u32, BTreeMap<u32, crate::wire::Sequenced>)>,
+    /// Lanes rebuilt from the log whose attempt must be resolved when the server starts.
+    recovered: Vec<(u16, u8, u32)>,
 }
 
 /// The key of (server, record, column).
@@ -491,6 +497,24 @@ pub fn shard_of(key: u64) -> u8 {
 
 fn bits(set: u8) -> impl Iterator<Item = u8> {
     (0..8u8).filter(move |s| set & (1 << s) != 0)
+}
+
+fn logged(p: &Participants) -> LoggedParts {
+    (p.wp, p.wb, p.rp, p.client)
+}
+
+fn unlogged((wp, wb, rp, client): LoggedParts) -> Participants {
+    Participants { wp, wb, rp, client }
+}
+
+/// The participant state of `slot` for `attempt`, as a replay finds it: the one there if it is
+/// that attempt's, else a fresh one (an older attempt's locks were released before a newer
+/// attempt's state was logged, and that release was logged too).
+fn replayed_part(parts: &mut BTreeMap<u16, Part>, slot: u16, attempt: u32) -> &mut Part {
+    if parts.get(&slot).is_none_or(|p| p.attempt != attempt) {
+        parts.insert(slot, Part { attempt, ..Part::default() });
+    }
+    parts.get_mut(&slot).expect("present")
 }
 
 impl Server {
@@ -537,7 +561,138 @@ impl Server {
             commits: 0,
             known: vec![0; n],
             eris: vec![(1, BTreeMap::new()); usize::from(cfg.threads)],
+            recovered: Vec::new(),
             cfg,
+        }
+    }
+
+    /// A server restarted from its write-ahead log `log` ([`crate::wal`]): its primary shard,
+    /// its backup copy and the participant states replayed; each client lane whose last
+    /// logged attempt has no counted outcome resumes resolving it (the paper's coordinator
+    /// recovery: ask every participant, commit iff a primary installed or every backup
+    /// applied the redo), and a lane whose last attempt was aborted tells its participants
+    /// so again before it retries (its `fail` may have been lost, and the locks it left would
+    /// otherwise wait for an attempt that may never come). New attempts start above every
+    /// logged one, so no transaction id is reused.
+    pub fn recover(cfg: ServerConfig, log: &[WalRecord]) -> Self {
+        let mut server = Server::new(cfg);
+        let mut begun: BTreeMap<(u16, u8), (WalRecord, bool)> = BTreeMap::new();
+        for record in log {
+            server.replay(record, &mut begun);
+        }
+        for ((thread, lane), (begin, closed_aborted)) in begun {
+            let WalRecord::Begin { attempt, keys, reads, read_only, blind, first_start, retries, parts, .. } = begin
+            else {
+                continue;
+            };
+            let parts = unlogged(parts);
+            let (t, l) = (usize::from(thread), usize::from(lane));
+            if t >= server.workers.len() || l >= server.workers[t].lanes.len() {
+                continue;
+            }
+            let asked = parts.wp | parts.wb | parts.rp;
+            server.workers[t].lanes[l] = Some(Txn {
+                attempt,
+                keys,
+                reads: reads.into_iter().map(|(k, v, ver)| (k, (v, ver))).collect(),
+                awaiting: 0,
+                committing: true,
+                first_start,
+                retries,
+                parts,
+                counter: 0,
+                aborted: false,
+                query: closed_aborted.then_some(Query { asked, decided: Some(false), ..Query::default() }),
+                read_only,
+                shards: 0,
+                blind,
+            });
+            server.recovered.push((thread, lane, attempt));
+        }
+        server
+    }
+
+    /// Applies one logged record to a restarting server; `begun` keeps each lane's last
+    /// `Begin` and whether it was closed as aborted (a lane closed as committed is dropped).
+    fn replay(&mut self, record: &WalRecord, begun: &mut BTreeMap<(u16, u8), (WalRecord, bool)>) {
+        match record.clone() {
+            WalRecord::Begin { thread, lane, attempt, .. } => {
+                if let Some(a) =
+                    self.workers.get_mut(usize::from(thread)).and_then(|w| w.attempts.get_mut(usize::from(lane)))
+                {
+                    *a = (*a).max(attempt);
+                }
+                begun.insert((thread, lane), (record.clone(), false));
+            }
+            WalRecord::Closed { thread, lane, attempt, committed, .. } => {
+                let last = begun
+                    .get(&(thread, lane))
+                    .map(|(b, _)| matches!(b, WalRecord::Begin { attempt: a, .. } if *a == attempt));
+                match (last, committed) {
+                    (Some(true), Some(_)) => {
+                        begun.remove(&(thread, lane));
+                    }
+                    (Some(true), None) => {
+                        if let Some(b) = begun.get_mut(&(thread, lane)) {
+                            b.1 = true;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            WalRecord::Locked { slot, attempt, txn, tag, client, thread, coord, retry, parts, writes, reads, redo } => {
+                let keys: Vec<u64> = writes.iter().map(|w| w.0).collect();
+                for &k in &keys {
+                    self.primary.entry(k).or_default().lock = Some((slot, attempt));
+                }
+                let part = replayed_part(&mut self.parts, slot, attempt);
+                (part.txn, part.tag, part.client, part.thread, part.coord, part.retry) =
+                    (txn, tag, client, thread, coord, retry);
+                part.parts = unlogged(parts);
+                part.prepared = true;
+                part.writes = writes;
+                part.reads = reads;
+                part.redo = redo;
+                part.locked = keys;
+            }
+            WalRecord::Unlocked { slot, attempt } => {
+                let Some(part) = self.parts.get_mut(&slot).filter(|p| p.attempt == attempt) else { return };
+                for k in std::mem::take(&mut part.locked) {
+                    if let Some(r) = self.primary.get_mut(&k).filter(|r| r.lock == Some((slot, attempt))) {
+                        r.lock = None;
+                    }
+                }
+                part.aborted |= !part.installed;
+            }
+            WalRecord::Installed { slot, attempt, txn, writes } => {
+                for &(k, v, _) in &writes {
+                    let r = self.primary.entry(k).or_default();
+                    (r.value, r.version) = (v, txn);
+                }
+                replayed_part(&mut self.parts, slot, attempt).installed = true;
+            }
+            WalRecord::Replicated { slot, attempt, txn, client, thread, parts, redo, undo } => {
+                for &(k, v) in &redo {
+                    self.backup.insert(k, (v, txn));
+                }
+                let part = replayed_part(&mut self.parts, slot, attempt);
+                (part.txn, part.client, part.thread) = (txn, client, thread);
+                part.parts = unlogged(parts);
+                part.prepared = true;
+                part.redo = redo;
+                part.undo = undo.into_iter().map(|(k, v, ver)| (k, (v, ver))).collect();
+                part.replicated = true;
+            }
+            WalRecord::RolledBack { slot, attempt, restored } => {
+                for (k, v, ver) in restored {
+                    self.backup.insert(k, (v, ver));
+                }
+                let part = replayed_part(&mut self.parts, slot, attempt);
+                part.undo.clear();
+                part.replicated = false;
+                part.aborted = true;
+            }
+            WalRecord::Frozen { slot, attempt } => replayed_part(&mut self.parts, slot, attempt).frozen = true,
         }
     }
 
@@ -580,6 +735,13 @@ impl Server {
 
     fn tag(attempt: u32) -> u16 {
         (attempt % 65_535) as u16 + 1
+    }
+
+    /// Appends `record` to the write-ahead log if the server keeps one.
+    fn log(&self, out: &mut HostOutbox<Self>, record: impl FnOnce() -> WalRecord) {
+        if self.cfg.durable {
+            out.log.push(record());
+        }
     }
 
     fn send(&self, out: &mut HostOutbox<Self>, dst: u8, bytes: Vec<u8>) {
@@ -850,6 +1012,9 @@ impl Server {
         let txn_id = self.txn_id(thread, lane, attempt);
         let parts =
             self.workers[usize::from(thread)].lanes[usize::from(lane)].as_ref().map(|t| t.parts).unwrap_or_default();
+        // From here participants hold state for the attempt: a restarted client must resolve
+        // it (logged before the init and prepares leave).
+        self.log_begin(thread, lane, out);
         let tag = Self::tag(attempt);
         let flags = if retry { FLAG_RETRY } else { 0 };
         if coord != Coordination::Client {
@@ -923,13 +1088,39 @@ impl Server {
         out.timers.push((now + wait, ServerTimer::Timeout(thread, lane, attempt)));
     }
 
+    /// Logs that the lane's current attempt enters the commit protocol (or, from
+    /// [`Server::resolve_abort`], is about to be resolved): participants may hold state for
+    /// it from now on.
+    fn log_begin(&self, thread: u16, lane: u8, out: &mut HostOutbox<Self>) {
+        let Some(t) = self.workers[usize::from(thread)].lanes[usize::from(lane)].as_ref() else { return };
+        let attempt = t.attempt;
+        self.log(out, || WalRecord::Begin {
+            thread,
+            lane,
+            attempt,
+            txn: self.txn_id(thread, lane, attempt),
+            keys: t.keys.clone(),
+            reads: t.reads.iter().map(|(&k, &(v, ver))| (k, v, ver)).collect(),
+            read_only: t.read_only,
+            blind: t.blind,
+            first_start: t.first_start,
+            retries: t.retries,
+            parts: logged(&t.parts),
+        });
+    }
+
     /// Tells every participant of the lane's attempt that it aborted (and waits for them).
     fn resolve_abort(&mut self, now: Nanos, thread: u16, lane: u8, out: &mut HostOutbox<Self>) {
         let slot = self.cfg.slot(self.cfg.id, thread, lane);
         let me = self.cfg.id;
+        // The participants will hold a (frozen, aborted) state for this attempt, which may
+        // never have reached the commit protocol: log it as begun, so that a restarted client
+        // resumes at this attempt, not below it (where the participants would ignore it).
+        self.log_begin(thread, lane, out);
         let Some(txn) = self.workers[usize::from(thread)].lanes[usize::from(lane)].as_mut() else { return };
         let asked = txn.parts.wp | txn.parts.wb | txn.parts.rp;
         txn.query = Some(Query { asked, decided: Some(false), ..Query::default() });
+        txn.committing = true;
         let attempt = txn.attempt;
         for server in bits(asked) {
             let mut r = Data::new(MsgType::Resolve, slot, Self::tag(attempt), attempt, 0);
@@ -1004,6 +1195,10 @@ impl Server {
             }
         }
         let part = self.parts.get_mut(&slot).expect("present");
+        if !part.frozen && self.cfg.durable {
+            // Answered: after a restart it must still do nothing more unprompted.
+            out.log.push(WalRecord::Frozen { slot, attempt: d.attempt });
+        }
         part.frozen = true;
         let mut reply = Data::new(
             if d.msg == MsgType::Query { MsgType::QueryReply } else { MsgType::ResolveAck },
@@ -1022,15 +1217,23 @@ impl Server {
             }
         } else {
             let undo = std::mem::take(&mut part.undo);
+            let was_replicated = part.replicated;
             part.replicated = false;
             part.aborted = true;
             let txn = part.txn;
+            let mut restored = Vec::new();
             for (k, before) in undo.into_iter().rev() {
                 // Only if no later transaction has written the key since (its primary lock
                 // was released by this same decision, possibly earlier than here).
                 if self.backup.get(&k).map(|v| v.1) == Some(txn) {
                     self.backup.insert(k, before);
+                    restored.push((k, before.0, before.1));
                 }
+            }
+            if was_replicated {
+                // Logged even if nothing was restored: a restarted backup must not answer
+                // that it holds the redo of an attempt decided aborted.
+                self.log(out, || WalRecord::RolledBack { slot, attempt: d.attempt, restored });
             }
             self.release(now, slot, out);
         }
@@ -1085,6 +1288,11 @@ impl Server {
 
     fn retry(&mut self, now: Nanos, thread: u16, lane: u8, out: &mut HostOutbox<Self>) {
         let (t, l) = (usize::from(thread), usize::from(lane));
+        if let Some(x) = self.workers[t].lanes[l].as_ref().filter(|x| x.committing && !self.cfg.eris) {
+            let (attempt, read_only) = (x.attempt, x.read_only);
+            let txn = self.txn_id(thread, lane, attempt);
+            self.log(out, || WalRecord::Closed { thread, lane, attempt, txn, committed: None, read_only });
+        }
         if self.stopping {
             // No retry while draining; but an attempt aborted by a `fail` may have left locks
             // where that `fail` was lost, and no later attempt will release them: tell every
@@ -1108,8 +1316,17 @@ impl Server {
         let (t, l) = (usize::from(thread), usize::from(lane));
         let Some(txn) = self.workers[t].lanes[l].take() else { return };
         self.commits += 1;
+        let id = self.txn_id(thread, lane, txn.attempt);
+        self.log(out, || WalRecord::Closed {
+            thread,
+            lane,
+            attempt: txn.attempt,
+            txn: id,
+            committed: Some(txn.reads.iter().map(|(&k, &(_, v))| (k, v)).collect()),
+            read_only: txn.read_only,
+        });
         out.events.push(ServerEvent::Committed {
-            txn: self.txn_id(thread, lane, txn.attempt),
+            txn: id,
             latency_ns: now.saturating_sub(txn.first_start),
             retries: txn.retries,
             reads: txn.reads.iter().map(|(&k, &(_, v))| (k, v)).collect(),
@@ -1217,6 +1434,9 @@ impl Server {
         let locked = std::mem::take(&mut part.locked);
         if !locked.is_empty() {
             out.events.push(ServerEvent::LockTime(now.saturating_sub(part.locked_at)));
+            if self.cfg.durable {
+                out.log.push(WalRecord::Unlocked { slot, attempt: owner.1 });
+            }
         }
         for key in locked {
             if let Some(r) = self.primary.get_mut(&key) {
@@ -1314,6 +1534,22 @@ impl Server {
             let part = self.parts.get_mut(&slot).expect("present");
             part.locked = keys;
             part.locked_at = now;
+            if self.cfg.durable {
+                out.log.push(WalRecord::Locked {
+                    slot,
+                    attempt: part.attempt,
+                    txn: part.txn,
+                    tag: part.tag,
+                    client: part.client,
+                    thread: part.thread,
+                    coord: part.coord,
+                    retry: part.retry,
+                    parts: logged(&part.parts),
+                    writes: part.writes.clone(),
+                    reads: part.reads.clone(),
+                    redo: part.redo.clone(),
+                });
+            }
             if blind {
                 // No validate phase: locked is validated.
                 return self.reply(now, slot, MsgType::ValidateOk, out);
@@ -1438,7 +1674,18 @@ impl Server {
                 let txn = part.txn;
                 let redo = part.redo.clone();
                 out.cpu_ns += self.cfg.costs.item_ns * redo.len() as u64;
-                let undo = redo.iter().map(|&(k, v)| (k, self.backup.insert(k, (v, txn)).unwrap_or((0, 0)))).collect();
+                let undo: Vec<(u64, (u64, u64))> =
+                    redo.iter().map(|&(k, v)| (k, self.backup.insert(k, (v, txn)).unwrap_or((0, 0)))).collect();
+                self.log(out, || WalRecord::Replicated {
+                    slot,
+                    attempt: part.attempt,
+                    txn,
+                    client: part.client,
+                    thread: part.thread,
+                    parts: logged(&part.parts),
+                    redo: redo.clone(),
+                    undo: undo.iter().map(|&(k, (v, ver))| (k, v, ver)).collect(),
+                });
                 let part = self.parts.get_mut(&slot).expect("present");
                 part.undo = undo;
                 part.replicated = true;
@@ -1455,14 +1702,17 @@ impl Server {
     /// Commit primary: install the writes, unlock.
     fn install(&mut self, now: Nanos, slot: u16, out: &mut HostOutbox<Self>) {
         let Some(part) = self.parts.get(&slot) else { return };
-        let (txn, writes) = (part.txn, part.writes.clone());
+        let (txn, attempt, writes) = (part.txn, part.attempt, part.writes.clone());
         out.cpu_ns += self.cfg.costs.item_ns * writes.len() as u64;
+        let mut logged_writes = Vec::with_capacity(writes.len());
         for (k, v) in writes {
             let r = self.primary.entry(k).or_default();
             out.events.push(ServerEvent::Installed(txn, k, r.version));
+            logged_writes.push((k, v, r.version));
             r.value = v;
             r.version = txn;
         }
+        self.log(out, || WalRecord::Installed { slot, attempt, txn, writes: logged_writes });
         self.release(now, slot, out);
         if let Some(p) = self.parts.get_mut(&slot) {
             p.installed = true;
@@ -1504,7 +1754,7 @@ fn thread_of(bytes: &[u8]) -> Option<u16> {
 
 impl Host for Server {
     type Timer = ServerTimer;
-    type Log = ();
+    type Log = WalRecord;
     type Event = ServerEvent;
 
     fn cores(&self) -> u16 {
@@ -1512,6 +1762,14 @@ impl Host for Server {
     }
 
     fn start(&mut self, now: Nanos, out: &mut HostOutbox<Self>) {
+        // A restarted server: locks it holds count from now, and every recovered lane resolves
+        // its attempt at once (the timeout path asks, or re-sends the decision).
+        for part in self.parts.values_mut() {
+            part.locked_at = now;
+        }
+        for (thread, lane, attempt) in std::mem::take(&mut self.recovered) {
+            out.timers.push((now, ServerTimer::Timeout(thread, lane, attempt)));
+        }
         for thread in 0..self.cfg.threads {
             self.fill_lanes(now, thread, out);
             if let Mpl::Adaptive { epoch_ns, .. } = self.cfg.mpl {

@@ -1,0 +1,272 @@
+//! A SwitchTx server's write-ahead log: what a restarted server needs so that no commit is
+//! lost and no in-flight transaction is left half done (§3.5, "Server failure").
+//!
+//! The paper keeps a failed server's state alive in its backup's memory and promotes it; it
+//! writes nothing to disk ("availability via replication without guaranteeing durability",
+//! §3.6.1). PisaDB's hosts restart from their write-ahead log instead (the simulator keeps it
+//! as the host's disk; real mode writes `wal.log` with `fdatasync` before any send of the same
+//! round), so a server logs each state change that another server, or its own client after a
+//! restart, may rely on once it has been answered:
+//!
+//! - **client side**: [`WalRecord::Begin`] when an attempt enters the commit protocol (from
+//!   here participants hold state for it, so a restarted client must resolve it: the paper's
+//!   coordinator recovery) and [`WalRecord::Closed`] when its outcome is counted (a commit,
+//!   with what it read, or an abort), so a restarted client neither resolves it again nor
+//!   counts a commit twice, and starts its next attempts above every attempt it logged;
+//! - **participant side**: [`WalRecord::Locked`] (a write primary's locks and its part of the
+//!   transaction), [`WalRecord::Unlocked`], [`WalRecord::Installed`] (values, versions and what
+//!   they overwrote), [`WalRecord::Replicated`] (a backup's redo applied, with the before
+//!   images), [`WalRecord::RolledBack`], and [`WalRecord::Frozen`] (a participant answered a
+//!   query: it must not move on after a restart, or a decision taken on its answer could be
+//!   contradicted).
+//!
+//! Replaying the records in order rebuilds the primary shard, the backup copy and every
+//! participant state a query may ask about; what is not logged (a read primary's copied
+//! versions, a placeholder for a request that overtook its `prepare`) is lost with the crash,
+//! and its transaction times out and is resolved as aborted (the answers of read primaries do
+//! not decide anything).
+//!
+//! **On disk** (real mode, [`LogCodec`]): each record is `len: u32 LE, crc32(json): u32 LE,
+//! json`. A record cut short, or whose checksum fails, at the end of the file is a torn tail
+//! (a crash in the middle of a write); a bad record followed by more bytes is corruption.
+
+use pisadb_core::Nanos;
+use pisadb_host::{DecodedLog, LogCodec};
+use serde::{Deserialize, Serialize};
+
+/// Participants as logged: (write primaries, write backups, read primaries, client).
+pub type LoggedParts = (u8, u8, u8, u8);
+
+/// One record of a server's write-ahead log.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum WalRecord {
+    /// A client attempt enters the commit protocol.
+    Begin {
+        /// Worker thread.
+        thread: u16,
+        /// Lane of the thread.
+        lane: u8,
+        /// Attempt number (per lane).
+        attempt: u32,
+        /// The attempt's transaction id.
+        txn: u64,
+        /// (key, written) of every key.
+        keys: Vec<(u64, bool)>,
+        /// What the execute phase read: (key, value, version).
+        reads: Vec<(u64, u64, u64)>,
+        /// Read-only (version copy, then validate and read).
+        read_only: bool,
+        /// A blind write.
+        blind: bool,
+        /// When the transaction's first attempt started (for its latency).
+        first_start: Nanos,
+        /// Attempts before this one.
+        retries: u32,
+        /// Its participants.
+        parts: LoggedParts,
+    },
+    /// A client attempt's outcome is counted: committed with these (key, version) reads, or
+    /// aborted (`None`).
+    Closed {
+        /// Worker thread.
+        thread: u16,
+        /// Lane of the thread.
+        lane: u8,
+        /// Attempt number.
+        attempt: u32,
+        /// The attempt's transaction id.
+        txn: u64,
+        /// The reads of a commit; `None` for an abort.
+        committed: Option<Vec<(u64, u64)>>,
+        /// Whether it was read-only.
+        read_only: bool,
+    },
+    /// A write primary took the locks of its part of an attempt.
+    Locked {
+        /// The attempt's switch slot.
+        slot: u16,
+        /// Attempt number.
+        attempt: u32,
+        /// Transaction id.
+        txn: u64,
+        /// Switch tag.
+        tag: u16,
+        /// Client server.
+        client: u8,
+        /// Client thread.
+        thread: u8,
+        /// Coordination (as `Coordination as u8`).
+        coord: u8,
+        /// Whether the attempt is a retry (priority class).
+        retry: bool,
+        /// Participants.
+        parts: LoggedParts,
+        /// Writes of this shard: (key, value).
+        writes: Vec<(u64, u64)>,
+        /// Reads of this shard: (key, version).
+        reads: Vec<(u64, u64)>,
+        /// The writes it backs up, if it is a write backup too: (key, value). Logged here so
+        /// that a restarted primary that is also a backup applies the right redo record
+        /// when the validate phase ends.
+        redo: Vec<(u64, u64)>,
+    },
+    /// A write primary released an attempt's locks.
+    Unlocked {
+        /// Slot.
+        slot: u16,
+        /// Attempt.
+        attempt: u32,
+    },
+    /// A write primary installed an attempt's writes: (key, value, overwritten version).
+    Installed {
+        /// Slot.
+        slot: u16,
+        /// Attempt.
+        attempt: u32,
+        /// Transaction id (the new version).
+        txn: u64,
+        /// (key, value, overwritten version).
+        writes: Vec<(u64, u64, u64)>,
+    },
+    /// A backup applied an attempt's redo record.
+    Replicated {
+        /// Slot.
+        slot: u16,
+        /// Attempt.
+        attempt: u32,
+        /// Transaction id.
+        txn: u64,
+        /// Client server.
+        client: u8,
+        /// Client thread.
+        thread: u8,
+        /// Participants.
+        parts: LoggedParts,
+        /// (key, value) applied.
+        redo: Vec<(u64, u64)>,
+        /// (key, value, version) before.
+        undo: Vec<(u64, u64, u64)>,
+    },
+    /// A backup rolled an attempt's redo back: (key, value, version) restored.
+    RolledBack {
+        /// Slot.
+        slot: u16,
+        /// Attempt.
+        attempt: u32,
+        /// (key, value, version) restored.
+        restored: Vec<(u64, u64, u64)>,
+    },
+    /// A participant answered a query for the attempt: it does no more for it unprompted.
+    Frozen {
+        /// Slot.
+        slot: u16,
+        /// Attempt.
+        attempt: u32,
+    },
+}
+
+/// Why a SwitchTx log cannot be read.
+#[derive(Debug)]
+pub struct BadLog {
+    /// Byte offset of the bad record.
+    pub at: usize,
+    /// What is wrong with it.
+    pub why: &'static str,
+}
+
+impl std::fmt::Display for BadLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "switchtx log corrupt at byte {}: {}", self.at, self.why)
+    }
+}
+
+impl std::error::Error for BadLog {}
+
+impl LogCodec for WalRecord {
+    type Error = BadLog;
+
+    fn append_to(&self, out: &mut Vec<u8>) {
+        let json = serde_json::to_vec(self).expect("a log record serializes");
+        out.extend_from_slice(&(json.len() as u32).to_le_bytes());
+        out.extend_from_slice(&crc32fast::hash(&json).to_le_bytes());
+        out.extend_from_slice(&json);
+    }
+
+    fn read_log(bytes: &[u8]) -> Result<DecodedLog<Self>, BadLog> {
+        let mut records = Vec::new();
+        let mut at = 0;
+        let torn = |records, at, why| Ok(DecodedLog { records, valid_bytes: at, torn_tail: Some(why) });
+        while at < bytes.len() {
+            let Some(head) = bytes.get(at..at + 8) else { return torn(records, at, "a cut header") };
+            let len = u32::from_le_bytes(head[..4].try_into().expect("4 bytes")) as usize;
+            let crc = u32::from_le_bytes(head[4..].try_into().expect("4 bytes"));
+            let Some(body) = bytes.get(at + 8..at + 8 + len) else { return torn(records, at, "a cut record") };
+            let last = at + 8 + len == bytes.len();
+            let record =
+                (crc32fast::hash(body) == crc).then(|| serde_json::from_slice::<WalRecord>(body).ok()).flatten();
+            match record {
+                Some(r) => records.push(r),
+                None if last => return torn(records, at, "a bad checksum at the end"),
+                None => return Err(BadLog { at, why: "a bad checksum before the end" }),
+            }
+            at += 8 + len;
+        }
+        Ok(DecodedLog { records, valid_bytes: at, torn_tail: None })
+    }
+}
+
+/// The ledger (committed transactions with their reads, and installs) a server's log proves:
+/// real mode's checks read it from the log, so a server killed with `kill -9` still accounts
+/// for what it did before.
+pub fn ledger_of(log: &[WalRecord]) -> crate::rack::Ledger {
+    let mut ledger = crate::rack::Ledger::default();
+    for r in log {
+        match r {
+            WalRecord::Closed { txn, committed: Some(reads), read_only, .. } => {
+                if *read_only {
+                    ledger.read_only.insert(*txn);
+                }
+                ledger.reads.insert(*txn, reads.clone());
+            }
+            WalRecord::Installed { txn, writes, .. } => {
+                ledger.installed.entry(*txn).or_default().extend(writes.iter().map(|&(k, _, over)| (k, over)))
+            }
+            _ => {}
+        }
+    }
+    ledger
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Vec<WalRecord> {
+        vec![
+            WalRecord::Unlocked { slot: 3, attempt: 9 },
+            WalRecord::Installed { slot: 3, attempt: 9, txn: 77, writes: vec![(1, 2, 0)] },
+            WalRecord::Frozen { slot: 4, attempt: 1 },
+        ]
+    }
+
+    #[test]
+    fn records_read_back_and_a_torn_tail_is_cut_not_replayed() {
+        let mut bytes = Vec::new();
+        sample().iter().for_each(|r| r.append_to(&mut bytes));
+        let whole = WalRecord::read_log(&bytes).unwrap();
+        assert_eq!((whole.records, whole.valid_bytes, whole.torn_tail), (sample(), bytes.len(), None));
+        for cut in 1..12 {
+            let torn = WalRecord::read_log(&bytes[..bytes.len() - cut]).unwrap();
+            assert_eq!(torn.records, sample()[..2].to_vec(), "cut {cut} bytes");
+            assert!(torn.torn_tail.is_some());
+        }
+    }
+
+    #[test]
+    fn damage_before_the_tail_is_an_error() {
+        let mut bytes = Vec::new();
+        sample().iter().for_each(|r| r.append_to(&mut bytes));
+        bytes[10] ^= 0xff;
+        assert!(WalRecord::read_log(&bytes).is_err());
+    }
+}
