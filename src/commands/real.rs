@@ -175,6 +175,7 @@ pub(crate) struct ClusterArgs {
     #[arg(long, default_value_t = 50)]
     peer_timeout_ms: u64,
     /// `kill -9` a node mid-run and restart it: NODE@SECONDS, e.g. 1@2.5 (repeatable).
+    /// (SwitchTx: a server, restarted from its write-ahead log; every server then logs.)
     #[arg(long, value_parser = parse_kill_node)]
     kill_node: Vec<(u16, f64)>,
     /// `kill -9` the switch at SECONDS into the run and restart it, rebuilt from the logs
@@ -546,20 +547,32 @@ fn cluster_verdict(failure: Option<String>, ok: &str, data_dir: &std::path::Path
 /// `pisadb cluster --system switchtx`: SwitchTx's servers and its four switches (S0 over three
 /// ToRs) as processes on loopback, from real mode's defaults (8 servers x 2 threads) with
 /// every `--set` applied; `--loss`, `--delay-us` and `--jitter-us` on every server's port;
-/// `--kill-switch` kills S0 and restarts it after `--down` with zeroed registers.
+/// `--kill-switch` kills S0 and restarts it after `--down` with zeroed registers;
+/// `--kill-node N@S` kills server N (`kill -9`) S seconds in and restarts it after `--down`
+/// from its write-ahead log (every server then logs: `durable` is set).
 fn switchtx_cluster(args: &ClusterArgs) -> Result<(), String> {
     use pisadb_runtime::supervisor::Crash;
+    use pisadb_runtime::Role;
     use pisadb_switchtx::real::{real_defaults, run_cluster, ClusterOptions, Spec};
-    if !args.kill_node.is_empty() || !args.port_wire.is_empty() || args.netns {
-        return Err(
-            "--system switchtx: --kill-node (servers keep no log), --port-wire and --netns are not supported; \
-                    --loss/--delay-us/--jitter-us and --kill-switch are"
-                .into(),
-        );
+    if !args.port_wire.is_empty() || args.netns {
+        return Err("--system switchtx: --port-wire and --netns are not supported; \
+                    --loss/--delay-us/--jitter-us, --kill-switch and --kill-node are"
+            .into());
     }
     let (variant, _, data_dir) = system_cluster_inputs::<serde_json::Value>(&pisadb_switchtx::SYSTEM, args)?;
     let defaults = serde_json::to_value(real_defaults()).expect("settings serialize");
-    let rack = pisadb_harness::read_back(defaults, &args.sets).map_err(|e| e.to_string())?;
+    let mut rack: pisadb_switchtx::rack::RackConfig =
+        pisadb_harness::read_back(defaults, &args.sets).map_err(|e| e.to_string())?;
+    // A server that is killed must restart from its log; so must every server's data, since
+    // a survivor's answers may be all a restarted one's client has.
+    rack.durable |= !args.kill_node.is_empty();
+    let mut crashes: Vec<Crash> =
+        args.kill_switch.map(|at_s| Crash { role: Role::Switch(0), at_s, down_s: args.down }).into_iter().collect();
+    crashes.extend(args.kill_node.iter().map(|&(node, at_s)| Crash {
+        role: Role::Host(node),
+        at_s,
+        down_s: args.down,
+    }));
     install_stop_signals().map_err(|e| e.to_string())?;
     let opts = ClusterOptions {
         spec: Spec { variant: variant.to_string(), rack },
@@ -567,11 +580,7 @@ fn switchtx_cluster(args: &ClusterArgs) -> Result<(), String> {
         data_dir,
         exe: this_binary().map_err(|e| e.to_string())?,
         extra: PortWire { loss: args.loss, delay_us: args.delay_us, jitter_us: args.jitter_us },
-        crashes: args
-            .kill_switch
-            .map(|at_s| Crash { role: pisadb_runtime::Role::Switch(0), at_s, down_s: args.down })
-            .into_iter()
-            .collect(),
+        crashes,
     };
     let r = run_cluster(&opts).map_err(|e| e.to_string())?;
     if args.json {
@@ -601,12 +610,19 @@ fn switchtx_cluster(args: &ClusterArgs) -> Result<(), String> {
             "switches: {} gathered, {} stale/aborted dropped; wires: {} lost, {} delayed; {} commits checked",
             f.switch_gathered, f.switch_filtered, r.wire.0, r.wire.1, f.checked_commits
         );
-        for (id, at_s, down_s) in &r.crashes {
-            println!("switch {id} killed at {at_s} s, restarted with zeroed registers {down_s} s later");
+        for (role, at_s, down_s) in &r.crashes {
+            match role {
+                pisadb_runtime::Role::Switch(id) => {
+                    println!("switch {id} killed at {at_s} s, restarted with zeroed registers {down_s} s later")
+                }
+                pisadb_runtime::Role::Host(id) => {
+                    println!("server {id} killed at {at_s} s, restarted from its write-ahead log {down_s} s later")
+                }
+            }
         }
     }
     let ok = if r.replicated {
-        "committed history serializable, every backup equals its primary, no lock left, every server drained"
+        "committed history serializable, no commit lost, every backup equals its primary, no lock left, every server drained"
     } else {
         "committed history serializable, no lock left, every server drained (eris keeps no backups)"
     };

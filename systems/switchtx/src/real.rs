@@ -24,7 +24,15 @@
 //! **Switch crashes.** A switch process can be `kill -9`ed mid-run and restarted
 //! ([`ClusterOptions::crashes`]): it comes back with zeroed registers, as §3.5 has it (a switch
 //! stores no data, only coordination state); old messages fail the tag check and their clients
-//! time out, ask the participants and retry. Servers do not crash (they keep no log).
+//! time out, ask the participants and retry.
+//!
+//! **Server crashes.** With `durable` (which `--kill-node` sets) every server writes its
+//! write-ahead log ([`crate::wal`]) to `wal.log` in its data directory, synced before the
+//! round's sends leave. A server process can be `kill -9`ed and restarted: it finds its log,
+//! replays it ([`Server::recover`]) and its clients resolve the attempts they had logged. Its
+//! report's ledger is then read from the whole log ([`crate::wal::ledger_of`]), so the checks
+//! also cover what the killed life did (its commits counted before the kill are not in the
+//! throughput figures: that life wrote no report).
 //!
 //! **Checks.** Each server process keeps a [`Ledger`] of its events and writes it with the
 //! image of its stores ([`ShardImage`]) in its report; the cluster merges them and runs the
@@ -293,8 +301,8 @@ pub struct ClusterResult {
     pub replicated: bool,
     /// What the wires behind the servers' ports did, summed over the ToRs: lost, delayed.
     pub wire: (u64, u64),
-    /// The switch crashes carried out: (switch, seconds into the run, seconds down).
-    pub crashes: Vec<(u16, f64, f64)>,
+    /// The crashes carried out: (switch or server, seconds into the run, seconds down).
+    pub crashes: Vec<(Role, f64, f64)>,
     /// The first check that failed, if any.
     pub failure: Option<String>,
 }
@@ -355,19 +363,20 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult, RuntimeError>
     opts.extra.validate()?;
     let network = network(&opts.spec, addrs[..switches].to_vec(), addrs[switches..].to_vec(), &opts.extra)?;
     let mut supervisor = ConfigLaunch::start(SYSTEM, opts.spec.clone(), network, &opts.data_dir, opts.exe.clone())?;
-    if let Some(c) = opts.crashes.iter().find(|c| !matches!(c.role, Role::Switch(id) if usize::from(id) < switches)) {
-        let accepted = format!("a switch of the rack: 0..{switches} (servers keep no log to recover from)");
+    let durable = opts.spec.rack.durable && !v.eris;
+    let fits = |role: Role| match role {
+        Role::Switch(id) => usize::from(id) < switches,
+        Role::Host(id) => usize::from(id) < servers && durable,
+    };
+    if let Some(c) = opts.crashes.iter().find(|c| !fits(c.role)) {
+        let accepted = format!(
+            "a switch of the rack: 0..{switches}, or a server 0..{servers} if the servers log (durable=true; not eris)"
+        );
         return Err(RuntimeError::bad_setting("crash", format!("{:?}", c.role), accepted));
     }
     let go = supervisor.start_together(opts.seconds)?;
-    let crashes = supervisor
-        .inject(go.epoch_unix_ns, &opts.crashes)?
-        .into_iter()
-        .filter_map(|c| match c.role {
-            Role::Switch(id) => Some((id, c.at_s, c.down_s)),
-            Role::Host(_) => None,
-        })
-        .collect();
+    let crashes =
+        supervisor.inject(go.epoch_unix_ns, &opts.crashes)?.into_iter().map(|c| (c.role, c.at_s, c.down_s)).collect();
     supervisor.wait_for_hosts()?;
     supervisor.stop_switches()?;
     let hosts: Vec<HostReport> = ConfigLaunch::host_reports(&opts.data_dir, servers as u16)?;
