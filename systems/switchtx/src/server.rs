@@ -282,6 +282,9 @@ pub enum ServerTimer {
     Epoch(u16),
     /// The attempt `attempt` of (thread, lane) may have timed out.
     Timeout(u16, u8, u32),
+    /// The lane whose attempt `attempt` timed out and was resolved as aborted has backed off
+    /// long enough: retry ([`retry_backoff`]).
+    Retry(u16, u8, u32),
 }
 
 impl TraceBytes for ServerTimer {
@@ -293,6 +296,11 @@ impl TraceBytes for ServerTimer {
             }
             ServerTimer::Timeout(t, l, a) => {
                 hash.write(&[2, l]);
+                hash.write(&t.to_be_bytes());
+                hash.write(&a.to_be_bytes());
+            }
+            ServerTimer::Retry(t, l, a) => {
+                hash.write(&[3, l]);
                 hash.write(&t.to_be_bytes());
                 hash.write(&a.to_be_bytes());
             }
@@ -378,6 +386,9 @@ struct Txn {
     shards: u64,
     /// A blind write: lock, commit backup, commit primary (no execute, no validate).
     blind: bool,
+    /// Backing off after a timeout: its attempt is over, the next has not started; nothing
+    /// that arrives for the attempt is taken.
+    paused: bool,
 }
 
 /// A client's resolution of a timed-out attempt.
@@ -409,6 +420,23 @@ pub fn requery_interval(timeout_ns: Nanos, resends: u32) -> Nanos {
     timeout_ns.saturating_mul(factor)
 }
 
+/// The most a retry after a timeout is put off, in multiples of `timeout_ns`.
+pub const RETRY_BACKOFF_CAP: u64 = 8;
+
+/// How long a lane waits before retrying a transaction whose attempt timed out, when its
+/// thread has seen `timeouts_in_a_row` timeouts (this one included) since its last commit:
+/// `timeout_ns` doubled per earlier timeout in the row, capped at [`RETRY_BACKOFF_CAP`]
+/// × `timeout_ns`, times a jitter factor uniform in `[1/2, 1)` drawn from the thread's own
+/// seeded stream (so the lanes and threads that timed out together do not retry together, and
+/// a seed still replays). The first retry thus waits half a timeout to a whole one, where the
+/// old code waited nothing.
+pub fn retry_backoff(timeout_ns: Nanos, timeouts_in_a_row: u32, rng: &mut ChaCha8Rng) -> Nanos {
+    let doublings = timeouts_in_a_row.saturating_sub(1);
+    let ceiling = timeout_ns.saturating_mul(1u64.checked_shl(doublings).unwrap_or(u64::MAX));
+    let ceiling = ceiling.min(RETRY_BACKOFF_CAP.saturating_mul(timeout_ns)).max(1);
+    ceiling / 2 + rng.random_range(0..ceiling.div_ceil(2))
+}
+
 /// One worker thread's client side.
 #[derive(Clone, Debug)]
 struct Worker {
@@ -421,6 +449,10 @@ struct Worker {
     losses: u32,
     /// The server's commits at this thread's last epoch end.
     commits_at_epoch: u64,
+    /// Timeouts of this thread's attempts since its last commit: the retry backoff's exponent.
+    timeouts_in_a_row: u32,
+    /// Draws the retry backoff's jitter (its own stream: the workload's draws do not move).
+    backoff_rng: ChaCha8Rng,
 }
 
 /// A participant's state for one slot's newest attempt.
@@ -534,6 +566,10 @@ impl Server {
                 )),
                 losses: 0,
                 commits_at_epoch: 0,
+                timeouts_in_a_row: 0,
+                backoff_rng: ChaCha8Rng::seed_from_u64(pisadb_core::rng::splitmix64(
+                    cfg.seed ^ 0x6261_636b_6f66_6600 ^ (u64::from(cfg.id) << 32) ^ u64::from(t),
+                )),
             })
             .collect();
         let n = usize::from(cfg.layout.servers());
@@ -606,6 +642,7 @@ impl Server {
                 read_only,
                 shards: 0,
                 blind,
+                paused: false,
             });
             server.recovered.push((thread, lane, attempt));
         }
@@ -811,6 +848,7 @@ impl Server {
             read_only: false,
             shards: 0,
             blind,
+            paused: false,
         };
         let read_only = txn.keys.iter().all(|k| !k.1);
         let txn = Txn { read_only, ..txn };
@@ -960,7 +998,7 @@ impl Server {
     fn current(&mut self, slot: u16, attempt: u32) -> Option<(u16, u8, &mut Txn)> {
         let (thread, lane) = self.lane_of(slot)?;
         let txn = self.workers[usize::from(thread)].lanes[usize::from(lane)].as_mut()?;
-        (txn.attempt == attempt).then_some((thread, lane, txn))
+        (txn.attempt == attempt && !txn.paused).then_some((thread, lane, txn))
     }
 
     fn read_reply(&mut self, now: Nanos, d: &Data, from: u8, out: &mut HostOutbox<Self>) {
@@ -1059,13 +1097,13 @@ impl Server {
     fn timeout(&mut self, now: Nanos, thread: u16, lane: u8, attempt: u32, out: &mut HostOutbox<Self>) {
         let (t, l) = (usize::from(thread), usize::from(lane));
         let Some(txn) = self.workers[t].lanes[l].as_mut() else { return };
-        if txn.attempt != attempt {
+        if txn.attempt != attempt || txn.paused {
             return;
         }
         if !txn.committing && txn.query.is_none() {
             self.workers[t].losses += 1;
             out.events.push(ServerEvent::Timeout);
-            return self.retry(now, thread, lane, out);
+            return self.retry_later(now, thread, lane, out);
         }
         let parts = txn.parts;
         let query = txn.query.get_or_insert(Query { asked: parts.wp | parts.wb | parts.rp, ..Query::default() });
@@ -1175,7 +1213,7 @@ impl Server {
             Some(true) => self.committed(now, thread, lane, out),
             Some(false) => {
                 out.events.push(ServerEvent::Aborted(AbortReason::Timeout));
-                self.retry(now, thread, lane, out);
+                self.retry_later(now, thread, lane, out);
             }
         }
     }
@@ -1286,6 +1324,34 @@ impl Server {
         c
     }
 
+    /// Retries a lane whose attempt timed out (and was resolved as aborted, if it had reached
+    /// the commit protocol), after [`retry_backoff`]: retrying at once adds load exactly when
+    /// latency is near the timeout, which makes more attempts time out. While draining there
+    /// is no retry to delay.
+    fn retry_later(&mut self, now: Nanos, thread: u16, lane: u8, out: &mut HostOutbox<Self>) {
+        let (t, l) = (usize::from(thread), usize::from(lane));
+        if self.stopping || self.cfg.timeout_ns == 0 {
+            return self.retry(now, thread, lane, out);
+        }
+        let w = &mut self.workers[t];
+        w.timeouts_in_a_row = w.timeouts_in_a_row.saturating_add(1);
+        let wait = retry_backoff(self.cfg.timeout_ns, w.timeouts_in_a_row, &mut w.backoff_rng);
+        let Some(txn) = w.lanes[l].as_mut() else { return };
+        txn.paused = true;
+        let attempt = txn.attempt;
+        out.timers.push((now + wait, ServerTimer::Retry(thread, lane, attempt)));
+    }
+
+    /// A lane's retry backoff ends.
+    fn backed_off(&mut self, now: Nanos, thread: u16, lane: u8, attempt: u32, out: &mut HostOutbox<Self>) {
+        let Some(txn) = self.workers[usize::from(thread)].lanes[usize::from(lane)].as_mut() else { return };
+        if txn.attempt != attempt || !txn.paused {
+            return;
+        }
+        txn.paused = false;
+        self.retry(now, thread, lane, out);
+    }
+
     fn retry(&mut self, now: Nanos, thread: u16, lane: u8, out: &mut HostOutbox<Self>) {
         let (t, l) = (usize::from(thread), usize::from(lane));
         if let Some(x) = self.workers[t].lanes[l].as_ref().filter(|x| x.committing && !self.cfg.eris) {
@@ -1316,6 +1382,7 @@ impl Server {
         let (t, l) = (usize::from(thread), usize::from(lane));
         let Some(txn) = self.workers[t].lanes[l].take() else { return };
         self.commits += 1;
+        self.workers[t].timeouts_in_a_row = 0;
         let id = self.txn_id(thread, lane, txn.attempt);
         self.log(out, || WalRecord::Closed {
             thread,
@@ -1793,7 +1860,9 @@ impl Host for Server {
 
     fn timer_core(&self, timer: &ServerTimer) -> u16 {
         match *timer {
-            ServerTimer::Epoch(t) | ServerTimer::Timeout(t, _, _) => t.min(self.cfg.threads - 1),
+            ServerTimer::Epoch(t) | ServerTimer::Timeout(t, _, _) | ServerTimer::Retry(t, _, _) => {
+                t.min(self.cfg.threads - 1)
+            }
         }
     }
 
@@ -1848,6 +1917,7 @@ impl Host for Server {
         match timer {
             ServerTimer::Epoch(t) => self.epoch(now, t, out),
             ServerTimer::Timeout(t, l, a) => self.timeout(now, t, l, a, out),
+            ServerTimer::Retry(t, l, a) => self.backed_off(now, t, l, a, out),
         }
     }
 
@@ -1874,6 +1944,30 @@ mod tests {
         let mut d = Data::new(MsgType::Prepare, 1, 1, 1, 1);
         d.thread = 13;
         assert_eq!(thread_of(&d.datagram(0, 1)), Some(13));
+    }
+
+    #[test]
+    fn the_retry_backoff_doubles_per_timeout_in_a_row_within_its_jitter_and_caps() {
+        let t: Nanos = 20_000_000;
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        for k in 1..=8u32 {
+            let ceiling = (t * (1 << (k - 1))).min(RETRY_BACKOFF_CAP * t);
+            for _ in 0..200 {
+                let w = retry_backoff(t, k, &mut rng);
+                assert!(
+                    (ceiling / 2..ceiling).contains(&w),
+                    "{k} timeouts in a row: {w} not in [{}, {ceiling})",
+                    ceiling / 2
+                );
+            }
+        }
+        assert!(retry_backoff(t, u32::MAX, &mut rng) < RETRY_BACKOFF_CAP * t, "capped however many");
+        let draws = |seed| {
+            let mut r = ChaCha8Rng::seed_from_u64(seed);
+            (1..6).map(|k| retry_backoff(t, k, &mut r)).collect::<Vec<_>>()
+        };
+        assert_eq!(draws(3), draws(3), "a seed replays its waits");
+        assert_ne!(draws(3), draws(4), "threads seeded apart draw apart");
     }
 
     #[test]

@@ -24,3 +24,19 @@ fn small_runs_are_pinned() {
         );
     }
 }
+
+#[test]
+fn a_run_whose_attempts_time_out_is_pinned() {
+    // The same run with a 30 µs timeout, below the loaded latency: attempts time out, are
+    // resolved by querying their participants, and back off (seeded jitter) before retrying.
+    // Pins the timeout path and the retry backoff. (Before the backoff, retrying at once:
+    // 12 commits, 52 aborts, 123 timeouts, 12 checked.)
+    let cfg = RackConfig { threads: 2, warmup_us: 50, measure_us: 200, timeout_us: 30, ..RackConfig::default() };
+    let f = run("tree-gas", &cfg).unwrap();
+    assert!(f.timeouts > 0 && f.aborts_timeout > 0, "{f:?}");
+    assert_eq!(
+        (f.trace_hash.as_str(), f.commits, f.aborts, f.timeouts, f.checked_commits),
+        ("ed197797591fe473", 13, 51, 109, 22),
+        "{f:?}"
+    );
+}
