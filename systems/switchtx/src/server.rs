@@ -1191,7 +1191,17 @@ impl Server {
             (MsgType::ResolveAck, Some(_)) => q.answered |= 1 << from,
             _ => return,
         }
-        if q.answered != q.asked {
+        // The decision needs only a primary that installed, or every backup's answer (§3.5:
+        // committed iff some primary says committed or every backup does). A primary installs
+        // only once every backup has applied the redo record, and a frozen backup that has not
+        // applied it never will; so a crashed or silent primary (or read primary) does not
+        // hold the decision up: its backup answers for it, and the live participants release
+        // their locks. The acknowledgements of the decision are still awaited from all.
+        let decidable = match q.decided {
+            None => q.installed || q.answered & wb == wb,
+            Some(_) => q.answered == q.asked,
+        };
+        if !decidable {
             return;
         }
         match q.decided {

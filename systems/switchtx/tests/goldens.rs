@@ -36,7 +36,7 @@ fn a_run_whose_attempts_time_out_is_pinned() {
     assert!(f.timeouts > 0 && f.aborts_timeout > 0, "{f:?}");
     assert_eq!(
         (f.trace_hash.as_str(), f.commits, f.aborts, f.timeouts, f.checked_commits),
-        ("ed197797591fe473", 13, 51, 109, 22),
+        ("1187a3604c628fef", 13, 51, 111, 21),
         "{f:?}"
     );
 }
