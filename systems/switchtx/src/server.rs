@@ -66,12 +66,60 @@
 //! `timeout_ns` counts a loss (for admission control) and resolves the attempt by asking
 //! every participant ([`crate::wire::MsgType`] `Query`): each freezes the attempt and answers
 //! what it did; the attempt committed iff a primary installed, or every backup applied the
-//! redo. The client then tells everyone the outcome (`Resolve`), which finishes or rolls back.
+//! redo. The decision is taken as soon as one primary says it installed or every backup has
+//! answered (a primary installs only after every backup applied the redo, and a frozen backup
+//! that has not never will), so a silent or crashed primary does not hold it up: its backup
+//! answers for it. The client then tells everyone the outcome (`Resolve`), which finishes or
+//! rolls back, and waits for every acknowledgement before the lane moves on.
 //! Query and decision are resent to those that have not answered, first after `timeout_ns`,
 //! then after twice as long each time no new answer came, up to [`REQUERY_BACKOFF_CAP`] times
 //! `timeout_ns` ([`requery_interval`]); an answer (or the decision) starts the doubling over.
 //! Without the backoff, when latency nears the timeout the resends add load that makes more
 //! attempts time out. The intervals are exact (no jitter): the run stays deterministic.
+//!
+//! **Retry backoff.** An attempt that timed out (in its execute phase, or resolved as
+//! aborted) is not retried at once: the lane pauses (whatever still arrives for the old
+//! attempt is ignored) for [`retry_backoff`]: `timeout_ns` doubled per timeout its thread has
+//! had in a row since its last commit, capped at [`RETRY_BACKOFF_CAP`] × `timeout_ns`, times a
+//! jitter in `[1/2, 1)` drawn from the thread's own seeded stream (not the workload's, whose
+//! draws therefore do not move). Retrying at once added load exactly when latency was near the
+//! timeout; in real mode at a 20 ms timeout that collapsed whole runs to a few commits/s.
+//! Listing 1's MPL reset already admits fewer transactions after a loss, but only at the next
+//! epoch, and not at all with a static MPL.
+//!
+//! **Server crashes** (§3.5; `durable`). The paper recovers a failed server from replicas
+//! alone: a backup is promoted, and a new server gathers the failed coordinator's transaction
+//! states from the participants. Here a server also writes a write-ahead log
+//! ([`crate::wal`]: its client attempts entering and leaving the commit protocol, its locks,
+//! installs, applied redo records, rollbacks and query answers), durable before any message of
+//! the same handler leaves, and a crashed server restarts from it ([`Server::recover`]):
+//!
+//! - *participant recovery*: the primary shard, the backup copy, the locks and every
+//!   participant state a query may ask about come back as they were answered; what was not
+//!   logged (a read primary's copied versions, a pure backup's redo record not yet applied, a
+//!   request that overtook its `prepare`) is lost, and its transaction times out and is
+//!   decided aborted, which is safe because none of it can have let a primary install;
+//! - *coordinator recovery*: the restarted server itself plays the paper's "new server": each
+//!   lane whose last logged attempt has no counted outcome asks every participant and decides
+//!   by the rule above; a lane whose last attempt was aborted tells its participants again
+//!   (the `fail` may have been lost where a participant still holds locks); new attempts start
+//!   above every logged one, so no transaction id (slot, attempt) is reused.
+//!
+//! The restarted server rejoins as what it was (primary of its shard, backup of the previous
+//! one): while it was down no other server wrote its shard, so there is nothing to catch up.
+//! While it is down, transactions that touch it time out; those that need it only as a primary
+//! (or read primary) are decided without it, from its backup's answer, and the live
+//! participants' locks are released; the restarted server learns the decision from the
+//! client's resent `Resolve`. **Not built: promotion of the backup to serve new
+//! transactions.** A transaction that reads or writes the crashed server's shard cannot commit
+//! until it returns. Promotion would need what the paper leaves to "prior work" (FaRM): a
+//! configuration (which server is primary of each shard) with an epoch carried by every
+//! message, leases so that a primary cut off from its backup stops validating before the
+//! backup takes over, clients re-routing by the configuration, the promoted backup treating
+//! every key with an undecided redo record as locked, and, at rejoin, a snapshot transfer from
+//! the promoted primary fenced by the epoch (or a hand-back). With a write-ahead log that
+//! survives every crash the fuzz cases inject, restart alone keeps every commit; promotion
+//! would buy availability during the outage, not safety.
 
 use crate::admission::Admission;
 use crate::tree::{Coordination, Layout, Participants};
