@@ -9,7 +9,7 @@
 //!   switches (+Tree-GaS), in one rack (one switch) and in three (S0 over the ToRs).
 //! - `fig13`: static MPL 1..16 per thread (the +Reorder configuration) against the adaptive
 //!   admission control, YCSB-T θ 0.99.
-//! - `fig14`: threads per server, three racks and one rack.
+//! - `fig14`: threads per server: YCSB-T in three racks and in one, TPC-C in three.
 //! - `fig15`: Zipf θ from 0.5 to 0.99.
 //! - `fig17`: servers per transaction (1..8), FaSST against SwitchTx.
 //!
@@ -51,7 +51,7 @@ pub const EXPERIMENTS: &[ExperimentName] = &[
     },
     ExperimentName {
         name: "fig14",
-        summary: "Fig. 14a/b: throughput against threads per server, three racks and one rack",
+        summary: "Fig. 14a/b/c: throughput against threads per server: YCSB-T in three racks and one, TPC-C",
     },
     ExperimentName { name: "fig15", summary: "Fig. 15: throughput and P50 against Zipf θ 0.5..0.99" },
     ExperimentName { name: "fig16", summary: "Fig. 16: TPC-C throughput and P50 against warehouses per server, MPL 1" },
@@ -249,15 +249,23 @@ fn plan(name: &str, options: &ExperimentOptions) -> Result<Plan, String> {
         "fig14" => {
             let threads: &[u16] = if options.quick { &[2, 4, 8] } else { &[4, 8, 16, 24] };
             for multi_rack in [true, false] {
-                let panel = if multi_rack { "three racks" } else { "one rack" };
+                let panel = if multi_rack { "YCSB-T, three racks" } else { "YCSB-T, one rack" };
                 for &t in threads {
                     for v in ["fasst", "tree-gas", "switchtx"] {
                         add(panel, v, v, f64::from(t), RackConfig { threads: t, multi_rack, ..base.clone() });
                     }
                 }
             }
+            // Fig. 14c: TPC-C (24 warehouses per server, MPL 1, as Fig. 10c) in three racks.
+            let tpcc = Workload { tpcc_warehouses: 24, ..base.workload.clone() };
+            for &t in threads {
+                for v in ["fasst", "tree-gas", "switchtx"] {
+                    let cfg = RackConfig { threads: t, mpl: 1, workload: tpcc.clone(), ..base.clone() };
+                    add("TPC-C 24 wh/server, three racks", v, v, f64::from(t), cfg);
+                }
+            }
             (
-                "SwitchTx Fig. 14a/b: throughput against threads per server".to_string(),
+                "SwitchTx Fig. 14a/b/c: throughput against threads per server".to_string(),
                 "threads per server",
                 Unit::Integer,
                 vec![Metric::Throughput],
