@@ -34,8 +34,8 @@
 //! whole waiting list as the next batch, stable-sorts it by class (larger first; arrival order
 //! within a class) and hands its datagrams over one handler at a time, the next when the core
 //! frees again. What arrives meanwhile waits for the batch after: a real server drains its
-//! receive ring, sorts what it got, processes it, and only then looks again. A timer due while
-//! a batch runs waits for the batch's end (the batch's next handler is always scheduled before
+//! receive ring, sorts what it got, processes it, and only then looks again. A timer that fires
+//! while a batch runs waits for the batch's end (the batch's next handler was scheduled before
 //! the timer asks again). A datagram routed to any core goes to the core that is free soonest,
 //! and among free ones to the one with the fewest datagrams queued. The sort costs no CPU time
 //! in the model (a few comparisons per batch against microseconds of handlers).

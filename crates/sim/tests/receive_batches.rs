@@ -51,6 +51,9 @@ impl TraceBytes for Burst {
     }
 }
 
+/// The tag an empty burst's timer records when it runs.
+const TIMER_TAG: u8 = 255;
+
 /// A datagram's payload: its class, its tag and the receiver core it names.
 type Mark = (u8, u8, u16);
 
@@ -95,7 +98,11 @@ impl Host for Node {
         self.handled.push((now, core, tag));
         out.cpu_ns = self.handler_ns;
     }
-    fn handle_timer(&mut self, _now: Nanos, Burst(i): Burst, out: &mut HostOutbox<Self>) {
+    fn handle_timer(&mut self, now: Nanos, Burst(i): Burst, out: &mut HostOutbox<Self>) {
+        if self.bursts[i].1.is_empty() {
+            // An empty burst is a timer that only marks when it ran.
+            self.handled.push((now, 0, TIMER_TAG));
+        }
         for &(class, tag, core) in &self.bursts[i].1 {
             let mut bytes = Vec::new();
             Frame { kind: Kind::Forward, src: 0, dst: 1 }.encode(&mut bytes);
@@ -118,8 +125,19 @@ impl Host for Node {
 /// Runs the bursts from host 0 into host 1 (`cores` cores, 10 µs handlers, sorting or not);
 /// what host 1 handled and the trace hash.
 fn run(bursts: Vec<(Nanos, Vec<Mark>)>, cores: u16, sorts: bool) -> (Vec<(Nanos, u16, u8)>, u64) {
+    run_with_timers(bursts, Vec::new(), cores, sorts)
+}
+
+/// [`run`], host 1 also running a timer on core 0 at each of `timers`.
+fn run_with_timers(
+    bursts: Vec<(Nanos, Vec<Mark>)>,
+    timers: Vec<Nanos>,
+    cores: u16,
+    sorts: bool,
+) -> (Vec<(Nanos, u16, u8)>, u64) {
     let node = |bursts, cores, handler_ns, sorts| Node { bursts, cores, handler_ns, sorts, handled: Vec::new() };
-    let hosts = vec![node(bursts, 1, 0, false), node(Vec::new(), cores, 10_000, sorts)];
+    let marks = timers.into_iter().map(|at| (at, Vec::new())).collect();
+    let hosts = vec![node(bursts, 1, 0, false), node(marks, cores, 10_000, sorts)];
     let topology = Topology::rack(2, &LinkParams::ten_gbe());
     let switch = Switch::new(SwitchProfile::tofino1(), ForwardOnly).expect("fits");
     let mut world = World::new(topology, hosts, vec![switch], ()).expect("a valid world");
@@ -181,4 +199,11 @@ fn the_same_bursts_give_the_same_trace_and_sorting_changes_it() {
     let (b, hash_b) = run(bursts(), 1, true);
     assert_eq!((a, hash_a), (b, hash_b));
     assert_ne!(run(bursts(), 1, false).1, hash_a, "the handling order is in the trace");
+}
+
+#[test]
+fn a_timer_that_fires_while_a_batch_runs_waits_for_the_batch_to_end() {
+    // The batch of tags 1..8 runs from about 11 µs to 81 µs; the timer fires at 25 µs.
+    let (handled, _) = run_with_timers(vec![(1_000, mixed_burst())], vec![25_000], 1, true);
+    assert_eq!(tags(&handled), vec![0, 3, 6, 1, 4, 2, 5, 7, TIMER_TAG]);
 }
