@@ -9,7 +9,8 @@
 //! - `op`: the low nibble is the paper's 4-bit operation ([`OpType`]); the high nibble is ours,
 //!   flags the switches set on the way ([`FLAG_DECIDED`]: a switch that caches the key has
 //!   decided the op by TSO; [`FLAG_SERVED`]: the value slot holds the committed value read
-//!   by that switch).
+//!   by that switch), and the client's [`FLAG_SHARE`] (the op's request is one share of a
+//!   read-only transaction over several nodes).
 //! - `key` is 16 bytes as in the paper. The switch model's exact-match tables hold keys of at
 //!   most 64 bits (`pisadb_switch::program::TABLE_FIELD_BITS_MAX`), so a key whose high 8
 //!   bytes are not zero is never cached (always a miss, which is safe); YCSB's keys are record
@@ -48,7 +49,11 @@ const _: () = assert!(HEADER_BYTES + MAX_OPS * OP_BYTES <= PARSED_BYTES_MAX, "th
 pub const FLAG_DECIDED: u8 = 0x10;
 /// Op flag: the value slot holds the committed value a switch read.
 pub const FLAG_SERVED: u8 = 0x20;
-const FLAGS_KNOWN: u8 = FLAG_DECIDED | FLAG_SERVED;
+/// Op flag (set by the client): the op is in one share of a read-only transaction over
+/// several nodes, sent as one request per node (`client.rs`); no one copy of it is the whole
+/// transaction.
+pub const FLAG_SHARE: u8 = 0x40;
+const FLAGS_KNOWN: u8 = FLAG_DECIDED | FLAG_SERVED | FLAG_SHARE;
 
 /// A value: 48 bytes.
 pub type Value = [u8; VALUE_BYTES];
@@ -92,15 +97,31 @@ pub enum Status {
     /// Switch → controller: a copy of a transaction the switch accepted, for the controller's
     /// transaction log (§IV-E; variant `transkv-log`).
     Log = 10,
+    /// Storage node → controller: a copy of its share of a commit it installed, each write
+    /// op's value slot holding the key's value before the write (its before image).
+    CommitLog = 11,
 }
 
 impl Status {
     fn from_u8(byte: u8) -> Result<Self, DecodeError> {
         use Status::*;
-        [Request, Coordinate, Prepare, Voted, Commit, Committed, Aborted, SwitchAborted, Served, Resolve, Log]
-            .get(usize::from(byte))
-            .copied()
-            .ok_or(DecodeError::BadField { field: "status", value: u64::from(byte) })
+        [
+            Request,
+            Coordinate,
+            Prepare,
+            Voted,
+            Commit,
+            Committed,
+            Aborted,
+            SwitchAborted,
+            Served,
+            Resolve,
+            Log,
+            CommitLog,
+        ]
+        .get(usize::from(byte))
+        .copied()
+        .ok_or(DecodeError::BadField { field: "status", value: u64::from(byte) })
     }
 
     /// Whether the switches run TSO on the message's ops (a request on its way to storage).
@@ -320,13 +341,13 @@ mod tests {
         bad[4] = MAX_OPS as u8 + 1;
         assert_eq!(reason(&bad), "bad_count");
         let mut bad = bytes.clone();
-        bad[5] = 11;
+        bad[5] = 12;
         assert_eq!(reason(&bad), "status");
         let mut bad = bytes.clone();
         bad[HEADER_BYTES] = 0x03;
         assert_eq!(reason(&bad), "op_type");
         let mut bad = bytes.clone();
-        bad[HEADER_BYTES] = 0x41;
+        bad[HEADER_BYTES] = 0x81;
         assert_eq!(reason(&bad), "op_flags");
         assert_eq!(reason(&bytes[..bytes.len() - 1]), "too_short");
         assert_eq!(reason(&bytes[..3]), "too_short");
@@ -359,7 +380,7 @@ mod tests {
     proptest! {
         #[test]
         fn every_message_round_trips(
-            ts in any::<u32>(), status in 0u8..11, client in any::<u16>(), seq in any::<u32>(),
+            ts in any::<u32>(), status in 0u8..12, client in any::<u16>(), seq in any::<u32>(),
             ops in proptest::collection::vec(op_strategy(), 1..=MAX_OPS),
         ) {
             let msg = Message { ts, status: Status::from_u8(status).unwrap(), client, seq, ops };
