@@ -69,6 +69,9 @@ pub struct ClientConfig {
     pub resolve_ns: Nanos,
     /// Keys, nodes and the cache placement.
     pub hierarchy: Arc<Hierarchy>,
+    /// The hot set moves at this time by this many ranks (`RackConfig::hot_shift_at_us`);
+    /// (0, 0): never.
+    pub hot_shift: (Nanos, u64),
 }
 
 /// A client timer.
@@ -108,6 +111,8 @@ pub enum ClientEvent {
         attempts: u32,
         /// Whether a switch answered it.
         by_switch: bool,
+        /// Whether switches decided every op of it (all its keys were cached on its path).
+        switch_decided: bool,
         /// (key, version read) per read.
         reads: Vec<(u64, u64)>,
     },
@@ -192,12 +197,14 @@ impl ClientHost {
         u32::try_from(ts).ok().filter(|&t| t < 1 << 31).expect("timestamps stay below 2^31 (53 s of simulated time)")
     }
 
-    fn draw_ops(&mut self) -> Vec<Op> {
+    fn draw_ops(&mut self, now: Nanos) -> Vec<Op> {
         let h = Arc::clone(&self.cfg.hierarchy);
         let rank = match &self.zipf {
             Some(z) => (z.sample(&mut self.rng) as u64).saturating_sub(1).min(h.records - 1),
             None => self.rng.random_range(0..h.records),
         };
+        let (shift_at, shift) = self.cfg.hot_shift;
+        let rank = if shift > 0 && now >= shift_at { rank.wrapping_add(shift) } else { rank };
         let first = crate::layout::key_of_rank(rank, h.records);
         let node = h.node_of(first);
         let write = self.rng.random_bool(self.cfg.write_ratio);
@@ -248,7 +255,7 @@ impl ClientHost {
         }
         self.started += 1;
         let seq = self.started;
-        let ops = self.draw_ops();
+        let ops = self.draw_ops(now);
         self.in_flight.insert(seq, Txn { seq, ts: 0, ops, started_ns: now, attempts: 0, dst: 0 });
         self.send_attempt(now, seq, out);
     }
@@ -274,6 +281,7 @@ impl ClientHost {
                     latency_ns: now - txn.started_ns,
                     attempts: txn.attempts,
                     by_switch: msg.status == Status::Served,
+                    switch_decided: msg.ops.iter().all(|o| o.decided()),
                     reads,
                 });
                 debug_assert_eq!(txn.seq, msg.seq);
@@ -368,6 +376,7 @@ mod tests {
             seed: 1,
             resolve_ns: 1_000_000,
             hierarchy,
+            hot_shift: (0, 0),
         })
         .unwrap()
     }

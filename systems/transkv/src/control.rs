@@ -29,13 +29,19 @@
 //! cascading rollback runs over it (`crate::recovery`).
 //!
 //! The cache fill from the workload's popularity is done at setup by the rack
-//! (`layout::Hierarchy` and `program::fill`), as the control plane would before the run; the
-//! periodic refresh from hit counters has its statistics, placement and move protocol in
-//! `crate::refresh` (tested on switches), not yet driven from this controller.
+//! (`layout::Hierarchy` and `program::fill`), as the control plane would before the run.
+//!
+//! **Cache refresh** (§IV-D, setting `refresh_epoch_us`): the controller drives
+//! [`crate::refresh::Refresher`] from one timer ([`ControllerTimer::Refresh`]) and from the
+//! replies it gets: control replies (`Kind::Control`) from the switches, which it addresses by
+//! id hop by hop (`pisadb_wire::control::switch_address`: every switch, not only the core it
+//! hangs off), and the storage nodes' `HandedOff`, `TookBack` and `Misses` messages. Any client
+//! message wakes a refresh loop that went to sleep after an epoch without requests.
 
 use crate::costs;
 use crate::layout::Hierarchy;
 use crate::recovery::{LogRecord, Outcome, TxnLog};
+use crate::refresh::Refresher;
 use crate::wire::{Message, OpType, Rejections, Status};
 use pisadb_core::Nanos;
 use pisadb_host::{Host, HostOutbox, Route, Send};
@@ -54,6 +60,19 @@ pub enum ControllerEvent {
     Logged,
     /// A datagram rejected, with the reason.
     Rejected(&'static str),
+}
+
+/// The controller's timer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ControllerTimer {
+    /// The cache refresh's tick (`crate::refresh::Refresher::tick`).
+    Refresh,
+}
+
+impl pisadb_core::TraceBytes for ControllerTimer {
+    fn trace(&self, hash: &mut pisadb_core::TraceHash) {
+        hash.write(b"refresh");
+    }
 }
 
 /// Where a coordinated transaction is.
@@ -78,11 +97,44 @@ pub struct Controller {
     decided: BTreeMap<u32, Message>,
     /// The transaction log (§IV-E, variant `transkv-log`; `crate::recovery`).
     log: TxnLog,
+    /// The cache refresh, if the run has one.
+    refresh: Option<Box<Refresher>>,
     /// Rejected datagrams by reason.
     pub rejections: Rejections,
 }
 
 impl Controller {
+    /// This controller refreshing the cache with `refresher` (`crate::refresh`).
+    pub fn refreshing(mut self, refresher: Refresher) -> Self {
+        self.refresh = Some(Box::new(refresher));
+        self
+    }
+
+    /// The cache refresh, if the run has one.
+    pub fn refresher(&self) -> Option<&Refresher> {
+        self.refresh.as_deref()
+    }
+
+    fn refresh_tick(&mut self, now: Nanos, out: &mut HostOutbox<Self>) {
+        let Some(r) = self.refresh.as_mut() else { return };
+        let before = out.sends.len();
+        if let Some(at) = r.tick(now, &mut out.sends) {
+            out.timers.push((at, ControllerTimer::Refresh));
+        }
+        out.cpu_ns += costs::CONTROLLER_MESSAGE_NS * (out.sends.len() - before) as u64;
+    }
+
+    /// A control reply (`Kind::Control`) for the refresh.
+    fn control_reply(&mut self, now: Nanos, bytes: &[u8], out: &mut HostOutbox<Self>) {
+        let decoded = pisadb_wire::Frame::decode(bytes).map_err(|e| e.reason()).and_then(|(frame, payload)| {
+            Ok((frame, pisadb_wire::control::ControlMessage::decode(payload).map_err(|e| e.reason())?))
+        });
+        match (decoded, self.refresh.as_mut()) {
+            (Ok((frame, reply)), Some(r)) => r.on_control(now, frame.src, reply, &mut out.sends),
+            (Ok(_), None) => self.reject("control_reply_without_refresh", out),
+            (Err(reason), _) => self.reject(reason, out),
+        }
+    }
     /// A controller with nothing to coordinate yet.
     pub fn new(address: u16, hierarchy: Arc<Hierarchy>) -> Self {
         Controller {
@@ -91,6 +143,7 @@ impl Controller {
             waiting: BTreeMap::new(),
             decided: BTreeMap::new(),
             log: TxnLog::default(),
+            refresh: None,
             rejections: Rejections::default(),
         }
     }
@@ -146,7 +199,17 @@ impl Controller {
         out.events.push(ControllerEvent::Rejected(reason));
     }
 
-    fn coordinate(&mut self, src: u16, msg: Message, out: &mut HostOutbox<Self>) {
+    fn coordinate(&mut self, now: Nanos, src: u16, msg: Message, out: &mut HostOutbox<Self>) {
+        if matches!(msg.status, Status::HandedOff | Status::TookBack | Status::Misses) {
+            match self.refresh.as_mut() {
+                Some(r) => r.on_node(now, src, &msg, &mut out.sends),
+                None => self.reject("refresh_reply_without_refresh", out),
+            }
+            return;
+        }
+        if let Some(at) = self.refresh.as_mut().and_then(|r| r.wake(now)) {
+            out.timers.push((at, ControllerTimer::Refresh));
+        }
         let node = self.hierarchy.node_of(msg.ops[0].key as u64);
         if msg.ts == 0 {
             return self.reject("bad_coordinate", out);
@@ -208,7 +271,7 @@ impl Controller {
 }
 
 impl Host for Controller {
-    type Timer = crate::store::NoTimer;
+    type Timer = ControllerTimer;
     type Log = ();
     type Event = ControllerEvent;
 
@@ -216,32 +279,41 @@ impl Host for Controller {
         costs::CONTROLLER_CORES
     }
 
-    fn start(&mut self, _now: Nanos, _out: &mut HostOutbox<Self>) {}
+    fn start(&mut self, _now: Nanos, out: &mut HostOutbox<Self>) {
+        if let Some(r) = &self.refresh {
+            out.timers.push((r.first_tick(), ControllerTimer::Refresh));
+        }
+    }
 
     fn route(&self, _bytes: &[u8]) -> Route {
         Route::AnyCore
     }
 
-    fn timer_core(&self, timer: &Self::Timer) -> u16 {
-        match *timer {}
+    fn timer_core(&self, _timer: &Self::Timer) -> u16 {
+        0
     }
 
-    fn handle_datagram(&mut self, _now: Nanos, bytes: &[u8], out: &mut HostOutbox<Self>) {
+    fn handle_datagram(&mut self, now: Nanos, bytes: &[u8], out: &mut HostOutbox<Self>) {
         out.cpu_ns += costs::CONTROLLER_MESSAGE_NS;
+        if pisadb_wire::Frame::decode(bytes).is_ok_and(|(frame, _)| frame.kind == pisadb_wire::Kind::Control) {
+            return self.control_reply(now, bytes, out);
+        }
         match Message::open(bytes) {
-            Ok((frame, msg)) => self.coordinate(frame.src, msg, out),
+            Ok((frame, msg)) => self.coordinate(now, frame.src, msg, out),
             Err(e) => self.reject(e.reason(), out),
         }
     }
 
-    fn handle_timer(&mut self, _now: Nanos, timer: Self::Timer, _out: &mut HostOutbox<Self>) {
-        match timer {}
+    fn handle_timer(&mut self, now: Nanos, timer: Self::Timer, out: &mut HostOutbox<Self>) {
+        match timer {
+            ControllerTimer::Refresh => self.refresh_tick(now, out),
+        }
     }
 
     fn stop(&mut self) {}
 
     fn is_idle(&self) -> bool {
-        self.waiting.is_empty()
+        self.waiting.is_empty() && self.refresh.as_ref().is_none_or(|r| r.is_idle())
     }
 }
 

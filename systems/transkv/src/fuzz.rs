@@ -114,6 +114,7 @@ pub fn rebuild_switch(
             NodeRecord::Outcome(m) => {
                 prepared.remove(&m.ts);
             }
+            NodeRecord::Refresh(_) => {}
         }
     }
     let mut pending: BTreeMap<u64, u32> = BTreeMap::new();
@@ -151,6 +152,9 @@ pub fn case(seed: u64) -> (&'static str, RackConfig, Faults) {
         txns_per_client: 60,
         seed,
         resolve_us: [200, 1_000, 10_000][rng.random_range(0..3)],
+        refresh_epoch_us: 0,
+        hot_shift_at_us: 0,
+        hot_shift_ranks: 0,
     };
     let slow = (0..rng.random_range(0..3))
         .map(|_| {

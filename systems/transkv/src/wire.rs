@@ -92,15 +92,51 @@ pub enum Status {
     /// Switch → controller: a copy of a transaction the switch accepted, for the controller's
     /// transaction log (§IV-E; variant `transkv-log`).
     Log = 10,
+    /// Controller → storage node, cache refresh (`crate::refresh`): hand the keys of the read
+    /// ops to a switch; `seq` names the request.
+    HandOff = 11,
+    /// Storage node → controller: the answer to `HandOff`. An op with [`FLAG_SERVED`] was
+    /// handed, its value slot holds the committed value (which names its version, the new
+    /// W-TS); `ts` is the R-TS floor. An op without it has a prepared transaction: ask again.
+    HandedOff = 12,
+    /// Controller → storage node, cache refresh: the keys of the read ops are back from their
+    /// switch; `ts` is their floor (max of the switch's W-TS and R-TS).
+    TakeBack = 13,
+    /// Storage node → controller: `TakeBack` done.
+    TookBack = 14,
+    /// Controller → storage node, cache refresh: report the epoch's misses; `seq` is the epoch.
+    Report = 15,
+    /// Storage node → controller: part `client` of `ts` parts of its report for epoch `seq`:
+    /// per read op, a key and in the value slot's first 8 bytes its misses (ops no switch
+    /// decided); an op with 0 misses fills an empty report.
+    Misses = 16,
 }
 
 impl Status {
     fn from_u8(byte: u8) -> Result<Self, DecodeError> {
         use Status::*;
-        [Request, Coordinate, Prepare, Voted, Commit, Committed, Aborted, SwitchAborted, Served, Resolve, Log]
-            .get(usize::from(byte))
-            .copied()
-            .ok_or(DecodeError::BadField { field: "status", value: u64::from(byte) })
+        [
+            Request,
+            Coordinate,
+            Prepare,
+            Voted,
+            Commit,
+            Committed,
+            Aborted,
+            SwitchAborted,
+            Served,
+            Resolve,
+            Log,
+            HandOff,
+            HandedOff,
+            TakeBack,
+            TookBack,
+            Report,
+            Misses,
+        ]
+        .get(usize::from(byte))
+        .copied()
+        .ok_or(DecodeError::BadField { field: "status", value: u64::from(byte) })
     }
 
     /// Whether the switches run TSO on the message's ops (a request on its way to storage).
@@ -320,7 +356,7 @@ mod tests {
         bad[4] = MAX_OPS as u8 + 1;
         assert_eq!(reason(&bad), "bad_count");
         let mut bad = bytes.clone();
-        bad[5] = 11;
+        bad[5] = 17;
         assert_eq!(reason(&bad), "status");
         let mut bad = bytes.clone();
         bad[HEADER_BYTES] = 0x03;
@@ -359,7 +395,7 @@ mod tests {
     proptest! {
         #[test]
         fn every_message_round_trips(
-            ts in any::<u32>(), status in 0u8..11, client in any::<u16>(), seq in any::<u32>(),
+            ts in any::<u32>(), status in 0u8..17, client in any::<u16>(), seq in any::<u32>(),
             ops in proptest::collection::vec(op_strategy(), 1..=MAX_OPS),
         ) {
             let msg = Message { ts, status: Status::from_u8(status).unwrap(), client, seq, ops };
