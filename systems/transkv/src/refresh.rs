@@ -1,12 +1,31 @@
 //! The controller's hot-key statistics and cache refresh (§IV-D): which keys are hot this
 //! epoch, where they should live, and the safe protocol that moves them.
 //!
-//! **Status: the pieces below are built and tested against real switches through the control
-//! operations; the runs do not use them yet** (nothing in the rack, the variants or the CLI
-//! calls this module). What is missing is the delivery: an epoch timer at the controller, a
-//! way for its control operations to reach every switch, and messages carrying the storage
-//! node's side of a move (`StorageNode::hand_off` and `StorageNode::take_back`, built and
-//! tested as methods) over the network and into the node's log.
+//! **Status: runs refresh** when `RackConfig::refresh_epoch_us` is set (variant `transkv`,
+//! simulator): the controller host drives a [`Refresher`] from its timer and the replies it
+//! gets; its control operations reach every switch by id, hop by hop
+//! (`pisadb_wire::control::switch_address`); the node's side of a move travels as TransKV
+//! messages (`Status::HandOff`, `TakeBack`, `Report` and their answers) and is logged at the
+//! node before it is answered (`NodeRecord::Refresh`), so a restarted node keeps a handed key
+//! handed and a floor a floor. Checked at the end of every such run (`rack::check`): no move
+//! under way or failed, every switch holds exactly the placement, published, every node hands
+//! exactly its placed keys, and the history and cached values as in every run; the fuzz cases
+//! refresh under loss, jitter, reordering and node crashes. Not built: the placement lives in
+//! the controller's memory only, so a refreshed run survives no controller crash and no switch
+//! rebuild (both would need the placement from a controller log), and real mode refuses the
+//! setting.
+//!
+//! ## The epoch loop ([`Refresher`])
+//!
+//! Every epoch: read every cached slot's hit counter and ask every node for its misses;
+//! plan; evict the keys whose switch changes, each eviction ended by a take-back at the key's
+//! node; then insert, each insertion with a hand-off from the key's node, hottest first. A key
+//! moving between switches leaves the old one before the new one asks its node for it. At
+//! most [`MOVES_PER_SWITCH`] moves run per switch at once (a key is unavailable at its switch
+//! for the length of its own move only) and [`WINDOW`] control requests per switch are
+//! outstanding. Every request is idempotent and sent again after [`RESEND_NS`]; an epoch in
+//! which nothing was requested puts the loop to sleep until a client message reaches the
+//! controller (a closed-loop run ends when its clients are done).
 //!
 //! ## Statistics ([`HitStats`])
 //!
@@ -49,25 +68,23 @@
 //! The node's side: step (2) of an insertion is `StorageNode::hand_off`, which also makes the
 //! node refuse, from that moment, ops on k that no switch decided (they crossed the switch
 //! before (1)); an evicted key's floor goes to `StorageNode::take_back`, below which the
-//! node's own TSO refuses ops on k. Both are methods today, not messages. The order of the
+//! node's own TSO refuses ops on k. The keys of the setup fill start handed
+//! (`StorageNode::handing`). The order of the
 //! steps across switch and node leaves no window: between an insertion's reservation and its
 //! publication every op on k aborts at the switch, and the node refuses undecided ops on k
 //! from the hand-off on; an evicted key stays handed at the node until its take-back, so an
 //! op that crosses the switch after the delete and reaches the node before the floor is
 //! refused, never decided below the floor.
 //!
-//! ## Why control operations, not in-band frames
+//! ## Why control operations, not in-band TransKV frames
 //!
-//! The shared control channel reaches only a switch wired to the controller (the simulator
-//! hands a switch's CPU-port traffic to a directly linked controller, and a `SWITCH_ID` frame
-//! is taken by the first switch it meets). Carrying the operations in TransKV frames that each
-//! switch's program recognises by its id would reach every level, but the program could not
-//! carry them out: on Tofino an exact-match table changes only from the control plane, so
-//! every step that marks, deletes or publishes an entry would still be the switch's local
-//! control-plane agent's work, taking `control_plane_ns`. The faithful way is therefore the
-//! control channel extended to address a switch by id hop by hop (option (a) of issue 19);
-//! the operations here are exactly what it would carry, and the tests apply them with
-//! `Switch::apply_control`, the same function the channel ends in.
+//! Carrying the steps in TransKV frames that each switch's program recognises would reach
+//! every level, but the program could not carry them out: on Tofino an exact-match table
+//! changes only from the control plane, so every step that marks, deletes or publishes an
+//! entry is the switch's control-plane agent's work, taking `control_plane_ns`. The shared
+//! control channel therefore addresses a switch by id and travels hop by hop
+//! (`pisadb_wire::control`); the unit tests below apply the same operations with
+//! `Switch::apply_control`, the function the channel ends in.
 
 use crate::layout::{levels_of, Hierarchy, SWITCHES};
 use crate::program::{entry_value, CACHE_TABLE, FULL_BITMAP, HITS, MIGRATING, R_TS, T_TS, VALUE0, VALUE_ARRAYS, W_TS};

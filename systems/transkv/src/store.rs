@@ -912,6 +912,66 @@ mod tests {
     }
 
     #[test]
+    fn refresh_steps_over_the_wire_are_logged_and_a_restarted_node_keeps_them() {
+        let logged = |node: &mut StorageNode, m: Message| {
+            let mut out = HostOutbox::<StorageNode>::default();
+            node.handle_datagram(1_000, &m.datagram(20, 3), &mut out);
+            let replies: Vec<Message> = out.sends.iter().map(|s| Message::open(&s.bytes).unwrap().1).collect();
+            (replies, out.log)
+        };
+        let mut node = StorageNode::new(3).handing([5]);
+        let mut log = Vec::new();
+        // Key 7 handed over the wire: answered with its value and the R-TS floor, logged.
+        let (replies, records) = logged(&mut node, msg(0, Status::HandOff, vec![Op::read(7)]));
+        assert_eq!(replies[0].status, Status::HandedOff);
+        assert!(replies[0].ops[0].served() && replies[0].ts > 0, "{:?}", replies[0]);
+        assert_eq!(replies[0].ops[0].value, value_of(7, 0));
+        log.extend(records);
+        // Key 5 (handed at setup) taken back with floor 900: logged.
+        let (replies, records) = logged(&mut node, msg(900, Status::TakeBack, vec![Op::read(5)]));
+        assert_eq!(replies[0].status, Status::TookBack);
+        log.extend(records);
+        assert_eq!(log.len(), 2, "each step is logged before it is answered");
+        // A restart from the log keeps 7 handed and 5's floor, on top of the setup's hand-offs.
+        let mut back = StorageNode::restore_handing(3, Box::new(Versions::default()), &log, [5]).unwrap();
+        assert_eq!(back.handed().iter().copied().collect::<Vec<_>>(), vec![7]);
+        back.floor = Some(0);
+        let r = |ts: u32, key: u128| msg(ts, Status::Request, vec![Op::read(key)]);
+        assert_eq!(send(&mut back, r(950, 7)).0[0].status, Status::Aborted, "7 is still handed");
+        assert_eq!(send(&mut back, r(899, 5)).0[0].status, Status::Aborted, "5 below its floor");
+        assert_eq!(send(&mut back, r(901, 5)).0[0].status, Status::Committed, "5 above its floor");
+        // The log codec carries the records.
+        let mut bytes = Vec::new();
+        log.iter().for_each(|r| pisadb_host::LogCodec::append_to(r, &mut bytes));
+        let decoded = <NodeRecord as pisadb_host::LogCodec>::read_log(&bytes).unwrap();
+        assert_eq!(decoded.records, log);
+    }
+
+    #[test]
+    fn a_report_counts_the_epochs_misses_hottest_first_and_is_the_same_when_asked_again() {
+        let mut node = StorageNode::new(3);
+        let report = |node: &mut StorageNode, epoch: u32| {
+            let m = Message { ts: 2, status: Status::Report, client: 20, seq: epoch, ops: vec![Op::read(0)] };
+            let (replies, _) = send(node, m);
+            replies
+                .iter()
+                .flat_map(|r| {
+                    r.ops.iter().map(|o| (o.key as u64, u64::from_be_bytes(o.value[..8].try_into().unwrap())))
+                })
+                .filter(|&(_, n)| n > 0)
+                .collect::<Vec<_>>()
+        };
+        assert!(report(&mut node, 1).is_empty(), "counting starts with the first report");
+        for (ts, key) in [(10, 4), (11, 4), (12, 9), (13, 4), (14, 9), (15, 2)] {
+            send(&mut node, msg(ts, Status::Request, vec![Op::read(key)]));
+        }
+        send(&mut node, msg(16, Status::Request, vec![decided(Op::read(2))]));
+        assert_eq!(report(&mut node, 2), vec![(4, 3), (9, 2)], "the top 2, decided ops not counted");
+        assert_eq!(report(&mut node, 2), vec![(4, 3), (9, 2)], "asked again: the same report");
+        assert!(report(&mut node, 3).is_empty(), "a new epoch starts from zero");
+    }
+
+    #[test]
     fn switch_decided_writes_are_applied_without_the_node_tso() {
         let mut node = StorageNode::new(3);
         let mut w = Op::write(5, value_of(5, 4));
