@@ -874,7 +874,8 @@ mod tests {
         assert_eq!(f.commits, 600);
     }
 
-    /// A data center whose hot set moves at 3 ms, refreshed every millisecond.
+    /// A data center whose hot set moves at 3 ms, refreshed every millisecond (the run lasts
+    /// about 30 ms: the refresh after the move takes about 7 ms of control operations).
     fn shifting(refresh_epoch_us: u64) -> RackConfig {
         RackConfig {
             records: 20_000,
@@ -883,7 +884,7 @@ mod tests {
             write_ratio: 0.2,
             ops_per_txn: 1,
             outstanding: 8,
-            txns_per_client: 3_000,
+            txns_per_client: 8_000,
             refresh_epoch_us,
             hot_shift_at_us: 3_000,
             hot_shift_ranks: 7_919,
@@ -897,7 +898,7 @@ mod tests {
         // Serializable in timestamp order, every commit counted by client and node, cached
         // values equal the nodes', every switch holds exactly the placement, nodes agree.
         check(&world, &hierarchy).unwrap();
-        assert_eq!(f.commits, 12_000);
+        assert_eq!(f.commits, 32_000);
         let RackHost::Controller(c) = &world.hosts()[usize::from(CONTROLLER)] else { panic!() };
         let r = c.refresher().unwrap();
         assert!(r.figures.inserted > 0 && r.figures.evicted >= r.figures.inserted, "{:?}", r.figures);
@@ -907,7 +908,8 @@ mod tests {
             let t = &world.observer().timeline()[ms];
             t.iter().map(|b| b.1).sum::<u64>() as f64 / t.iter().map(|b| b.0).sum::<u64>().max(1) as f64
         };
-        let (before, after, recovered) = (share(0..3), share(3..5), share(8..10));
+        let n = world.observer().timeline().len();
+        let (before, after, recovered) = (share(0..3), share(3..5), share(n - 5..n));
         assert!(before > 0.6 && after < 0.1 && recovered > 0.5, "{before} {after} {recovered}");
         let placed = r.placement();
         let moved = placed.keys().filter(|k| !hierarchy.cached.contains_key(k)).count();

@@ -38,11 +38,13 @@
 //!
 //! ## Placement ([`plan`])
 //!
-//! The epoch's counts ranked (hottest first, key as the tie-break) fill the levels exactly as
-//! the setup fill does from the workload's popularity (`layout::Hierarchy::new`): each key at
-//! the first of its pod's core, aggregation switch and ToR with room. A key whose switch does
-//! not change keeps its slot; every other change is one eviction and one insertion, the
-//! insertions reusing the slots freed on the same switch.
+//! The epoch's counts ranked (hottest first, key as the tie-break) choose the keys to cache
+//! exactly as the setup fill does from the workload's popularity (`layout::Hierarchy::new`):
+//! each key at the first of its pod's core, aggregation switch and ToR with room. Of the
+//! chosen keys, those cached now stay at their switch and slot (every level is on every path
+//! to a key: a move between levels changes no hit, and counts wobble from epoch to epoch);
+//! the new ones take the first level with room, hottest first. Every change is one eviction
+//! and one insertion, the insertions reusing the slots freed on the same switch.
 //!
 //! ## The move of one key ([`Eviction`], [`Insertion`])
 //!
@@ -176,6 +178,7 @@ pub fn plan(current: &Hierarchy, counts: &BTreeMap<u64, u64>) -> (BTreeMap<u64, 
             home.insert(key, s);
         }
     }
+    let home = keep_cached_where_they_are(current, &ranked, &home);
     let mut plans = vec![SwitchPlan::default(); usize::from(SWITCHES)];
     let mut placed: BTreeMap<u64, (u16, u16)> = BTreeMap::new();
     let mut free: Vec<Vec<u16>> = vec![Vec::new(); usize::from(SWITCHES)];
@@ -201,6 +204,36 @@ pub fn plan(current: &Hierarchy, counts: &BTreeMap<u64, u64>) -> (BTreeMap<u64, 
         plans[usize::from(switch)].insert.push((key, slot));
     }
     (placed, plans)
+}
+
+/// The keys `chosen` (by the ranked fill) placed with as few moves as possible: each one cached
+/// now stays at its switch (the switches hold no more than before, so it fits), the others
+/// take the first level of their pod with room, in rank order (`ranked`). Every level is on
+/// every path to a key, so moving a cached key from one level to another changes no hit and
+/// only makes it unavailable for its move: with counts that wobble from epoch to epoch, the
+/// ranked fill alone would shuffle the cache between levels at every refresh.
+fn keep_cached_where_they_are(
+    current: &Hierarchy,
+    ranked: &[(u64, u64)],
+    chosen: &BTreeMap<u64, u16>,
+) -> BTreeMap<u64, u16> {
+    let mut used = [0u32; SWITCHES as usize];
+    let mut home = BTreeMap::new();
+    for (&key, &(s, _)) in current.cached.iter().filter(|(k, _)| chosen.contains_key(k)) {
+        used[usize::from(s)] += 1;
+        home.insert(key, s);
+    }
+    for &(key, _) in ranked.iter().filter(|(k, _)| chosen.contains_key(k)) {
+        if home.contains_key(&key) {
+            continue;
+        }
+        let levels = levels_of(current.node_of(key));
+        if let Some(s) = levels.iter().copied().find(|&s| used[usize::from(s)] < current.cache_per_switch) {
+            used[usize::from(s)] += 1;
+            home.insert(key, s);
+        }
+    }
+    home
 }
 
 /// What the controller does next in a key's move.
