@@ -20,7 +20,12 @@
 //! **Path** ([`Path`]): TransKV sends a transaction whose keys are all cached straight to the
 //! storage node (the switches on the way decide it) and any other to the controller
 //! (coordinator); Tranx-Coor sends every transaction to the controller; non-transactional
-//! reads (T-TS = 0) go straight to the node.
+//! reads (T-TS = 0) go straight to the node. Which keys are cached starts as the setup fill
+//! and is learned from every committed answer (an op a switch decided is cached on the path,
+//! one no switch decided is not), so a TransKV client follows the controller's cache refresh
+//! without being told (`crate::refresh`); either path is correct whatever the client believes
+//! (switches on the path decide the keys they cache, the node decides the others), only the
+//! cost differs.
 
 use crate::costs;
 use crate::layout::{Hierarchy, CONTROLLER};
@@ -154,6 +159,9 @@ pub struct ClientHost {
     cfg: ClientConfig,
     rng: SeededRng,
     zipf: Option<Zipf<f64>>,
+    /// What the committed answers taught about the cache where it differs from the setup
+    /// fill: key → cached on its path.
+    learned: BTreeMap<u64, bool>,
     /// In flight, by sequence number.
     in_flight: BTreeMap<u32, Txn>,
     /// Transactions started.
@@ -182,6 +190,7 @@ impl ClientHost {
             cfg,
             rng,
             zipf,
+            learned: BTreeMap::new(),
             in_flight: BTreeMap::new(),
             started: 0,
             committed: 0,
@@ -223,6 +232,18 @@ impl ClientHost {
             .collect()
     }
 
+    /// Learns from a committed answer which of its keys are cached on their path.
+    fn learn(&mut self, msg: &Message) {
+        for op in &msg.ops {
+            let Ok(key) = u64::try_from(op.key) else { continue };
+            if op.decided() == self.cfg.hierarchy.switch_of(key).is_some() {
+                self.learned.remove(&key);
+            } else {
+                self.learned.insert(key, op.decided());
+            }
+        }
+    }
+
     fn send_attempt(&mut self, now: Nanos, seq: u32, out: &mut HostOutbox<Self>) {
         let ts = match self.cfg.path {
             Path::NonTransactional => 0,
@@ -235,7 +256,9 @@ impl ClientHost {
         for op in txn.ops.iter_mut().filter(|o| o.op_type == OpType::Write) {
             op.value = value_of(op.key, u64::from(ts));
         }
-        let all_cached = txn.ops.iter().all(|o| h.switch_of(o.key as u64).is_some());
+        let learned = &self.learned;
+        let cached = |key: u64| learned.get(&key).copied().unwrap_or_else(|| h.switch_of(key).is_some());
+        let all_cached = txn.ops.iter().all(|o| cached(o.key as u64));
         let node = h.node_of(txn.ops[0].key as u64);
         let (status, dst) = match self.cfg.path {
             Path::TransKv if all_cached => (Status::Request, node),
@@ -269,6 +292,9 @@ impl ClientHost {
         match msg.status {
             Status::Committed | Status::Served => {
                 let Some(txn) = self.in_flight.remove(&msg.seq) else { return };
+                if self.cfg.path == Path::TransKv {
+                    self.learn(&msg);
+                }
                 let reads = msg
                     .ops
                     .iter()

@@ -63,14 +63,15 @@ pub const EXPERIMENTS: &[ExperimentName] = &[
 /// The `refresh` experiment's data center: a smaller cache than the other experiments',
 /// because a refresh moves keys one control operation at a time (about 23 per key, 20 µs
 /// each): 64 keys per switch turn over in about 30 ms of simulated time, 64K would take
-/// about 30 s. The hot set moves at [`REFRESH_SHIFT_US`].
+/// about 30 s. The hot set moves at [`REFRESH_SHIFT_US`]; the runs last about 150 ms
+/// (`--quick`) or 300 ms of simulated time.
 fn refresh_config(options: &ExperimentOptions, refresh_epoch_us: u64) -> RackConfig {
     RackConfig {
         records: 100_000,
         cache_per_switch: 64,
         zipf: 0.99,
         write_ratio: 0.05,
-        txns_per_client: if options.quick { 40_000 } else { 100_000 },
+        txns_per_client: if options.quick { 150_000 } else { 300_000 },
         refresh_epoch_us,
         hot_shift_at_us: REFRESH_SHIFT_US,
         hot_shift_ranks: 50_000,

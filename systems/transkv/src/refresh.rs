@@ -38,7 +38,9 @@
 //!
 //! ## Placement ([`plan`])
 //!
-//! The epoch's counts ranked (hottest first, key as the tie-break) choose the keys to cache
+//! The epoch's counts ranked (hottest first, key as the tie-break; a cached key's count
+//! weighs [`INCUMBENT_WEIGHT`] times, so that keys of about equal popularity do not swap
+//! places on the noise of one epoch's counts) choose the keys to cache
 //! exactly as the setup fill does from the workload's popularity (`layout::Hierarchy::new`):
 //! each key at the first of its pod's core, aggregation switch and ToR with room. Of the
 //! chosen keys, those cached now stay at their switch and slot (every level is on every path
@@ -145,6 +147,10 @@ impl HitStats {
     }
 }
 
+/// How much more often an uncached key must be requested in an epoch than a cached one to
+/// take its place ([`plan`]).
+pub const INCUMBENT_WEIGHT: u64 = 2;
+
 /// What a refresh changes on one switch.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SwitchPlan {
@@ -159,7 +165,11 @@ pub struct SwitchPlan {
 /// room; the result keeps `current.cache_per_switch` per switch.
 pub fn plan(current: &Hierarchy, counts: &BTreeMap<u64, u64>) -> (BTreeMap<u64, (u16, u16)>, Vec<SwitchPlan>) {
     let per = current.cache_per_switch;
-    let mut ranked: Vec<(u64, u64)> = counts.iter().filter(|(_, &c)| c > 0).map(|(&k, &c)| (k, c)).collect();
+    // A cached key ranks as if requested `INCUMBENT_WEIGHT` times as often: an uncached key
+    // displaces it only if clearly hotter, not because two keys of about the same popularity
+    // drew counts in the other order this epoch (each swap makes both unavailable for a move).
+    let weight = |k: u64, c: u64| if current.cached.contains_key(&k) { c.saturating_mul(INCUMBENT_WEIGHT) } else { c };
+    let mut ranked: Vec<(u64, u64)> = counts.iter().filter(|(_, &c)| c > 0).map(|(&k, &c)| (k, weight(k, c))).collect();
     ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     // Then the keys cached now without requests (in key order): they keep their places if
     // there is room left.
