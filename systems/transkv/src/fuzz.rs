@@ -203,18 +203,6 @@ pub fn case(seed: u64) -> (&'static str, RackConfig, Faults) {
             down_ns: rng.random_range(1_000..100_000),
         })
         .collect();
-    // Drawn last, so that the cases without it stay what they were. The controller and the
-    // switches do not crash in a refreshed case: the placement lives in the controller's
-    // memory (a restarted controller and a rebuilt switch would need it from the
-    // controller's log, which is not built), so only storage nodes crash.
-    let mut cfg = cfg;
-    let mut crashes: Vec<Crash> = crashes;
-    if variant == "transkv" && cfg.cache_per_switch > 0 && rng.random_bool(0.5) {
-        cfg.refresh_epoch_us = [200, 500, 1_000][rng.random_range(0..3)];
-        cfg.hot_shift_at_us = rng.random_range(0..300);
-        cfg.hot_shift_ranks = rng.random_range(1..5_000);
-        crashes.retain(|c| matches!(c.target, Target::Node(n) if n < NODES));
-    }
     let faults = Faults {
         seed,
         crashes,
@@ -226,6 +214,17 @@ pub fn case(seed: u64) -> (&'static str, RackConfig, Faults) {
         heal_at_ns: [300_000, 3_000_000, 1_000_000_000][rng.random_range(0..3)],
         ..Faults::default()
     };
+    // Drawn last, so that the cases without it stay what they were. The controller and the
+    // switches do not crash in a refreshed case: the placement lives in the controller's
+    // memory (a restarted controller and a rebuilt switch would need it from the
+    // controller's log, which is not built), so only storage nodes crash.
+    let (mut cfg, mut faults) = (cfg, faults);
+    if variant == "transkv" && cfg.cache_per_switch > 0 && rng.random_bool(0.5) {
+        cfg.refresh_epoch_us = [200, 500, 1_000][rng.random_range(0..3)];
+        cfg.hot_shift_at_us = rng.random_range(0..300);
+        cfg.hot_shift_ranks = rng.random_range(1..5_000);
+        faults.crashes.retain(|c| matches!(c.target, Target::Node(n) if n < NODES));
+    }
     (variant, cfg, faults)
 }
 
