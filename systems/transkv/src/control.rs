@@ -67,19 +67,28 @@ pub enum ControllerEvent {
 pub enum ControllerTimer {
     /// The cache refresh's tick (`crate::refresh::Refresher::tick`).
     Refresh,
+    /// A restarted controller asks the nodes again about what it still coordinates.
+    Retry,
 }
 
 impl pisadb_core::TraceBytes for ControllerTimer {
     fn trace(&self, hash: &mut pisadb_core::TraceHash) {
-        hash.write(b"refresh");
+        hash.write(match self {
+            ControllerTimer::Refresh => b"refresh",
+            ControllerTimer::Retry => b"retry  ",
+        });
     }
 }
+
+/// How often a restarted controller asks the nodes again about the transactions it still
+/// coordinates ([`Controller::restarted`]).
+pub const RETRY_NS: Nanos = 1_000_000;
 
 /// Where a coordinated transaction is.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Phase {
-    /// `Prepare` (or `Resolve`) sent, no vote yet.
-    Preparing,
+    /// `Prepare` (or `Resolve`) sent, no vote yet: the request as it came.
+    Preparing(Message),
     /// Voted yes, `Commit` sent: the message to send again.
     Committing(Message),
 }
@@ -99,11 +108,52 @@ pub struct Controller {
     log: TxnLog,
     /// The cache refresh, if the run has one.
     refresh: Option<Box<Refresher>>,
+    /// A restarted controller drives what it coordinates itself ([`Controller::restarted`]).
+    drives_retries: bool,
+    /// A `Retry` timer is pending.
+    retry_armed: bool,
     /// Rejected datagrams by reason.
     pub rejections: Rejections,
 }
 
 impl Controller {
+    /// This controller as restarted after a crash: it forgot the outcomes it decided, so a
+    /// client's request that was delayed past its answer (a `Resolve` sent just before the
+    /// answer came) makes it coordinate a transaction no client waits for any more; if the
+    /// node's reply to it is lost, nobody would ask again. A restarted controller therefore
+    /// asks the node again itself every [`RETRY_NS`] while it coordinates anything. One that
+    /// never crashed answers late requests from its decided outcomes and needs no timer.
+    pub fn restarted(mut self) -> Self {
+        self.drives_retries = true;
+        self
+    }
+
+    fn arm_retry(&mut self, now: Nanos, out: &mut HostOutbox<Self>) {
+        if self.drives_retries && !self.retry_armed && !self.waiting.is_empty() {
+            self.retry_armed = true;
+            out.timers.push((now + RETRY_NS, ControllerTimer::Retry));
+        }
+    }
+
+    fn retry(&mut self, now: Nanos, out: &mut HostOutbox<Self>) {
+        self.retry_armed = false;
+        let again: Vec<Message> = self
+            .waiting
+            .values()
+            .map(|(_, phase)| match phase {
+                Phase::Preparing(m) => Message { status: Status::Resolve, ..m.clone() },
+                Phase::Committing(v) => Message { status: Status::Commit, ..v.clone() },
+            })
+            .collect();
+        for m in again {
+            let node = self.hierarchy.node_of(m.ops[0].key as u64);
+            let status = m.status;
+            self.send(m, status, node, out);
+        }
+        out.cpu_ns += costs::CONTROLLER_MESSAGE_NS * out.sends.len() as u64;
+        self.arm_retry(now, out);
+    }
+
     /// This controller refreshing the cache with `refresher` (`crate::refresh`).
     pub fn refreshing(mut self, refresher: Refresher) -> Self {
         self.refresh = Some(Box::new(refresher));
@@ -144,6 +194,8 @@ impl Controller {
             decided: BTreeMap::new(),
             log: TxnLog::default(),
             refresh: None,
+            drives_retries: false,
+            retry_armed: false,
             rejections: Rejections::default(),
         }
     }
@@ -232,10 +284,10 @@ impl Controller {
                     }
                     // A client resolving: the node says what it knows (and refuses the
                     // timestamp from now on if it knows nothing).
-                    Some((_, Phase::Preparing)) => self.send(msg, Status::Resolve, node, out),
+                    Some((_, Phase::Preparing(_))) => self.send(msg, Status::Resolve, node, out),
                     None => {
                         let status = if msg.status == Status::Coordinate { Status::Prepare } else { Status::Resolve };
-                        self.waiting.insert(msg.ts, (src, Phase::Preparing));
+                        self.waiting.insert(msg.ts, (src, Phase::Preparing(msg.clone())));
                         self.send(msg, status, node, out);
                     }
                 }
@@ -302,11 +354,13 @@ impl Host for Controller {
             Ok((frame, msg)) => self.coordinate(now, frame.src, msg, out),
             Err(e) => self.reject(e.reason(), out),
         }
+        self.arm_retry(now, out);
     }
 
     fn handle_timer(&mut self, now: Nanos, timer: Self::Timer, out: &mut HostOutbox<Self>) {
         match timer {
             ControllerTimer::Refresh => self.refresh_tick(now, out),
+            ControllerTimer::Retry => self.retry(now, out),
         }
     }
 
@@ -340,5 +394,35 @@ mod tests {
         assert!(c.is_idle());
         assert_eq!(step(&mut c, &done, 15), vec![], "no second answer");
         assert_eq!(c.rejections.total(), 1);
+    }
+
+    #[test]
+    fn a_restarted_controller_asks_the_node_again_about_what_no_client_drives() {
+        let h = Arc::new(Hierarchy::new(1_600, 0).unwrap());
+        let resolve = Message { ts: 8, status: Status::Resolve, client: 16, seq: 1, ops: vec![Op::read(1_599)] };
+        // A late resolve reaches a controller that forgot the outcome; its ask is lost.
+        let mut c = Controller::new(20, Arc::clone(&h)).restarted();
+        let mut out = HostOutbox::<Controller>::default();
+        c.handle_datagram(0, &resolve.datagram(16, 20), &mut out);
+        assert_eq!(out.timers, vec![(RETRY_NS, ControllerTimer::Retry)], "a retry is armed");
+        let mut again = HostOutbox::<Controller>::default();
+        c.handle_timer(RETRY_NS, ControllerTimer::Retry, &mut again);
+        let sent: Vec<(u16, Status)> =
+            again.sends.iter().map(|s| (s.dst, Message::open(&s.bytes).unwrap().1.status)).collect();
+        assert_eq!(sent, vec![(15, Status::Resolve)], "asked again");
+        assert_eq!(again.timers.len(), 1, "and again later while it waits");
+        // The node's answer ends it: no more retries.
+        let mut done = HostOutbox::<Controller>::default();
+        let aborted = Message { status: Status::Aborted, ..resolve.clone() };
+        c.handle_datagram(RETRY_NS + 1, &aborted.datagram(15, 20), &mut done);
+        assert!(c.is_idle());
+        let mut last = HostOutbox::<Controller>::default();
+        c.handle_timer(2 * RETRY_NS, ControllerTimer::Retry, &mut last);
+        assert!(last.sends.is_empty() && last.timers.is_empty());
+        // A controller that never crashed sets no timer.
+        let mut fresh = Controller::new(20, h);
+        let mut out = HostOutbox::<Controller>::default();
+        fresh.handle_datagram(0, &resolve.datagram(16, 20), &mut out);
+        assert!(out.timers.is_empty());
     }
 }

@@ -91,8 +91,11 @@ impl Restarts<RackHost, Switch<TransKvProgram>> for Restarter {
     fn host(&mut self, id: u16, log: &[NodeRecord]) -> Result<RackHost, String> {
         match id {
             // The controller restarts empty: the nodes hold every outcome and vote, and the
-            // clients' resolves drive each transaction it forgot to its end.
-            CONTROLLER => Ok(RackHost::Controller(Controller::new(CONTROLLER, Arc::clone(&self.hierarchy)))),
+            // clients' resolves drive each transaction it forgot to its end (and it drives
+            // the ones no client waits for any more, `Controller::restarted`).
+            CONTROLLER => {
+                Ok(RackHost::Controller(Controller::new(CONTROLLER, Arc::clone(&self.hierarchy)).restarted()))
+            }
             id if id < NODES => {
                 let handed = self.handed.get(&id).cloned().unwrap_or_default();
                 let store = Box::new(crate::store::Versions::default());
