@@ -15,7 +15,8 @@
 //! crash loses no committed write. Switches crash too and are rebuilt from the nodes' logs
 //! with safe timestamps ([`rebuild_switch`]). The controller crashes and restarts empty: it
 //! needs no log, because the nodes decide every outcome and keep every vote, and a client's
-//! resolve leads the restarted controller to ask the node. Half of the `transkv` cases with a
+//! resolve leads the restarted controller to ask the node (which it then asks again itself
+//! until answered: `Controller::restarted`). Half of the `transkv` cases with a
 //! cache refresh the controller's epochs (200 µs – 1 ms) while the hot set moves
 //! (`crate::refresh`), under the same loss, jitter, reordering and storage-node crashes; the
 //! checks then also require every switch to hold exactly the controller's placement and
