@@ -917,6 +917,15 @@ mod tests {
     }
 
     #[test]
+    fn a_refreshed_run_replays_its_trace_and_differs_from_one_without_refresh() {
+        let cfg = RackConfig { txns_per_client: 1_500, ..shifting(500) };
+        let (a, b) = (run("transkv", &cfg).unwrap(), run("transkv", &cfg).unwrap());
+        assert_eq!(a.trace_hash, b.trace_hash, "same seed, same history");
+        let off = run("transkv", &RackConfig { refresh_epoch_us: 0, ..cfg }).unwrap();
+        assert_ne!(a.trace_hash, off.trace_hash);
+    }
+
+    #[test]
     fn every_variant_passes_its_checks() {
         for variant in ["tranx-coor", "no-cache", "transkv-cache"] {
             let cfg = if variant == "tranx-coor" { small() } else { RackConfig { write_ratio: 0.0, ..small() } };
