@@ -343,6 +343,33 @@ fn a_switchtx_rack_of_eight_server_and_four_switch_processes_commits_and_passes_
 }
 
 #[test]
+fn a_switchtx_rack_with_semantic_priority_sends_every_class_through_the_switch_processes_egress_queues() {
+    // `reorder`: every port of the four switch processes has three strict-priority classes
+    // (the switch model's port), and the servers sort each batch they drain by class. Each
+    // ToR's host ports must have carried both urgent (lock_ok, replicate_ok, …) and
+    // low-class traffic (reads, commit_ok) through its queues, and the run pass the checks.
+    let dir = tempfile::tempdir().unwrap();
+    let v = cluster_json(dir.path(), "--system switchtx --variant reorder --seconds 1.5");
+    assert_eq!(v["failure"], Value::Null, "{}", v["figures"]);
+    assert!(v["figures"]["commits"].as_u64().unwrap() > 50, "{}", v["figures"]);
+    let switches = v["switches"].as_array().unwrap();
+    for tor in &switches[1..] {
+        for port in tor["ports"].as_array().unwrap() {
+            let classes = port["classes"].as_array().unwrap_or_else(|| panic!("no egress queues: {port}"));
+            assert_eq!(classes.len(), 3, "{port}");
+            let sent = |c: usize| classes[c]["sent_frames"].as_u64().unwrap();
+            assert!(sent(0) > 0 && sent(2) > 0, "low and high classes both crossed: {port}");
+            let through_queues: u64 = (0..3).map(sent).sum();
+            assert_eq!(
+                port["sent"].as_u64().unwrap(),
+                through_queues,
+                "all the port sent went through its queues: {port}"
+            );
+        }
+    }
+}
+
+#[test]
 fn a_switchtx_rack_losing_2_percent_of_what_the_tors_send_recovers_by_timeouts_and_still_passes_the_checks() {
     // Every ToR loses 2% of what it sends to its servers (control and data messages alike):
     // clients that hear no outcome time out and query the participants, which decide each

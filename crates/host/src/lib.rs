@@ -27,6 +27,19 @@
 //! type implements [`LogCodec`] (frames, checksums, what counts as a torn tail), and the
 //! runtime's log file is generic over it.
 //!
+//! ## Receive batches
+//!
+//! A datagram whose core is busy waits for it. By default the driver hands waiting datagrams
+//! over in the order they arrived. A host may instead ask for *batch reordering*
+//! ([`Host::sorts_receive_batches`]), as SwitchTx's servers do (seed 001, §3.4.1): when a core
+//! frees, the driver takes every datagram waiting for it as one batch, stable-sorts the batch by
+//! [`Host::receive_class`] (larger first, as the egress classes of 802.1p: an urgent phase
+//! message is handled before the reads queued ahead of it, and messages of one class keep their
+//! order), and hands them over in that order. Datagrams that arrive meanwhile form the next
+//! batch. The host only names classes; the queue and the sort are the drivers' (the simulator's
+//! per-core receive queues, the runtime's batch from the socket), so every system gets the same
+//! mechanism.
+//!
 //! ## Determinism
 //!
 //! Each timer contributes explicit bytes to the simulator's trace hash ([`TraceBytes`]), so a
@@ -109,6 +122,19 @@ pub trait Host {
 
     /// Whether nothing is in flight (after [`Host::stop`]: the host may leave).
     fn is_idle(&self) -> bool;
+
+    /// Whether the driver stable-sorts each batch of datagrams that waited for a core by
+    /// [`Host::receive_class`] before handing them over (see "Receive batches" above). The
+    /// default, `false`, hands them over in arrival order.
+    fn sorts_receive_batches(&self) -> bool {
+        false
+    }
+
+    /// The class of datagram `bytes` in a receive batch: larger classes are handled first.
+    /// Read only when [`Host::sorts_receive_batches`] says so.
+    fn receive_class(&self, _bytes: &[u8]) -> u8 {
+        0
+    }
 
     /// A switch this host depends on was rebuilt and answers in `epoch` from now on: answers
     /// from older epochs (a crashed switch's, still on the wire) must be ignored. Hosts that

@@ -11,6 +11,16 @@
 //! sends"). A host's cores are logical here: they share the thread, as they share the state
 //! machine; `cpu_ns` is what the simulator charges, and the real process spends it for real.
 //!
+//! ## Receive batches
+//!
+//! By default a round hands over what one batched receive returned, in arrival order. A host
+//! that sorts its receive batches ([`Host::sorts_receive_batches`]; SwitchTx's servers, seed
+//! 001 §3.4.1) gets the simulator's batch reordering for real: the round drains what is ready
+//! on the socket (up to [`RECEIVE_BATCH_MAX`] datagrams, so timers are not starved), stable-sorts
+//! it by [`Host::receive_class`] (larger first, arrival order within a class) and hands it over
+//! in that order. The socket's buffer is the receive queue: what waited there while the host
+//! was busy with the last round is this round's batch.
+//!
 //! Everything a host sends goes to the switch it hangs off; only datagrams from that switch's
 //! address are handed to it (anything else is counted and dropped).
 //!
@@ -54,6 +64,10 @@ pub const DRAIN_REPORT_NS: Nanos = 5_000_000;
 /// The longest a round waits for a datagram when no timer is due sooner.
 const IDLE_WAIT_NS: Nanos = 1_000_000;
 
+/// The most datagrams one round drains from the socket for a host that sorts its receive
+/// batches: a bound, so that a flood cannot hold its timers back indefinitely.
+pub const RECEIVE_BATCH_MAX: usize = 8 * crate::udp::BATCH;
+
 /// A stopping host's standing, in `<rendezvous>/drain/host-N`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DrainStatus {
@@ -80,6 +94,57 @@ pub struct HostRun {
     pub datagrams_out: u64,
     /// Datagrams from any address other than the host's switch, dropped unread.
     pub not_from_switch: u64,
+}
+
+/// One round's receive: hands the datagrams from `switch` that arrive within `wait` (none:
+/// only those already there) to `host`, counting them in `run`. A host that sorts its receive
+/// batches gets everything ready on the socket (up to [`RECEIVE_BATCH_MAX`]), stable-sorted by
+/// class (see "Receive batches" above); any other host what one batched receive returns, in
+/// order.
+fn receive_round<H: Host>(
+    host: &mut H,
+    socket: &mut BatchSocket,
+    switch: SocketAddr,
+    now: Nanos,
+    wait: Duration,
+    out: &mut HostOutbox<H>,
+    run: &mut HostRun,
+) -> Result<usize> {
+    if !host.sorts_receive_batches() {
+        return socket.recv_batch(wait, |from, bytes| {
+            if from == switch {
+                run.datagrams_in += 1;
+                host.handle_datagram(now, bytes, out);
+            } else {
+                run.not_from_switch += 1;
+            }
+        });
+    }
+    let mut batch: Vec<(u8, Vec<u8>)> = Vec::new();
+    let mut received = 0;
+    let mut wait = wait;
+    loop {
+        let got = socket.recv_batch(wait, |from, bytes| {
+            if from == switch {
+                batch.push((host.receive_class(bytes), bytes.to_vec()));
+            } else {
+                run.not_from_switch += 1;
+            }
+        })?;
+        received += got;
+        // A short read means the socket is drained; only the first receive waits.
+        if got < crate::udp::BATCH || received >= RECEIVE_BATCH_MAX {
+            break;
+        }
+        wait = Duration::ZERO;
+    }
+    // Stable: arrival order within a class.
+    batch.sort_by_key(|&(class, _)| std::cmp::Reverse(class));
+    run.datagrams_in += batch.len() as u64;
+    for (_, bytes) in batch {
+        host.handle_datagram(now, &bytes, out);
+    }
+    Ok(received)
 }
 
 /// Opens host `name`'s log in `dir` if `durable`: the log, ready for appends, and the records
@@ -204,15 +269,7 @@ where
         wait: Duration,
         out: &mut HostOutbox<H>,
     ) -> Result<usize> {
-        let (switch, run) = (self.switch, &mut self.run);
-        socket.recv_batch(wait, |from, bytes| {
-            if from == switch {
-                run.datagrams_in += 1;
-                host.handle_datagram(now, bytes, out);
-            } else {
-                run.not_from_switch += 1;
-            }
-        })
+        receive_round(host, socket, self.switch, now, wait, out, &mut self.run)
     }
 
     /// Whether a stopping host may leave now that it is `idle` or not. Alone, as soon as it is
@@ -255,5 +312,110 @@ where
         }
         out.cpu_ns = 0;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pisadb_core::TraceHash;
+    use pisadb_host::{Route, TraceBytes};
+
+    #[derive(Clone, Copy, Debug)]
+    struct NoTimer;
+
+    impl TraceBytes for NoTimer {
+        fn trace(&self, _hash: &mut TraceHash) {}
+    }
+
+    /// A host whose datagrams are (class, tag): it records the tags in handling order.
+    struct Recorder {
+        sorts: bool,
+        tags: Vec<u8>,
+    }
+
+    impl Host for Recorder {
+        type Timer = NoTimer;
+        type Log = ();
+        type Event = ();
+        fn cores(&self) -> u16 {
+            1
+        }
+        fn start(&mut self, _now: Nanos, _out: &mut HostOutbox<Self>) {}
+        fn route(&self, _bytes: &[u8]) -> Route {
+            Route::AnyCore
+        }
+        fn timer_core(&self, _timer: &NoTimer) -> u16 {
+            0
+        }
+        fn handle_datagram(&mut self, _now: Nanos, bytes: &[u8], _out: &mut HostOutbox<Self>) {
+            self.tags.push(bytes[1]);
+        }
+        fn handle_timer(&mut self, _now: Nanos, _timer: NoTimer, _out: &mut HostOutbox<Self>) {}
+        fn stop(&mut self) {}
+        fn is_idle(&self) -> bool {
+            true
+        }
+        fn sorts_receive_batches(&self) -> bool {
+            self.sorts
+        }
+        fn receive_class(&self, bytes: &[u8]) -> u8 {
+            bytes[0]
+        }
+    }
+
+    /// A backlog of 100 low-class datagrams (tags 0..100), then one high-class one
+    /// (tag 255), sent over loopback from a "switch" socket before the host receives; then
+    /// the rounds until all have been handed over. The tags in handling order.
+    fn backlog_then_urgent(sorts: bool) -> (Vec<u8>, HostRun) {
+        let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+        let mut host_socket = BatchSocket::bind(loopback).unwrap();
+        let mut switch_socket = BatchSocket::bind(loopback).unwrap();
+        let to = host_socket.local_addr();
+        let mut datagrams: Vec<(SocketAddr, Vec<u8>)> = (0..100u8).map(|t| (to, vec![0, t])).collect();
+        datagrams.push((to, vec![2, 255]));
+        assert_eq!(switch_socket.send_batch(&datagrams), 101);
+        let mut host = Recorder { sorts, tags: Vec::new() };
+        let mut out = HostOutbox::<Recorder>::default();
+        let mut run = HostRun::default();
+        let switch = switch_socket.local_addr();
+        // Bounded: each round takes at least one datagram while any is queued.
+        for _ in 0..1_000 {
+            if host.tags.len() == 101 {
+                break;
+            }
+            receive_round(&mut host, &mut host_socket, switch, 0, Duration::from_millis(100), &mut out, &mut run)
+                .unwrap();
+        }
+        (host.tags, run)
+    }
+
+    #[test]
+    fn a_sorting_host_handles_a_high_class_datagram_before_the_low_backlog_queued_ahead_of_it() {
+        let (tags, run) = backlog_then_urgent(true);
+        assert_eq!(tags.len(), 101, "every datagram handed over once");
+        assert_eq!(tags[0], 255, "the urgent datagram overtakes the whole backlog");
+        assert_eq!(tags[1..], (0..100).collect::<Vec<u8>>()[..], "the backlog keeps its order");
+        assert_eq!(run.datagrams_in, 101);
+    }
+
+    #[test]
+    fn a_host_that_does_not_sort_handles_datagrams_in_arrival_order() {
+        let (tags, _) = backlog_then_urgent(false);
+        assert_eq!(tags.len(), 101);
+        assert_eq!(tags[100], 255, "the urgent datagram waits behind the backlog");
+    }
+
+    #[test]
+    fn datagrams_from_anyone_but_the_switch_are_counted_and_not_handed_over() {
+        let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+        let mut host_socket = BatchSocket::bind(loopback).unwrap();
+        let mut stranger = BatchSocket::bind(loopback).unwrap();
+        assert_eq!(stranger.send_batch(&[(host_socket.local_addr(), vec![2, 1])]), 1);
+        let mut host = Recorder { sorts: true, tags: Vec::new() };
+        let (mut out, mut run) = (HostOutbox::<Recorder>::default(), HostRun::default());
+        let switch = SocketAddr::from(([127, 0, 0, 1], 9));
+        receive_round(&mut host, &mut host_socket, switch, 0, Duration::from_millis(100), &mut out, &mut run).unwrap();
+        assert_eq!((host.tags.len(), run.not_from_switch, run.datagrams_in), (0, 1, 0));
     }
 }

@@ -6,7 +6,7 @@
 //! system's own format ([`wal_file`], over [`pisadb_host::LogCodec`]), any switch
 //! ([`pisadb_switch::SwitchDevice`], with ports toward neighbour switches:
 //! [`pisadb_switch::SwitchDevice`]) as a process ([`switch_proc`]) that plays the wires
-//! behind its ports ([`wire`]), and a supervisor ([`supervisor`]) that starts them on loopback
+//! behind its ports and, if asked, their strict-priority egress queues ([`wire`]), and a supervisor ([`supervisor`]) that starts them on loopback
 //! or in network namespaces ([`netns`]), kills and restarts them on request, and stops them in
 //! order. What a system adds — how its hosts and switch are built from its configuration, its
 //! reports and its end-of-run checks — lives in its own crate (P4DB's in

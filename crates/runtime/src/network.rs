@@ -17,7 +17,7 @@
 //! are counted and dropped unread ([`Network::ingress_ports`]).
 
 use crate::error::{Result, RuntimeError};
-use crate::wire::PortWire;
+use crate::wire::{EgressQueues, PortWire};
 use pisadb_net::{Endpoint, LinkParams, Topology};
 use pisadb_switch::Port;
 use serde::{Deserialize, Serialize};
@@ -41,6 +41,10 @@ pub struct Network {
     /// entry has a perfect wire.
     #[serde(default)]
     pub wire: Vec<PortWire>,
+    /// Strict-priority egress queues in front of every switch port (host ports and trunks), if
+    /// the system's program gives its datagrams classes; none: every port is a FIFO.
+    #[serde(default)]
+    pub egress: Option<EgressQueues>,
 }
 
 impl Network {
@@ -69,7 +73,14 @@ impl Network {
                 _ => None,
             })
             .collect();
-        let network = Network { switches, hosts, host_switch, trunks: trunks.into_iter().collect(), wire: Vec::new() };
+        let network = Network {
+            switches,
+            hosts,
+            host_switch,
+            trunks: trunks.into_iter().collect(),
+            wire: Vec::new(),
+            egress: None,
+        };
         network.validate()?;
         Ok(network)
     }
@@ -107,6 +118,9 @@ impl Network {
                 format!("settings for {} ports", self.wire.len()),
                 format!("at most one per host ({})", self.hosts.len()),
             ));
+        }
+        if let Some(queues) = &self.egress {
+            queues.validate()?;
         }
         for (port, w) in self.wire.iter().enumerate() {
             w.validate().map_err(|e| match e {

@@ -22,6 +22,14 @@
 //! once; model time then leads the wall clock by at most that, and the next round's time is
 //! the later of the two (model time never goes back).
 //!
+//! ## Egress queues
+//!
+//! If the network asks for them ([`Network::egress`]), every port has strict-priority classes
+//! with a finite buffer in front of its wire: the switch model's own port state machine
+//! ([`crate::wire`], "Egress queues"), fed with the classes the system's classifier gives
+//! ([`serve_classified`]; the simulator's `World::set_classifier` takes the same function). The
+//! loop wakes when a port can let its next datagram go, as it does for a delayed one.
+//!
 //! ## What the system adds
 //!
 //! The system builds the switch (its program, its initial registers, a rebuild from the
@@ -130,6 +138,9 @@ pub fn connect<S: SwitchDevice>(switch: &mut S, network: &Network, id: u16) -> R
     Ok(())
 }
 
+/// A datagram's class in the egress queues (0 is the least urgent).
+pub type Classifier = fn(&[u8]) -> u8;
+
 /// [`serve`], then writes the report to `report` if given (the `--report` file of
 /// [`crate::supervisor::ConfigLaunch`]).
 pub fn serve_and_report<S, C>(
@@ -143,7 +154,23 @@ where
     S: SwitchDevice,
     C: Clone + Serialize + serde::de::DeserializeOwned,
 {
-    let out = serve(cfg, id, switch, wire_seed)?;
+    serve_and_report_classified(cfg, id, switch, wire_seed, |_| 0, report)
+}
+
+/// [`serve_classified`], then writes the report to `report` if given.
+pub fn serve_and_report_classified<S, C>(
+    cfg: &RackConfig<C>,
+    id: u16,
+    switch: &mut S,
+    wire_seed: u64,
+    classify: Classifier,
+    report: Option<&std::path::Path>,
+) -> Result<SwitchReport>
+where
+    S: SwitchDevice,
+    C: Clone + Serialize + serde::de::DeserializeOwned,
+{
+    let out = serve_classified(cfg, id, switch, wire_seed, classify)?;
     if let Some(path) = report {
         crate::write_json(path, &out)?;
     }
@@ -157,6 +184,22 @@ where
     S: SwitchDevice,
     C: Clone + Serialize + serde::de::DeserializeOwned,
 {
+    serve_classified(cfg, id, switch, wire_seed, |_| 0)
+}
+
+/// [`serve`], with `classify` giving each datagram its class in the egress queues, if the
+/// network has them ([`Network::egress`]; see "Egress queues" above).
+pub fn serve_classified<S, C>(
+    cfg: &RackConfig<C>,
+    id: u16,
+    switch: &mut S,
+    wire_seed: u64,
+    classify: Classifier,
+) -> Result<SwitchReport>
+where
+    S: SwitchDevice,
+    C: Clone + Serialize + serde::de::DeserializeOwned,
+{
     let network = &cfg.network;
     connect(switch, network, id)?;
     let mut socket = BatchSocket::bind(network.switches[usize::from(id)])?;
@@ -165,6 +208,9 @@ where
     let host_wires = network.hosts_of(id).into_iter().map(|h| (Port::Host(h), network.wire_of(h)));
     let trunk_wires = network.neighbours_of(id).into_iter().map(|s| (Port::Switch(s), Default::default()));
     let mut wires = Wires::new(host_wires.chain(trunk_wires), wire_seed);
+    if let Some(queues) = &network.egress {
+        wires = wires.with_egress_queues(queues, classify)?;
+    }
     let mut report = SwitchReport::default();
     let started = cfg.now_ns();
     let mut now: Nanos = started;

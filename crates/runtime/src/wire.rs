@@ -8,6 +8,21 @@
 //! uniformly from `delay ± jitter`, so datagrams on one port overtake each other: loss,
 //! delay and reordering come from one mechanism.
 //!
+//! ## Egress queues
+//!
+//! In front of each wire a port may have strict-priority classes sharing a finite buffer that
+//! tail-drops ([`EgressQueues`], for systems whose program gives datagrams classes: SwitchTx's
+//! §3.4.1). They are the very queues the simulator's links use, the switch model's
+//! [`PriorityPort`] state machine, fed and polled with the process's clock: a datagram the
+//! switch sends out of a port is classified (by the system's classifier, as the simulator's
+//! `World::set_classifier`), pushed into the port at `now`, and handed to the wire (loss,
+//! delay) when the port says its last bit has left. The port drains at the configured line
+//! rate, so a backlog forms in it rather than in the kernel whenever the switch emits faster:
+//! an urgent datagram then overtakes the less urgent ones still waiting. A port decides which
+//! frame goes next only once the clock has passed the decision instant (see its module), so a
+//! datagram through a priority port leaves in a later round of the switch's loop than the one
+//! that sent it ([`Wires::next_due`] says when).
+//!
 //! ## Scope
 //!
 //! Settings apply to the switch-to-host direction of each host's wire. Everything a host
@@ -33,6 +48,7 @@
 use crate::error::{Result, RuntimeError};
 use pisadb_core::rng::{derive, SeededRng};
 use pisadb_core::Nanos;
+use pisadb_net::{ClassCounters, LinkParams, PortDiscipline, PriorityPort};
 use pisadb_switch::Port;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
@@ -76,6 +92,42 @@ impl PortWire {
     }
 }
 
+/// Strict-priority egress queues on every port of a switch (see "Egress queues" above).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EgressQueues {
+    /// Classes, `1..=8`; the largest is the most urgent. A datagram classified beyond the
+    /// last class goes in the last.
+    pub classes: u8,
+    /// The buffer all classes of one port share, in bytes as the switch model counts them
+    /// (`pisadb_net::buffered_bytes`); a datagram that does not fit is dropped.
+    pub buffer_bytes: u64,
+    /// The rate each port drains at, Gbit/s.
+    pub gbps: f64,
+}
+
+impl EgressQueues {
+    /// Says which setting is out of range, if one is.
+    pub fn validate(&self) -> Result<()> {
+        let discipline = PortDiscipline::StrictPriority { classes: self.classes, buffer_bytes: self.buffer_bytes };
+        discipline
+            .check()
+            .map_err(|e| RuntimeError::bad_setting("egress queues", format!("{self:?}"), e.to_string()))?;
+        self.params().check("gbps").map_err(|e| RuntimeError::bad_setting("egress gbps", self.gbps, e.to_string()))
+    }
+
+    /// The wire behind the queues as the switch model sees it: the line rate only (loopback
+    /// has no propagation to model; delay is the [`PortWire`]'s).
+    fn params(&self) -> LinkParams {
+        LinkParams { gbps: self.gbps, propagation_ns: 0, nic_ns: 0 }
+    }
+
+    /// An empty port with these settings.
+    fn port(&self) -> Result<PriorityPort<Vec<u8>>> {
+        PriorityPort::new(self.params(), self.classes, self.buffer_bytes)
+            .map_err(|e| RuntimeError::bad_setting("egress queues", format!("{self:?}"), e.to_string()))
+    }
+}
+
 /// What one wire did.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WireCounts {
@@ -87,6 +139,10 @@ pub struct WireCounts {
     pub delayed: u64,
     /// Datagrams dropped because the queue of held-back datagrams was full.
     pub queue_full: u64,
+    /// Per class of the port's egress queues (empty without them): frames enqueued, sent,
+    /// tail-dropped, peak occupancy.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<ClassCounters>,
 }
 
 /// What the wire behind one host port did.
@@ -124,6 +180,12 @@ pub struct Wires {
     /// Held-back datagrams by due time, then arrival order.
     held: BinaryHeap<Held>,
     seq: u64,
+    /// The strict-priority egress queue in front of each port that has one.
+    queues: BTreeMap<Port, PriorityPort<Vec<u8>>>,
+    /// A datagram's class in the egress queues.
+    classify: fn(&[u8]) -> u8,
+    /// The latest time shown to the egress queues (they may not go back).
+    clock_ns: Nanos,
 }
 
 impl Wires {
@@ -141,12 +203,36 @@ impl Wires {
                 (port, PortState { wire, rng: derive(seed, &name), counts: WireCounts::default() })
             })
             .collect();
-        Wires { ports, held: BinaryHeap::new(), seq: 0 }
+        Wires { ports, held: BinaryHeap::new(), seq: 0, queues: BTreeMap::new(), classify: |_| 0, clock_ns: 0 }
     }
 
-    /// A datagram leaves port `port` at `now`: it goes to `out` as `(port, bytes)` at once, or
-    /// is held back, or is lost.
+    /// Puts strict-priority egress queues with `settings` in front of every port listed at
+    /// [`Wires::new`]; `classify` gives each datagram its class.
+    pub fn with_egress_queues(mut self, settings: &EgressQueues, classify: fn(&[u8]) -> u8) -> Result<Self> {
+        settings.validate()?;
+        for &port in self.ports.keys() {
+            self.queues.insert(port, settings.port()?);
+        }
+        self.classify = classify;
+        Ok(self)
+    }
+
+    /// A datagram leaves port `port` at `now`: it waits in the port's egress queue if it has
+    /// one (or is dropped there, the buffer full), else goes to the wire at once: to `out` as
+    /// `(port, bytes)`, held back, or lost.
     pub fn egress(&mut self, now: Nanos, port: Port, bytes: Vec<u8>, out: &mut Vec<(Port, Vec<u8>)>) {
+        self.clock_ns = self.clock_ns.max(now);
+        if let Some(queue) = self.queues.get_mut(&port) {
+            let class = (self.classify)(&bytes).min(queue.classes() - 1);
+            // A refused datagram is counted by the port (tail drop).
+            let _ = queue.push(self.clock_ns, class, bytes.len(), bytes);
+            return;
+        }
+        self.onto_wire(now, port, bytes, out);
+    }
+
+    /// A datagram enters the wire behind `port` at `now`: to `out` at once, held back, or lost.
+    fn onto_wire(&mut self, now: Nanos, port: Port, bytes: Vec<u8>, out: &mut Vec<(Port, Vec<u8>)>) {
         let Some(p) = self.ports.get_mut(&port) else {
             out.push((port, bytes));
             return;
@@ -179,8 +265,19 @@ impl Wires {
         self.held.push(Reverse((now + delay_ns as Nanos, self.seq, port, bytes)));
     }
 
-    /// Moves every held-back datagram due at or before `now` to `out`.
+    /// Moves every datagram whose egress queue has let it go by `now` onto its wire, and every
+    /// held-back datagram due at or before `now` to `out`.
     pub fn release(&mut self, now: Nanos, out: &mut Vec<(Port, Vec<u8>)>) {
+        self.clock_ns = self.clock_ns.max(now);
+        let mut left = Vec::new();
+        for (&port, queue) in &mut self.queues {
+            while let Some(arrival) = queue.pop_arrival(self.clock_ns) {
+                left.push((port, arrival.item));
+            }
+        }
+        for (port, bytes) in left {
+            self.onto_wire(now, port, bytes, out);
+        }
         while self.held.peek().is_some_and(|Reverse((due, ..))| *due <= now) {
             let Some(Reverse((_, _, port, bytes))) = self.held.pop() else { break };
             if let Some(p) = self.ports.get_mut(&port) {
@@ -190,9 +287,22 @@ impl Wires {
         }
     }
 
-    /// When the next held-back datagram is due.
+    /// When [`Wires::release`] next has something to do: a held-back datagram is due, or an
+    /// egress queue may let one go (strictly after its decision instant: see "Egress queues").
     pub fn next_due(&self) -> Option<Nanos> {
-        self.held.peek().map(|Reverse((due, ..))| *due)
+        let queues = self.queues.values().filter_map(|q| q.poll_timeout()).map(|at| at.max(self.clock_ns) + 1);
+        self.held.peek().map(|Reverse((due, ..))| *due).into_iter().chain(queues).min()
+    }
+
+    /// Whether nothing waits in an egress queue or behind a wire.
+    pub fn is_empty(&self) -> bool {
+        self.held.is_empty() && self.queues.values().all(PriorityPort::is_empty)
+    }
+
+    /// Port `port`'s counters, its egress queue's included.
+    fn counts_of(&self, port: &Port, p: &PortState) -> WireCounts {
+        let classes = self.queues.get(port).map(|q| q.counters().to_vec()).unwrap_or_default();
+        WireCounts { classes, ..p.counts.clone() }
     }
 
     /// Each host port's counters, in host order.
@@ -200,7 +310,7 @@ impl Wires {
         self.ports
             .iter()
             .filter_map(|(port, p)| match *port {
-                Port::Host(node) => Some(PortReport { node, counts: p.counts.clone() }),
+                Port::Host(node) => Some(PortReport { node, counts: self.counts_of(port, p) }),
                 _ => None,
             })
             .collect()
@@ -211,7 +321,7 @@ impl Wires {
         self.ports
             .iter()
             .filter_map(|(port, p)| match *port {
-                Port::Switch(switch) => Some(TrunkReport { switch, counts: p.counts.clone() }),
+                Port::Switch(switch) => Some(TrunkReport { switch, counts: self.counts_of(port, p) }),
                 _ => None,
             })
             .collect()
@@ -285,6 +395,99 @@ mod tests {
         assert_eq!(wires.reports().len(), 2, "host ports");
         assert_eq!(wires.trunk_reports()[0].switch, 0);
         assert_eq!(wires.trunk_reports()[0].counts.lost + wires.trunk_reports()[0].counts.sent, 64);
+    }
+
+    /// The class of a test datagram: its first byte.
+    fn first_byte(bytes: &[u8]) -> u8 {
+        bytes[0]
+    }
+
+    /// One host port with three classes sharing `buffer_bytes`, draining at 0.01 Gbit/s (a
+    /// 2-byte datagram is a minimum frame: 84 bytes on the wire, 67.2 µs; 64 in the buffer),
+    /// behind `wire`.
+    fn queued(buffer_bytes: u64, wire: PortWire) -> Wires {
+        let queues = EgressQueues { classes: 3, buffer_bytes, gbps: 0.01 };
+        Wires::new([(Port::Host(0), wire)], 1).with_egress_queues(&queues, first_byte).unwrap()
+    }
+
+    /// Runs `wires` from `now` until nothing waits, waking when it says; the datagrams' tags
+    /// (second byte) in the order they left.
+    fn drain(wires: &mut Wires, mut now: Nanos) -> Vec<u8> {
+        let mut out = Vec::new();
+        // Bounded: each wake-up lets a datagram go or moves a decision forward.
+        for _ in 0..1_000 {
+            let Some(due) = wires.next_due() else { break };
+            now = now.max(due);
+            wires.release(now, &mut out);
+        }
+        assert!(wires.is_empty(), "drained");
+        out.iter().map(|(_, b)| b[1]).collect()
+    }
+
+    #[test]
+    fn an_urgent_datagram_overtakes_the_backlog_of_a_slow_port() {
+        let mut wires = queued(1 << 20, PortWire::default());
+        let mut out = Vec::new();
+        for tag in 0..5 {
+            wires.egress(0, Port::Host(0), vec![0, tag], &mut out);
+        }
+        wires.egress(10, Port::Host(0), vec![1, 5], &mut out);
+        wires.egress(20, Port::Host(0), vec![2, 6], &mut out);
+        assert!(out.is_empty(), "everything waits in the queue");
+        // Tag 0 took the idle wire at time 0; then the most urgent waiting goes first.
+        assert_eq!(drain(&mut wires, 20), vec![0, 6, 5, 1, 2, 3, 4]);
+        let classes = &wires.reports()[0].counts.classes;
+        let sent: Vec<u64> = classes.iter().map(|c| c.sent_frames).collect();
+        assert_eq!(sent, vec![5, 1, 1]);
+    }
+
+    #[test]
+    fn without_egress_queues_a_port_sends_in_order_at_once() {
+        let mut wires = Wires::new([(Port::Host(0), PortWire::default())], 1);
+        let mut out = Vec::new();
+        wires.egress(0, Port::Host(0), vec![0, 0], &mut out);
+        wires.egress(10, Port::Host(0), vec![2, 1], &mut out);
+        assert_eq!(out.iter().map(|(_, b)| b[1]).collect::<Vec<_>>(), vec![0, 1]);
+        assert_eq!(wires.next_due(), None);
+        assert!(wires.reports()[0].counts.classes.is_empty());
+    }
+
+    #[test]
+    fn a_full_egress_buffer_tail_drops_whatever_the_class_and_counts_it() {
+        // Room for three minimum frames (64 buffered bytes each).
+        let mut wires = queued(3 * 64, PortWire::default());
+        let mut out = Vec::new();
+        for tag in 0..4 {
+            wires.egress(0, Port::Host(0), vec![0, tag], &mut out);
+        }
+        wires.egress(1, Port::Host(0), vec![2, 9], &mut out);
+        assert_eq!(drain(&mut wires, 1), vec![0, 1, 2]);
+        let classes = &wires.reports()[0].counts.classes;
+        assert_eq!((classes[0].dropped_frames, classes[2].dropped_frames), (1, 1));
+    }
+
+    #[test]
+    fn a_datagram_the_queue_lets_go_still_crosses_its_wire() {
+        // The queue orders, the wire then loses: with loss 1 nothing arrives, all is counted.
+        let mut wires = queued(1 << 20, lossy(1.0, 0, 0));
+        let mut out = Vec::new();
+        for tag in 0..3 {
+            wires.egress(0, Port::Host(0), vec![tag % 3, tag], &mut out);
+        }
+        assert!(drain(&mut wires, 0).is_empty());
+        let counts = &wires.reports()[0].counts;
+        assert_eq!(counts.lost, 3);
+        assert_eq!(counts.classes.iter().map(|c| c.sent_frames).sum::<u64>(), 3);
+    }
+
+    #[test]
+    fn egress_settings_out_of_range_are_refused() {
+        let bad = |classes, buffer_bytes, gbps| EgressQueues { classes, buffer_bytes, gbps }.validate().is_err();
+        assert!(bad(0, 1 << 20, 100.0), "no class");
+        assert!(bad(9, 1 << 20, 100.0), "more than 8 classes");
+        assert!(bad(3, 10, 100.0), "a buffer smaller than one frame");
+        assert!(bad(3, 1 << 20, 0.0), "no line rate");
+        assert!(!bad(3, 1 << 20, 100.0));
     }
 
     #[test]

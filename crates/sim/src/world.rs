@@ -22,6 +22,24 @@
 //! outputs (datagrams, timers, events) take effect when it ends, `cpu_ns` later, and the core
 //! is busy until then.
 //!
+//! ## Receive queues
+//!
+//! A datagram whose core is busy waits in that core's receive queue. For most hosts the queue
+//! is FIFO and lives in the scheduler itself: the datagram's delivery is put off to the time its
+//! core frees, and tried again then (the order the pinned goldens were recorded with, kept bit
+//! for bit). A host that sorts its receive batches ([`Host::sorts_receive_batches`]; SwitchTx's
+//! servers, seed 001 §3.4.1) gets an explicit queue per core instead: datagrams for a busy core
+//! (or for a free core that still has a batch to finish) join its `waiting` list with the class
+//! the host gives them ([`Host::receive_class`]); when the core frees, the driver takes the
+//! whole waiting list as the next batch, stable-sorts it by class (larger first; arrival order
+//! within a class) and hands its datagrams over one handler at a time, the next when the core
+//! frees again. What arrives meanwhile waits for the batch after: a real server drains its
+//! receive ring, sorts what it got, processes it, and only then looks again. A timer that fires
+//! while a batch runs waits for the batch's end (the batch's next handler was scheduled before
+//! the timer asks again). A datagram routed to any core goes to the core that is free soonest,
+//! and among free ones to the one with the fewest datagrams queued. The sort costs no CPU time
+//! in the model (a few comparisons per batch against microseconds of handlers).
+//!
 //! ## Network and switches
 //!
 //! The network is a [`Topology`] of hosts and switches (a rack: every host on switch 0; a line
@@ -176,6 +194,12 @@ enum Event<T> {
         host: u16,
         bytes: Vec<u8>,
     },
+    /// A core of a host that sorts its receive batches may be free for its next datagram.
+    CoreFree {
+        host: u16,
+        core: u16,
+        epoch: u32,
+    },
     AtSwitch {
         switch: u16,
         ingress: Port,
@@ -253,6 +277,25 @@ impl DrivenPort {
     }
 }
 
+/// The receive queue of one core of a host that sorts its batches (see "Receive queues").
+#[derive(Debug, Default)]
+struct RxQueue {
+    /// Datagrams that arrived since the current batch was taken, in arrival order, each with
+    /// the class the host gave it: the next batch.
+    waiting: Vec<(u8, Vec<u8>)>,
+    /// The batch being handled, sorted, next first.
+    batch: std::collections::VecDeque<Vec<u8>>,
+    /// Whether an [`Event::CoreFree`] for this core is scheduled.
+    armed: bool,
+}
+
+impl RxQueue {
+    /// Datagrams queued here, in the batch being handled and after it.
+    fn len(&self) -> usize {
+        self.waiting.len() + self.batch.len()
+    }
+}
+
 /// One switch and its incarnation.
 struct SwitchSlot<S> {
     /// The switch model.
@@ -271,6 +314,8 @@ pub struct World<H: Host, S, O> {
     hosts: Vec<H>,
     /// Per host, per core: busy until.
     cores: Vec<Vec<Nanos>>,
+    /// Per host, per core: the receive queue (used only by hosts that sort their batches).
+    rx: Vec<Vec<RxQueue>>,
     /// The switches, by id.
     switches: Vec<SwitchSlot<S>>,
     /// The links and forwarding tables.
@@ -383,6 +428,7 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
             .collect();
         Ok(World {
             cores: hosts.iter().map(|host| vec![0; usize::from(host.cores())]).collect(),
+            rx: hosts.iter().map(|host| (0..host.cores()).map(|_| RxQueue::default()).collect()).collect(),
             hosts,
             switches,
             topology,
@@ -502,6 +548,7 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
         match event {
             Event::HostTimer { host, epoch, timer } => self.host_timer(now, host, epoch, timer),
             Event::Deliver { host, bytes } => self.deliver(now, host, bytes),
+            Event::CoreFree { host, core, epoch } => self.core_free(now, host, usize::from(core), epoch),
             Event::AtSwitch { switch, ingress, bytes } => {
                 if self.switches[usize::from(switch)].down {
                     return self.count(|s| s.to_down += 1);
@@ -581,6 +628,9 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
         if self.host_down[h] {
             return self.count(|s| s.to_down += 1);
         }
+        if self.hosts[h].sorts_receive_batches() {
+            return self.enqueue(now, host, bytes);
+        }
         let core = match self.hosts[h].route(&bytes) {
             Route::Core(c) => usize::from(c),
             Route::AnyCore => self.first_free_core(host),
@@ -590,10 +640,69 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
             self.schedule(at, Event::Deliver { host, bytes });
             return;
         }
+        self.handle_datagram_on(now, host, core, bytes);
+    }
+
+    /// Runs host `host`'s handler for `bytes` on `core` at `now`.
+    fn handle_datagram_on(&mut self, now: Nanos, host: u16, core: usize, bytes: Vec<u8>) {
         self.trace_event(now, host, b"deliver", &bytes);
         let mut out = HostOutbox::<H>::default();
-        self.hosts[h].handle_datagram(now, &bytes, &mut out);
+        self.hosts[usize::from(host)].handle_datagram(now, &bytes, &mut out);
         self.finish_handler(host, core, now, out);
+    }
+
+    /// A datagram reaches a host that sorts its receive batches: handled at once if its core is
+    /// free with nothing queued, else queued for the core's next batch.
+    fn enqueue(&mut self, now: Nanos, host: u16, bytes: Vec<u8>) {
+        let h = usize::from(host);
+        let core = match self.hosts[h].route(&bytes) {
+            Route::Core(c) => usize::from(c),
+            Route::AnyCore => {
+                let (cores, rx) = (&self.cores[h], &self.rx[h]);
+                (0..cores.len()).min_by_key(|&c| (cores[c].max(now), rx[c].len(), c)).unwrap_or(0)
+            }
+        };
+        if self.cores[h][core] <= now && self.rx[h][core].len() == 0 {
+            return self.handle_datagram_on(now, host, core, bytes);
+        }
+        let class = self.hosts[h].receive_class(&bytes);
+        self.rx[h][core].waiting.push((class, bytes));
+        self.arm_core(now, host, core);
+    }
+
+    /// Schedules an [`Event::CoreFree`] for `core` of `host` when it frees, unless one is.
+    fn arm_core(&mut self, now: Nanos, host: u16, core: usize) {
+        let h = usize::from(host);
+        let rx = &mut self.rx[h][core];
+        if rx.armed || rx.len() == 0 {
+            return;
+        }
+        rx.armed = true;
+        let (at, epoch) = (self.cores[h][core].max(now), self.host_epoch[h]);
+        self.schedule(at, Event::CoreFree { host, core: core as u16, epoch });
+    }
+
+    /// `core` of `host` may be free: hands over the next datagram of its batch, taking and
+    /// sorting a new batch if the last one is done.
+    fn core_free(&mut self, now: Nanos, host: u16, core: usize, epoch: u32) {
+        let h = usize::from(host);
+        if self.host_down[h] || epoch != self.host_epoch[h] {
+            return; // queued for an incarnation that crashed (its queues went with it)
+        }
+        self.rx[h][core].armed = false;
+        if self.cores[h][core] > now {
+            return self.arm_core(now, host, core); // a timer took the core first
+        }
+        let rx = &mut self.rx[h][core];
+        if rx.batch.is_empty() {
+            let mut batch = std::mem::take(&mut rx.waiting);
+            // Stable: arrival order within a class.
+            batch.sort_by_key(|&(class, _)| std::cmp::Reverse(class));
+            rx.batch = batch.into_iter().map(|(_, bytes)| bytes).collect();
+        }
+        let Some(bytes) = rx.batch.pop_front() else { return };
+        self.handle_datagram_on(now, host, core, bytes);
+        self.arm_core(now, host, core);
     }
 
     fn count(&mut self, what: impl FnOnce(&mut FaultStats)) {
@@ -608,6 +717,8 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
                 let i = usize::from(n);
                 self.host_down[i] = true;
                 self.host_epoch[i] += 1;
+                // What waited in its receive queues was in its memory.
+                self.rx[i].iter_mut().for_each(|q| *q = RxQueue::default());
                 self.count(|s| s.node_crashes += 1);
             }
             Target::Switch(s) => {

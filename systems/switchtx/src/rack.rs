@@ -9,8 +9,8 @@
 //! | `fasst` | the client | no | static |
 //! | `gas` | S0 only | no | static |
 //! | `tree-gas` | the tree | no | static |
-//! | `reorder` | the tree | three strict-priority classes | static |
-//! | `switchtx` | the tree | three classes | adaptive (Listing 1) |
+//! | `reorder` | the tree | three strict-priority classes, servers sort batches | static |
+//! | `switchtx` | the tree | three classes, servers sort batches | adaptive (Listing 1) |
 //! | `eris` | a sequencer switch (S0) | no | static |
 //!
 //! `eris` is the Eris-like baseline: a shard is a thread; the client sends its whole
@@ -21,9 +21,10 @@
 //! replication, no recovery from loss (not among the fuzz cases).
 //!
 //! Without priority every port is a FIFO; with it every port (hosts' uplinks, switch egress)
-//! has three strict-priority classes sharing `buffer_kb` that tail-drops. The servers'
-//! batch reordering of their receive queues (§3.4.1) is not modelled: the simulator hands a
-//! host one datagram per handler, so there is no queue to sort (a known gap).
+//! has three strict-priority classes sharing `buffer_kb` that tail-drops, and the servers
+//! reorder their receive batches (§3.4.1): the datagrams that waited for a busy thread are
+//! handled as one batch sorted by the same classes (the simulator's per-core receive queues,
+//! `pisadb_sim::world`, "Receive queues"; the server only names the class).
 //!
 //! A run warms up, measures, then drains (no new transactions; everything in flight ends).
 //! [`RackObserver`] counts the window's commits, aborts, latencies and lock times, and keeps

@@ -11,9 +11,16 @@
 //! message really crosses its ToR's process, S0's and the far ToR's, and the tree gathers and
 //! scatters hop by hop.
 //!
-//! **Not played.** Loopback has no priority egress queues: every port is a FIFO (the socket's
-//! buffer), so `reorder` and `switchtx` differ from `tree-gas` only in their MPL here; the
-//! servers' costs are not charged (their processes spend what they spend).
+//! **Semantic priority (§3.4.1).** With `reorder` and `switchtx`, every port of every switch
+//! process (host ports and trunks) has the simulator's three strict-priority classes sharing
+//! `buffer_kb`, draining at the simulated links' 100 Gbit/s and classified by
+//! [`crate::wire::classify`] (`pisadb_runtime::wire`, "Egress queues"), and every server sorts
+//! each batch it drains from its socket by the same classes before handling it
+//! (`pisadb_runtime::host_proc`, "Receive batches"). On loopback a 100 Gbit/s port rarely
+//! backs up: the queues order what a switch round sends out of one port, and the servers'
+//! sort is where a backlog meets priority (a server busy with one round finds the next
+//! round's datagrams waiting in its socket). The servers' costs are not charged (their
+//! processes spend what they spend).
 //!
 //! **Defaults.** The simulator's defaults are the paper's testbed (8 servers × 24 threads); the
 //! project machine has 2 cores for 12 processes, so real mode starts from [`real_defaults`]:
@@ -43,7 +50,7 @@ use pisadb_runtime::host_proc::{self, HostRun};
 use pisadb_runtime::supervisor::{free_ports, ConfigLaunch, Crash};
 use pisadb_runtime::switch_proc::{self, SwitchReport};
 use pisadb_runtime::wal_file::WalFile;
-use pisadb_runtime::wire::PortWire;
+use pisadb_runtime::wire::{EgressQueues, PortWire};
 use pisadb_runtime::{write_json, Network, RackConfig as RealConfig, Role, RuntimeError};
 use pisadb_switch::Switch;
 use serde::{Deserialize, Serialize};
@@ -83,7 +90,8 @@ fn configs(spec: &Spec) -> Result<Vec<ServerConfig>, RuntimeError> {
 
 /// The network of `spec`'s racks at `switches` (S0 first, then the ToRs) and `hosts` (the
 /// servers, by id), with the wire `extra` (loss, delay, jitter) behind every server's port
-/// (what its ToR sends it; the trunks are perfect).
+/// (what its ToR sends it; the trunks are perfect), and strict-priority egress queues on
+/// every port for the variants with semantic priority.
 pub fn network(
     spec: &Spec,
     switches: Vec<std::net::SocketAddr>,
@@ -93,6 +101,12 @@ pub fn network(
     let mut network = Network::from_topology(&topology_of(&layout_of(&spec.rack)), switches, hosts)?;
     if !extra.is_perfect() {
         network.wire = vec![extra.clone(); network.hosts.len()];
+    }
+    let v = variant_of(&spec.variant).map_err(|e| RuntimeError::bad_setting("variant", &spec.variant, e))?;
+    if v.priority {
+        // The simulator's ports (`crate::rack::build`): three classes sharing `buffer_kb`.
+        let gbps = pisadb_net::LinkParams::hundred_gbe().gbps;
+        network.egress = Some(EgressQueues { classes: 3, buffer_bytes: spec.rack.buffer_kb * 1024, gbps });
     }
     network.validate()?;
     Ok(network)
@@ -214,7 +228,7 @@ pub fn serve_switch(cfg: &RealConfig<Spec>, id: u16, report: Option<&Path>) -> R
     }
     let mut switch: Switch<GatherScatter> =
         make_switch(id, &v, &layout).map_err(|e| RuntimeError::bad_setting("program", "gather-and-scatter", e))?;
-    switch_proc::serve_and_report(cfg, id, &mut switch, spec.rack.seed, report)
+    switch_proc::serve_and_report_classified(cfg, id, &mut switch, spec.rack.seed, crate::wire::classify, report)
 }
 
 /// What to run with [`run_cluster`].
@@ -405,6 +419,10 @@ mod tests {
         let n = network(&single, (0..2).map(addr).collect(), (10..18).map(addr).collect(), &lossy).unwrap();
         assert_eq!((n.host_switch.clone(), n.trunks.clone()), (vec![1; 8], vec![(0, 1)]), "one ToR under S0");
         assert!((0..8).all(|h| n.wire_of(h).loss == 0.01), "every server's port loses");
+        assert!(n.egress.is_some(), "switchtx has priority queues");
+        let fifo = Spec { variant: "tree-gas".into(), ..single };
+        let n = network(&fifo, (0..2).map(addr).collect(), (10..18).map(addr).collect(), &perfect).unwrap();
+        assert_eq!(n.egress, None, "tree-gas has FIFO ports");
     }
 
     #[test]

@@ -1533,6 +1533,16 @@ impl Host for Server {
         }
     }
 
+    fn sorts_receive_batches(&self) -> bool {
+        // §3.4.1: with semantic priority, a server drains its receive queue and handles the
+        // batch by class (the driver sorts; the classes are the wire's, as the switches use).
+        self.cfg.priority
+    }
+
+    fn receive_class(&self, bytes: &[u8]) -> u8 {
+        crate::wire::classify(bytes)
+    }
+
     fn timer_core(&self, timer: &ServerTimer) -> u16 {
         match *timer {
             ServerTimer::Epoch(t) | ServerTimer::Timeout(t, _, _) => t.min(self.cfg.threads - 1),

@@ -12,8 +12,8 @@ fn small_runs_are_pinned() {
         ("fasst", "65d509291e3f0386", 94, 4, 125),
         ("gas", "7e41d9fe36db24d0", 118, 5, 155),
         ("tree-gas", "c39ca014de023f84", 120, 5, 157),
-        ("reorder", "38019b2b59260258", 119, 4, 157),
-        ("switchtx", "bcccef2b56d71d69", 79, 2, 156),
+        ("reorder", "96f9fdea91e9349b", 118, 4, 156),
+        ("switchtx", "1873c8194a64873b", 80, 2, 158),
     ];
     for (variant, hash, commits, aborts, checked) in pinned {
         let f = run(variant, &cfg).unwrap();

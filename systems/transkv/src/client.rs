@@ -2,10 +2,12 @@
 //!
 //! Each of the host's `outstanding` slots runs one transaction at a time and starts the next
 //! when it commits, until the host has started its share of transactions. A transaction is
-//! `ops_per_txn` distinct keys of one storage node: the first drawn from YCSB's scrambled Zipf
-//! (or uniform when `zipf` is 0), the others its neighbours in the node's key range (a
-//! transaction spans one node; §VI does not say more). It is a write transaction (all ops
-//! write) with probability `write_ratio`, else read-only.
+//! `ops_per_txn` distinct keys, each drawn from YCSB's scrambled Zipf (or uniform when `zipf`
+//! is 0), as a transaction that groups YCSB operations would draw them: its keys may live on
+//! several storage nodes and be cached on switches of several paths (§IV-B: "the requested
+//! key-value pairs may be cached on different switches"). It is a write transaction (all ops
+//! write) with probability `write_ratio`, else read-only. A non-transactional multi-get reads
+//! the first key's neighbours on its node (one datagram to one node).
 //!
 //! **Timestamps.** T-TS is unique and follows time: `(slot << 2) | index`, where `slot` is the
 //! larger of the host's last slot + 1 and the time in 100 ns units, and `index` (0..4) names
@@ -13,13 +15,22 @@
 //! 32-bit signed words). An abort restarts the transaction with a new timestamp (basic TSO).
 //!
 //! **Lost messages.** An attempt unanswered for `resolve_ns` is resolved: the client sends
-//! `Resolve` with the same timestamp where the attempt went (the node, or the controller) and
+//! `Resolve` with the same timestamp where the attempt went (the node, the controller, or
+//! each node whose share is unanswered) and
 //! keeps doing so until an answer comes; the node (`store.rs`) is where the outcome is decided
 //! once, so a resolve never makes a second copy of the transaction cross the switches.
 //!
 //! **Path** ([`Path`]): TransKV sends a transaction whose keys are all cached straight to the
-//! storage node (the switches on the way decide it) and any other to the controller
-//! (coordinator); Tranx-Coor sends every transaction to the controller; non-transactional
+//! storage node (the switches on the way decide it), and any other to the controller
+//! (coordinator, `control.rs`), whose shares the switches on each node's path still decide
+//! where they cache the keys. Keys cached on several nodes' paths: a read-only transaction
+//! goes as one request per node, each decided (and usually answered) by the switches on its
+//! path, and commits when every share was accepted. Under basic TSO that needs no
+//! coordination: an accepted read of t raised the key's R-TS to t and found no older writer
+//! pending, so its value is the one t must see whatever else happens, and a refused share
+//! leaves only raised R-TS behind (conservative, never unsafe) — the client retries with a new
+//! timestamp. A write over several nodes needs the controller for atomicity: no one switch
+//! sees all of it. Tranx-Coor sends every transaction to the controller; non-transactional
 //! reads (T-TS = 0) go straight to the node. Which keys are cached starts as the setup fill
 //! and is learned from every committed answer (an op a switch decided is cached on the path,
 //! one no switch decided is not), so a TransKV client follows the controller's cache refresh
@@ -29,7 +40,7 @@
 
 use crate::costs;
 use crate::layout::{Hierarchy, CONTROLLER};
-use crate::wire::{value_of, version_of, Message, Op, OpType, Rejections, Status};
+use crate::wire::{value_of, version_of, Message, Op, OpType, Rejections, Status, FLAG_SHARE};
 use pisadb_core::rng::{derive, SeededRng};
 use pisadb_core::{Nanos, TraceBytes, TraceHash};
 use pisadb_host::{Host, HostOutbox, Route, Send};
@@ -108,8 +119,8 @@ pub enum ClientEvent {
     Committed {
         /// T-TS of the attempt that committed.
         ts: u32,
-        /// Whether it wrote.
-        write: bool,
+        /// Keys it wrote (0: read-only).
+        writes: u8,
         /// From its first attempt's send to the answer.
         latency_ns: Nanos,
         /// Attempts it took.
@@ -151,6 +162,18 @@ struct Txn {
     attempts: u32,
     /// Where the current attempt went (a node, or the controller).
     dst: u16,
+    /// A read-only attempt over cached keys of several nodes, sent as one request per node:
+    /// each node's answer so far (empty: the attempt went as one message to `dst`).
+    shares: BTreeMap<u16, Option<Message>>,
+}
+
+/// The ops of `ops` on each node, in op order.
+fn by_node(h: &Hierarchy, ops: &[Op]) -> BTreeMap<u16, Vec<Op>> {
+    let mut shares: BTreeMap<u16, Vec<Op>> = BTreeMap::new();
+    for op in ops {
+        shares.entry(h.node_of(op.key as u64)).or_default().push(*op);
+    }
+    shares
 }
 
 /// A client host.
@@ -208,24 +231,34 @@ impl ClientHost {
 
     fn draw_ops(&mut self, now: Nanos) -> Vec<Op> {
         let h = Arc::clone(&self.cfg.hierarchy);
-        let rank = match &self.zipf {
-            Some(z) => (z.sample(&mut self.rng) as u64).saturating_sub(1).min(h.records - 1),
-            None => self.rng.random_range(0..h.records),
-        };
-        let (shift_at, shift) = self.cfg.hot_shift;
-        let rank = if shift > 0 && now >= shift_at { rank.wrapping_add(shift) } else { rank };
-        let first = crate::layout::key_of_rank(rank, h.records);
-        let node = h.node_of(first);
+        let first = self.draw_key(&h, now);
         let write = self.rng.random_bool(self.cfg.write_ratio);
         let mut keys = vec![first];
-        let mut step = 1u64;
-        while keys.len() < usize::from(self.cfg.ops_per_txn) && step <= h.records {
-            for k in [first.checked_add(step), first.checked_sub(step)].into_iter().flatten() {
-                if keys.len() < usize::from(self.cfg.ops_per_txn) && k < h.records && h.node_of(k) == node {
+        let wanted = usize::from(self.cfg.ops_per_txn);
+        if self.cfg.path == Path::NonTransactional {
+            // A non-transactional multi-get goes to one node: the first key's neighbours there.
+            let node = h.node_of(first);
+            let mut step = 1u64;
+            while keys.len() < wanted && step <= h.records {
+                for k in [first.checked_add(step), first.checked_sub(step)].into_iter().flatten() {
+                    if keys.len() < wanted && k < h.records && h.node_of(k) == node {
+                        keys.push(k);
+                    }
+                }
+                step += 1;
+            }
+        } else {
+            // Distinct keys, each drawn as YCSB draws one (a transaction groups YCSB
+            // operations), so a transaction spans nodes. Bounded tries: a tiny key space
+            // with high skew repeats keys.
+            let mut tries = 0;
+            while keys.len() < wanted && tries < 64 * wanted {
+                tries += 1;
+                let k = self.draw_key(&h, now);
+                if !keys.contains(&k) {
                     keys.push(k);
                 }
             }
-            step += 1;
         }
         keys.into_iter()
             .map(|k| if write { Op::write(u128::from(k), [0; 48]) } else { Op::read(u128::from(k)) })
@@ -244,6 +277,18 @@ impl ClientHost {
         }
     }
 
+    /// One key by the workload's popularity (YCSB's scrambled Zipf, or uniform).
+    /// From `hot_shift`'s time on, rank r is drawn as rank r + its shift.
+    fn draw_key(&mut self, h: &Hierarchy, now: Nanos) -> u64 {
+        let rank = match &self.zipf {
+            Some(z) => (z.sample(&mut self.rng) as u64).saturating_sub(1).min(h.records - 1),
+            None => self.rng.random_range(0..h.records),
+        };
+        let (shift_at, shift) = self.cfg.hot_shift;
+        let rank = if shift > 0 && now >= shift_at { rank.wrapping_add(shift) } else { rank };
+        crate::layout::key_of_rank(rank, h.records)
+    }
+
     fn send_attempt(&mut self, now: Nanos, seq: u32, out: &mut HostOutbox<Self>) {
         let ts = match self.cfg.path {
             Path::NonTransactional => 0,
@@ -260,8 +305,25 @@ impl ClientHost {
         let cached = |key: u64| learned.get(&key).copied().unwrap_or_else(|| h.switch_of(key).is_some());
         let all_cached = txn.ops.iter().all(|o| cached(o.key as u64));
         let node = h.node_of(txn.ops[0].key as u64);
+        let one_node = txn.ops.iter().all(|o| h.node_of(o.key as u64) == node);
+        let read_only = txn.ops.iter().all(|o| o.op_type == OpType::Read);
+        txn.shares.clear();
+        if self.cfg.path == Path::TransKv && all_cached && read_only && !one_node {
+            // Read-only over cached keys of several nodes: one request per node, each decided
+            // by the switches on that node's path; no commit needs coordinating (below).
+            for (node, mut ops) in by_node(&h, &txn.ops) {
+                ops.iter_mut().for_each(|o| o.flags |= FLAG_SHARE);
+                let msg = Message { ts, status: Status::Request, client: self.cfg.address, seq, ops };
+                out.cpu_ns += costs::CLIENT_MESSAGE_NS;
+                out.sends.push(Send { dst: node, bytes: msg.datagram(self.cfg.address, node) });
+                txn.shares.insert(node, None);
+            }
+            txn.dst = node;
+            out.timers.push((now + self.cfg.resolve_ns, ClientTimer::Resolve { seq, ts }));
+            return;
+        }
         let (status, dst) = match self.cfg.path {
-            Path::TransKv if all_cached => (Status::Request, node),
+            Path::TransKv if all_cached && one_node => (Status::Request, node),
             Path::TransKv | Path::Coordinator => (Status::Coordinate, CONTROLLER),
             Path::NonTransactional => (Status::Request, node),
         };
@@ -279,7 +341,8 @@ impl ClientHost {
         self.started += 1;
         let seq = self.started;
         let ops = self.draw_ops(now);
-        self.in_flight.insert(seq, Txn { seq, ts: 0, ops, started_ns: now, attempts: 0, dst: 0 });
+        self.in_flight
+            .insert(seq, Txn { seq, ts: 0, ops, started_ns: now, attempts: 0, dst: 0, shares: BTreeMap::new() });
         self.send_attempt(now, seq, out);
     }
 
@@ -291,23 +354,41 @@ impl ClientHost {
         }
         match msg.status {
             Status::Committed | Status::Served => {
+                let Some(txn) = self.in_flight.get_mut(&msg.seq) else { return };
+                let mut answers = vec![msg.clone()];
+                if !txn.shares.is_empty() {
+                    let node = self.cfg.hierarchy.node_of(msg.ops[0].key as u64);
+                    match txn.shares.get_mut(&node) {
+                        Some(answer) => *answer = Some(msg.clone()),
+                        None => {
+                            self.rejections.count("unknown_share");
+                            return out.events.push(ClientEvent::Rejected("unknown_share"));
+                        }
+                    }
+                    if txn.shares.values().any(Option::is_none) {
+                        return;
+                    }
+                    answers = txn.shares.values().flatten().cloned().collect();
+                }
                 let Some(txn) = self.in_flight.remove(&msg.seq) else { return };
                 if self.cfg.path == Path::TransKv {
-                    self.learn(&msg);
+                    answers.iter().for_each(|m| self.learn(m));
                 }
-                let reads = msg
+                let answered: Vec<&Op> = answers.iter().flat_map(|m| &m.ops).collect();
+                let reads = txn
                     .ops
                     .iter()
                     .filter(|o| o.op_type == OpType::Read)
+                    .filter_map(|o| answered.iter().find(|a| a.key == o.key))
                     .map(|o| (o.key as u64, version_of(&o.value)))
                     .collect();
                 out.events.push(ClientEvent::Committed {
                     ts: txn.ts,
-                    write: txn.ops.iter().any(|o| o.op_type == OpType::Write),
+                    writes: txn.ops.iter().filter(|o| o.op_type == OpType::Write).count() as u8,
                     latency_ns: now - txn.started_ns,
                     attempts: txn.attempts,
-                    by_switch: msg.status == Status::Served,
-                    switch_decided: msg.ops.iter().all(|o| o.decided()),
+                    by_switch: answers.iter().all(|m| m.status == Status::Served),
+                    switch_decided: answers.iter().all(|m| m.ops.iter().all(|o| o.decided())),
                     reads,
                 });
                 debug_assert_eq!(txn.seq, msg.seq);
@@ -368,9 +449,22 @@ impl Host for ClientHost {
         let Some(txn) = self.in_flight.get(&seq).filter(|t| t.ts == ts) else { return };
         // A non-transactional read is only asked again (reads change nothing).
         let status = if ts == 0 { Status::Request } else { Status::Resolve };
-        let msg = Message { ts, status, client: self.cfg.address, seq, ops: txn.ops.clone() };
-        out.cpu_ns += costs::CLIENT_MESSAGE_NS;
-        out.sends.push(Send { dst: txn.dst, bytes: msg.datagram(self.cfg.address, txn.dst) });
+        let resolve = |dst: u16, ops: Vec<Op>, out: &mut HostOutbox<Self>| {
+            let msg = Message { ts, status, client: self.cfg.address, seq, ops };
+            out.cpu_ns += costs::CLIENT_MESSAGE_NS;
+            out.sends.push(Send { dst, bytes: msg.datagram(self.cfg.address, dst) });
+        };
+        if txn.shares.is_empty() {
+            resolve(txn.dst, txn.ops.clone(), out);
+        } else {
+            // Each unanswered share is resolved at its node (its outcome, or refused for good).
+            for (node, mut ops) in by_node(&self.cfg.hierarchy, &txn.ops) {
+                if txn.shares.get(&node).is_some_and(Option::is_none) {
+                    ops.iter_mut().for_each(|o| o.flags |= FLAG_SHARE);
+                    resolve(node, ops, out);
+                }
+            }
+        }
         out.timers.push((now + self.cfg.resolve_ns, timer));
         out.events.push(ClientEvent::Resolving);
     }
@@ -408,7 +502,7 @@ mod tests {
     }
 
     #[test]
-    fn transactions_are_distinct_keys_of_one_node_with_unique_rising_timestamps() {
+    fn transactions_are_distinct_independent_keys_with_unique_rising_timestamps() {
         let mut c = client(Path::Coordinator, 0.99);
         let mut out = HostOutbox::<ClientHost>::default();
         c.start(0, &mut out);
@@ -417,14 +511,28 @@ mod tests {
         for s in &out.sends {
             let (_, m) = Message::open(&s.bytes).unwrap();
             assert_eq!((s.dst, m.status, m.ops.len()), (CONTROLLER, Status::Coordinate, 3));
-            let nodes: Vec<u16> = m.ops.iter().map(|o| c.cfg.hierarchy.node_of(o.key as u64)).collect();
-            assert!(nodes.iter().all(|&n| n == nodes[0]));
             let mut keys: Vec<u128> = m.ops.iter().map(|o| o.key).collect();
+            keys.sort_unstable();
             keys.dedup();
-            assert_eq!(keys.len(), 3);
+            assert_eq!(keys.len(), 3, "distinct keys");
             assert!(m.ts > last && m.ts % 4 == 0);
             last = m.ts;
         }
+        // Keys are drawn independently, so transactions span nodes; a non-transactional
+        // multi-get stays on one node (one datagram to one node).
+        let spans = |path: Path| {
+            let mut c = client(path, 0.99);
+            (0..200)
+                .map(|_| {
+                    let ops = c.draw_ops(0);
+                    let nodes: std::collections::BTreeSet<u16> =
+                        ops.iter().map(|o| c.cfg.hierarchy.node_of(o.key as u64)).collect();
+                    nodes.len()
+                })
+                .collect::<Vec<_>>()
+        };
+        assert!(spans(Path::Coordinator).iter().filter(|&&n| n > 1).count() > 100, "most span several nodes");
+        assert!(spans(Path::NonTransactional).iter().all(|&n| n == 1));
     }
 
     #[test]

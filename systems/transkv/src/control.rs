@@ -1,31 +1,41 @@
 //! The controller host (§III, §IV-F): the transaction coordinator for keys no switch caches
 //! (and, in the Tranx-Coor baseline, for every transaction).
 //!
-//! A client sends `Coordinate`; the controller sends `Prepare` to the transaction's storage
-//! node, and the switches on that path decide the ops on keys they cache (so a transaction
-//! mixing cached and uncached keys is decided by both); the node votes on the others:
+//! A client sends `Coordinate`; the controller splits the transaction into shares, one per
+//! storage node its keys live on, and sends each node its `Prepare`. The switches on each
+//! node's path decide the share's ops on keys they cache (so a transaction mixing cached and
+//! uncached keys is decided by both), and the node votes on the others. This is two-phase
+//! commit with the switches as voters on the way:
 //!
 //! ```text
-//! client ──Coordinate──▶ controller ──Prepare──▶ [switches] ──▶ node
+//! client ──Coordinate──▶ controller ──Prepare──▶ [switches] ──▶ node      (one per share)
 //! client ◀──Committed── controller ◀─Committed── [switches] ◀── node ◀──Commit── controller ◀──Voted── node
 //! ```
 //!
-//! A `Voted` is answered with `Commit`; `Committed` goes on to the client; `Aborted` (the node
-//! refused) and `SwitchAborted` (a switch refused on the way) go on to the client as they are;
-//! `Served` (every op a read a switch answered) becomes `Committed`. Transactions span one
-//! node (`client.rs`), so one vote decides; the controller keeps which client waits for which
-//! timestamp, and the final answer of each.
+//! When every share has voted, each gets `Commit`, and once every node has answered
+//! `Committed` the client gets `Committed` with every share's read values in its op order.
+//! The first refusal (`Aborted` from a node, `SwitchAborted` from a switch on the way) aborts
+//! the transaction: every other unfinished share gets `Aborted`, which releases the switches'
+//! claims on its way and the node's prepared state; the client gets the refusal's status once
+//! every share has ended, so a retry never meets its own earlier attempt. A share is never
+//! answered by a switch, even if it only reads cached keys (`program.rs`, `verdict`): its
+//! node's vote is what lets a restarted controller find out how the transaction ended.
 //!
-//! **Lost messages.** A client that waits too long sends `Resolve`. A decided transaction gets
-//! its final answer again; one whose vote came gets its `Commit` again (the node answers a
-//! second `Commit` with the same `Committed`); one still preparing is resolved by the node
-//! (`store.rs`: its outcome, its vote, or — never seen — aborted for good). Nothing is ever
-//! prepared twice, so every transaction crosses the switches as one copy.
+//! **Lost messages.** A client that waits too long sends `Resolve`, and the controller moves
+//! every share on again: a decided transaction gets its final answer again; a voted share
+//! gets its `Commit` again once all voted (the node answers a second `Commit` with the same
+//! `Committed`); a share of an aborted transaction gets its `Aborted` again; a share not yet
+//! heard from is resolved by its node (`store.rs`: its outcome, its vote, or — never seen —
+//! aborted for good). Nothing is ever prepared twice, so every share crosses the switches as
+//! one copy. A restarted controller knows nothing: the client's `Resolve` becomes a new
+//! coordination that asks every node, and the nodes' answers (outcome or vote, each decided
+//! once) rebuild the decision: a share that committed means the commit was decided.
 //!
 //! **The log** (variant `transkv-log`, §IV-E): switches copy every transaction they accept to
 //! the controller, and storage nodes copy every commit with the before images of its writes;
 //! the controller keeps one record per transaction with its reads, before and after images
-//! and whether its commit is confirmed ([`Controller::txn_log`]); recovery by undo/redo with
+//! and whether its commit is confirmed, by every node it spans ([`Controller::txn_log`]);
+//! recovery by undo/redo with
 //! cascading rollback runs over it (`crate::recovery`).
 //!
 //! The cache fill from the workload's popularity is done at setup by the rack
@@ -84,13 +94,45 @@ impl pisadb_core::TraceBytes for ControllerTimer {
 /// coordinates ([`Controller::restarted`]).
 pub const RETRY_NS: Nanos = 1_000_000;
 
-/// Where a coordinated transaction is.
+/// Where one node's share of a coordinated transaction is.
 #[derive(Clone, Debug, PartialEq, Eq)]
-enum Phase {
-    /// `Prepare` (or `Resolve`) sent, no vote yet: the request as it came.
-    Preparing(Message),
-    /// Voted yes, `Commit` sent: the message to send again.
-    Committing(Message),
+enum Part {
+    /// `Prepare` (or `Resolve`) sent, no answer yet.
+    Preparing,
+    /// The node voted yes: its message, read values filled (what `Commit` carries).
+    Voted(Message),
+    /// The node committed: its answer.
+    Committed(Message),
+    /// Aborted here (by the node, a switch, or the controller's `Aborted`): final.
+    Aborted,
+}
+
+/// A transaction being coordinated.
+#[derive(Clone, Debug)]
+struct Coordination {
+    /// The client that waits for it.
+    client: u16,
+    /// The transaction as the client sent it (the order of its ops).
+    msg: Message,
+    /// Its share on each node (the ops of that node's keys) and where that share is.
+    parts: BTreeMap<u16, (Message, Part)>,
+    /// Aborted: the first abort (a switch's or a node's; its status goes to the client, for
+    /// its figures).
+    abort: Option<Message>,
+}
+
+impl Coordination {
+    fn all_yes(&self) -> bool {
+        self.parts.values().all(|(_, p)| matches!(p, Part::Voted(_) | Part::Committed(_)))
+    }
+
+    fn all_final(&self) -> bool {
+        self.parts.values().all(|(_, p)| match p {
+            Part::Committed(_) => self.abort.is_none(),
+            Part::Aborted => self.abort.is_some(),
+            Part::Preparing | Part::Voted(_) => false,
+        })
+    }
 }
 
 /// The controller.
@@ -100,10 +142,15 @@ pub struct Controller {
     address: u16,
     /// Keys and nodes.
     hierarchy: Arc<Hierarchy>,
-    /// Transactions being coordinated: T-TS → (client, phase).
-    waiting: BTreeMap<u32, (u16, Phase)>,
+    /// Transactions being coordinated, by T-TS.
+    waiting: BTreeMap<u32, Coordination>,
     /// Transactions decided: T-TS → the final answer sent to the client.
     decided: BTreeMap<u32, Message>,
+    /// Nodes spanned by each transaction this controller coordinated over more than one
+    /// (a commit is confirmed in the log once each of them confirmed its share).
+    spans: BTreeMap<u32, u8>,
+    /// Shares confirmed in the log so far, per T-TS.
+    confirmed: BTreeMap<u32, u8>,
     /// The transaction log (§IV-E, variant `transkv-log`; `crate::recovery`).
     log: TxnLog,
     /// The cache refresh, if the run has one.
@@ -137,18 +184,9 @@ impl Controller {
 
     fn retry(&mut self, now: Nanos, out: &mut HostOutbox<Self>) {
         self.retry_armed = false;
-        let again: Vec<Message> = self
-            .waiting
-            .values()
-            .map(|(_, phase)| match phase {
-                Phase::Preparing(m) => Message { status: Status::Resolve, ..m.clone() },
-                Phase::Committing(v) => Message { status: Status::Commit, ..v.clone() },
-            })
-            .collect();
-        for m in again {
-            let node = self.hierarchy.node_of(m.ops[0].key as u64);
-            let status = m.status;
-            self.send(m, status, node, out);
+        let unfinished: Vec<Coordination> = self.waiting.values().cloned().collect();
+        for c in &unfinished {
+            self.push(c, out);
         }
         out.cpu_ns += costs::CONTROLLER_MESSAGE_NS * out.sends.len() as u64;
         self.arm_retry(now, out);
@@ -192,6 +230,8 @@ impl Controller {
             hierarchy,
             waiting: BTreeMap::new(),
             decided: BTreeMap::new(),
+            spans: BTreeMap::new(),
+            confirmed: BTreeMap::new(),
             log: TxnLog::default(),
             refresh: None,
             drives_retries: false,
@@ -210,29 +250,44 @@ impl Controller {
         &self.log
     }
 
-    /// Appends a copy to the log. A storage node's copy (`from` a node) is a commit with its
-    /// before images in the write ops' value slots: it makes the record `Committed`. A
-    /// switch's copy is the transaction as the switch accepted it: `Committed` if the switch
-    /// answered it whole (every op a read it served), else `Unknown` until its node's copy
-    /// comes; a later switch copy never replaces a record.
-    fn append(&mut self, from: u16, msg: &Message) {
+    /// Appends a copy to the log. A storage node's copy (`CommitLog`) is its share of a
+    /// commit with the before images in the write ops' value slots; a switch's copy is the
+    /// share as the switch accepted it, which confirms that share if the switch answered it
+    /// whole (every op a read it served). A record gathers its shares' reads and writes (by
+    /// key) and is `Committed` once every node the transaction spans confirmed its share
+    /// (one, unless this controller coordinated it over several), else `Unknown`.
+    fn append(&mut self, msg: &Message) {
         let version = |op: &crate::wire::Op| crate::wire::version_of(&op.value);
-        let reads = msg.ops.iter().filter(|o| o.op_type == OpType::Read).map(|o| (o.key as u64, version(o)));
-        if from < crate::layout::NODES {
-            let writes = msg.ops.iter().filter(|o| o.op_type == OpType::Write);
-            let record = LogRecord {
-                reads: reads.collect(),
-                writes: writes.map(|o| (o.key as u64, version(o), u64::from(msg.ts))).collect(),
-                outcome: Outcome::Committed,
-            };
-            self.log.records.insert(msg.ts, record);
-        } else if let std::collections::btree_map::Entry::Vacant(slot) = self.log.records.entry(msg.ts) {
-            let answered = msg.ops.iter().all(|o| o.op_type == OpType::Read && o.served());
-            slot.insert(LogRecord {
-                reads: reads.filter(|_| answered).collect(),
-                writes: Vec::new(),
-                outcome: if answered { Outcome::Committed } else { Outcome::Unknown },
-            });
+        let from_node = msg.status == Status::CommitLog;
+        let answered = !from_node && msg.ops.iter().all(|o| o.op_type == OpType::Read && o.served());
+        let record = self.log.records.entry(msg.ts).or_insert_with(|| LogRecord {
+            reads: Vec::new(),
+            writes: Vec::new(),
+            outcome: Outcome::Unknown,
+        });
+        // A share of a read-only transaction over several nodes (`FLAG_SHARE`): its reads go
+        // in, but no copy of one share can confirm the transaction, so it stays `Unknown`
+        // (rolled back by any recovery, which for a reader undoes nothing).
+        let share = msg.ops.iter().any(|o| o.flags & crate::wire::FLAG_SHARE != 0);
+        if !(from_node || answered) {
+            return;
+        }
+        for op in &msg.ops {
+            let key = op.key as u64;
+            match op.op_type {
+                OpType::Read if !record.reads.iter().any(|r| r.0 == key) => record.reads.push((key, version(op))),
+                OpType::Write if from_node && !record.writes.iter().any(|w| w.0 == key) => {
+                    record.writes.push((key, version(op), u64::from(msg.ts)))
+                }
+                _ => {}
+            }
+        }
+        record.reads.sort_unstable();
+        record.writes.sort_unstable();
+        let confirmed = self.confirmed.entry(msg.ts).or_default();
+        *confirmed += 1;
+        if !share && *confirmed >= self.spans.get(&msg.ts).copied().unwrap_or(1) {
+            record.outcome = Outcome::Committed;
         }
     }
 
@@ -251,6 +306,65 @@ impl Controller {
         out.events.push(ControllerEvent::Rejected(reason));
     }
 
+    /// Splits a transaction into its shares, one per node its keys live on, in key order.
+    fn shares(&self, msg: &Message) -> BTreeMap<u16, (Message, Part)> {
+        let mut parts: BTreeMap<u16, (Message, Part)> = BTreeMap::new();
+        for op in &msg.ops {
+            let node = self.hierarchy.node_of(op.key as u64);
+            let share =
+                parts.entry(node).or_insert_with(|| (Message { ops: Vec::new(), ..msg.clone() }, Part::Preparing));
+            share.0.ops.push(*op);
+        }
+        parts
+    }
+
+    /// Sends each unfinished share what moves it on: a `Resolve` to a node not yet heard
+    /// from, `Commit` to a voted one once all voted, `Aborted` to any unfinished one once the
+    /// transaction aborted.
+    fn push(&self, c: &Coordination, out: &mut HostOutbox<Self>) {
+        let all_yes = c.all_yes();
+        for (&node, (share, part)) in &c.parts {
+            match part {
+                _ if c.abort.is_some() && matches!(part, Part::Preparing | Part::Voted(_)) => {
+                    self.send(share.clone(), Status::Aborted, node, out)
+                }
+                Part::Preparing => self.send(share.clone(), Status::Resolve, node, out),
+                Part::Voted(voted) if all_yes => self.send(voted.clone(), Status::Commit, node, out),
+                _ => {}
+            }
+        }
+    }
+
+    /// Answers the client once every share is final: `Committed` with every share's read
+    /// values in the client's op order, or the first abort's status.
+    fn finish_if_done(&mut self, ts: u32, out: &mut HostOutbox<Self>) {
+        if !self.waiting.get(&ts).is_some_and(Coordination::all_final) {
+            return;
+        }
+        let Some(c) = self.waiting.remove(&ts) else { return };
+        let committed = c.abort.is_none();
+        out.events.push(ControllerEvent::Decided { committed });
+        let mut done = c.abort.clone().unwrap_or_else(|| Message { status: Status::Committed, ..c.msg.clone() });
+        if committed {
+            let answers: Vec<&Message> = c
+                .parts
+                .values()
+                .filter_map(|(_, p)| match p {
+                    Part::Committed(m) => Some(m),
+                    _ => None,
+                })
+                .collect();
+            for op in done.ops.iter_mut() {
+                if let Some(answered) = answers.iter().flat_map(|m| &m.ops).find(|o| o.key == op.key) {
+                    *op = *answered;
+                }
+            }
+        }
+        self.decided.insert(ts, done.clone());
+        let status = done.status;
+        self.send(done, status, c.client, out);
+    }
+
     fn coordinate(&mut self, now: Nanos, src: u16, msg: Message, out: &mut HostOutbox<Self>) {
         if matches!(msg.status, Status::HandedOff | Status::TookBack | Status::Misses) {
             match self.refresh.as_mut() {
@@ -262,13 +376,12 @@ impl Controller {
         if let Some(at) = self.refresh.as_mut().and_then(|r| r.wake(now)) {
             out.timers.push((at, ControllerTimer::Refresh));
         }
-        let node = self.hierarchy.node_of(msg.ops[0].key as u64);
-        if msg.ts == 0 {
+        if msg.ts == 0 || msg.ops.is_empty() {
             return self.reject("bad_coordinate", out);
         }
         match msg.status {
-            Status::Log => {
-                self.append(src, &msg);
+            Status::Log | Status::CommitLog => {
+                self.append(&msg);
                 out.events.push(ControllerEvent::Logged);
             }
             Status::Coordinate | Status::Resolve => {
@@ -277,45 +390,69 @@ impl Controller {
                     let status = done.status;
                     return self.send(done, status, src, out);
                 }
-                match self.waiting.get(&msg.ts) {
-                    Some((_, Phase::Committing(voted))) => {
-                        let voted = voted.clone();
-                        self.send(voted, Status::Commit, node, out);
-                    }
-                    // A client resolving: the node says what it knows (and refuses the
-                    // timestamp from now on if it knows nothing).
-                    Some((_, Phase::Preparing(_))) => self.send(msg, Status::Resolve, node, out),
-                    None => {
-                        let status = if msg.status == Status::Coordinate { Status::Prepare } else { Status::Resolve };
-                        self.waiting.insert(msg.ts, (src, Phase::Preparing(msg.clone())));
-                        self.send(msg, status, node, out);
-                    }
+                if let Some(c) = self.waiting.get(&msg.ts) {
+                    // A client resolving: move every share on again (a node that knows
+                    // nothing of its share refuses the timestamp from now on).
+                    return self.push(c, out);
                 }
+                let parts = self.shares(&msg);
+                if parts.len() > 1 {
+                    self.spans.insert(msg.ts, parts.len() as u8);
+                }
+                let status = if msg.status == Status::Coordinate { Status::Prepare } else { Status::Resolve };
+                for (&node, (share, _)) in &parts {
+                    self.send(share.clone(), status, node, out);
+                }
+                self.waiting.insert(msg.ts, Coordination { client: src, msg, parts, abort: None });
             }
-            Status::Voted => match self.waiting.get_mut(&msg.ts) {
-                Some((_, phase)) => {
-                    *phase = Phase::Committing(msg.clone());
-                    self.send(msg, Status::Commit, node, out);
-                }
-                None => self.reject("unknown_vote", out),
-            },
-            Status::Committed | Status::Served | Status::Aborted | Status::SwitchAborted => {
-                let Some((client, phase)) = self.waiting.remove(&msg.ts) else {
+            Status::Voted | Status::Committed | Status::Aborted | Status::SwitchAborted => {
+                let node = self.hierarchy.node_of(msg.ops[0].key as u64);
+                let ts = msg.ts;
+                let Some(c) = self.waiting.get_mut(&ts) else {
                     return self.reject("unknown_outcome", out);
                 };
-                if msg.status == Status::SwitchAborted && matches!(phase, Phase::Committing(_)) {
-                    // Cannot happen with one copy per transaction; keep the vote.
-                    self.waiting.insert(msg.ts, (client, phase));
-                    return self.reject("abort_after_vote", out);
+                let commit_decided = c.abort.is_none() && c.all_yes();
+                let Some((share, part)) = c.parts.get_mut(&node) else {
+                    return self.reject("unknown_outcome", out);
+                };
+                let share = share.clone();
+                match (msg.status, &*part) {
+                    (Status::Voted, Part::Preparing) => {
+                        *part = Part::Voted(msg);
+                        if c.abort.is_some() {
+                            self.send(share, Status::Aborted, node, out);
+                        } else if c.all_yes() {
+                            let c = c.clone();
+                            self.push(&c, out);
+                        }
+                    }
+                    (Status::Committed, Part::Voted(_)) => *part = Part::Committed(msg),
+                    // A node that committed its share before this controller heard its vote
+                    // (a restarted controller resolving): the commit was decided, so the
+                    // other shares commit too once they have voted.
+                    (Status::Committed, Part::Preparing) => {
+                        *part = Part::Committed(msg);
+                        if c.all_yes() {
+                            let c = c.clone();
+                            self.push(&c, out);
+                        }
+                    }
+                    (Status::Aborted | Status::SwitchAborted, Part::Preparing | Part::Voted(_)) if !commit_decided => {
+                        *part = Part::Aborted;
+                        if c.abort.is_none() {
+                            c.abort = Some(msg);
+                            let c = c.clone();
+                            self.push(&c, out);
+                        }
+                    }
+                    // Every share voted yes: the commit is decided, an abort cannot be.
+                    (Status::Aborted | Status::SwitchAborted, _) if c.abort.is_none() => {
+                        return self.reject("abort_after_vote", out)
+                    }
+                    // A second answer to a share already past it (a resend crossed it).
+                    _ => return,
                 }
-                let committed = matches!(msg.status, Status::Committed | Status::Served);
-                out.events.push(ControllerEvent::Decided { committed });
-                // An abort keeps its source (a switch's or a node's) for the client's figures.
-                let status = if committed { Status::Committed } else { msg.status };
-                let mut done = msg;
-                done.status = status;
-                self.decided.insert(done.ts, done.clone());
-                self.send(done, status, client, out);
+                self.finish_if_done(ts, out);
             }
             _ => self.reject("unexpected_status", out),
         }
@@ -394,6 +531,89 @@ mod tests {
         assert!(c.is_idle());
         assert_eq!(step(&mut c, &done, 15), vec![], "no second answer");
         assert_eq!(c.rejections.total(), 1);
+    }
+
+    type Step = Vec<(u16, Status, Vec<u128>)>;
+
+    /// A controller over 1,600 keys (100 per node) and a function that hands it a message and
+    /// returns what it sent: (destination, status, keys).
+    fn two_node_setup() -> (Controller, impl Fn(&mut Controller, &Message, u16) -> Step) {
+        let h = Arc::new(Hierarchy::new(1_600, 0).unwrap());
+        assert_ne!(h.node_of(5), h.node_of(1_599), "the keys live on two nodes");
+        let step = |c: &mut Controller, m: &Message, from: u16| {
+            let mut out = HostOutbox::<Controller>::default();
+            c.handle_datagram(0, &m.datagram(from, 20), &mut out);
+            out.sends
+                .iter()
+                .map(|s| {
+                    let m = Message::open(&s.bytes).unwrap().1;
+                    (s.dst, m.status, m.ops.iter().map(|o| o.key).collect())
+                })
+                .collect::<Vec<_>>()
+        };
+        (Controller::new(20, h), step)
+    }
+
+    #[test]
+    fn a_transaction_over_two_nodes_commits_only_when_both_voted_and_answers_once_both_committed() {
+        let (mut c, step) = two_node_setup();
+        let (a, b) = (c.hierarchy.node_of(5), c.hierarchy.node_of(1_599));
+        let ops = vec![Op::write(1_599, [1; 48]), Op::write(5, [2; 48])];
+        let msg = Message { ts: 8, status: Status::Coordinate, client: 16, seq: 1, ops };
+        let mut sent = step(&mut c, &msg, 16);
+        sent.sort();
+        assert_eq!(sent, vec![(a, Status::Prepare, vec![5]), (b, Status::Prepare, vec![1_599])], "one share per node");
+        let share = |keys: u128, status| Message { status, ops: vec![Op::write(keys, [0; 48])], ..msg.clone() };
+        assert_eq!(step(&mut c, &share(5, Status::Voted), a), vec![], "one vote is not a decision");
+        let mut sent = step(&mut c, &share(1_599, Status::Voted), b);
+        sent.sort();
+        assert_eq!(sent, vec![(a, Status::Commit, vec![5]), (b, Status::Commit, vec![1_599])]);
+        assert_eq!(step(&mut c, &share(5, Status::Committed), a), vec![], "the other node has not installed yet");
+        // The client resolving meanwhile: the unconfirmed share gets its Commit again.
+        assert_eq!(
+            step(&mut c, &Message { status: Status::Resolve, ..msg.clone() }, 16),
+            vec![(b, Status::Commit, vec![1_599])]
+        );
+        let answer = step(&mut c, &share(1_599, Status::Committed), b);
+        assert_eq!(answer, vec![(16, Status::Committed, vec![1_599, 5])], "in the client's op order");
+        assert!(c.is_idle());
+    }
+
+    #[test]
+    fn a_refused_share_aborts_the_others_and_the_client_hears_once_every_share_ended() {
+        let (mut c, step) = two_node_setup();
+        let (a, b) = (c.hierarchy.node_of(5), c.hierarchy.node_of(1_599));
+        let ops = vec![Op::write(5, [2; 48]), Op::write(1_599, [1; 48])];
+        let msg = Message { ts: 8, status: Status::Coordinate, client: 16, seq: 1, ops };
+        step(&mut c, &msg, 16);
+        let share = |keys: u128, status| Message { status, ops: vec![Op::write(keys, [0; 48])], ..msg.clone() };
+        assert_eq!(step(&mut c, &share(5, Status::Voted), a), vec![]);
+        // A switch on b's path refuses b's share: a's prepared share is aborted.
+        assert_eq!(step(&mut c, &share(1_599, Status::SwitchAborted), b), vec![(a, Status::Aborted, vec![5])]);
+        assert!(!c.is_idle(), "a still holds its share");
+        let answer = step(&mut c, &share(5, Status::Aborted), a);
+        assert_eq!(answer, vec![(16, Status::SwitchAborted, vec![1_599])], "the first refusal's status");
+        assert!(c.is_idle());
+        // A late vote for a decided transaction changes nothing.
+        assert_eq!(step(&mut c, &share(5, Status::Voted), a), vec![]);
+        assert_eq!(c.rejections.total(), 1, "counted as an outcome for no transaction");
+    }
+
+    #[test]
+    fn a_restarted_controller_rebuilds_the_decision_from_the_nodes() {
+        let (mut c, step) = two_node_setup();
+        let (a, b) = (c.hierarchy.node_of(5), c.hierarchy.node_of(1_599));
+        let ops = vec![Op::write(5, [2; 48]), Op::write(1_599, [1; 48])];
+        // The client resolves at a controller that never saw the transaction: every node is asked.
+        let msg = Message { ts: 8, status: Status::Resolve, client: 16, seq: 1, ops };
+        let mut sent = step(&mut c, &msg, 16);
+        sent.sort();
+        assert_eq!(sent, vec![(a, Status::Resolve, vec![5]), (b, Status::Resolve, vec![1_599])]);
+        let share = |keys: u128, status| Message { status, ops: vec![Op::write(keys, [0; 48])], ..msg.clone() };
+        // a had committed (the lost controller's decision), b still holds its vote.
+        assert_eq!(step(&mut c, &share(5, Status::Committed), a), vec![]);
+        assert_eq!(step(&mut c, &share(1_599, Status::Voted), b), vec![(b, Status::Commit, vec![1_599])]);
+        assert_eq!(step(&mut c, &share(1_599, Status::Committed), b)[0].1, Status::Committed);
     }
 
     #[test]

@@ -10,8 +10,9 @@
 //! - `latency`: Fig. 11 and Tables I–II: read-only transactions (uniform, Zipf 0.99, 1.2) and
 //!   write-only ones (uniform, Zipf 1.2), mean / p50 / p99 and CDFs.
 //! - `ops` (ours, not in the paper): throughput against the ops per transaction (TLength 1–6,
-//!   neighbouring keys of one node), Zipf 0.99, read-only and 25% writes: what multi-key
-//!   transactions cost in recirculations and how often all their keys are cached.
+//!   keys drawn independently, so spanning nodes), Zipf 0.99, read-only and 25% writes: what
+//!   multi-key transactions cost in recirculations and coordination, and how often all their
+//!   keys are cached.
 //! - `log` (ours): TransKV with every transaction a switch accepts cloned to the controller's
 //!   log (§IV-E, variant `transkv-log`) beside TransKV and Tranx-Coor, Zipf 0.99: §VI does not
 //!   say whether its runs logged; the log puts one controller message on every such

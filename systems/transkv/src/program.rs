@@ -51,7 +51,8 @@
 //! - Ops already decided by another switch (`FLAG_DECIDED`) are skipped; ops on keys this
 //!   switch does not cache are left undecided for the switches below or the storage node.
 //! - A transactional request whose ops are all reads served by switches is answered by the
-//!   switch that served the last one (`Served`), without reaching storage.
+//!   switch that served the last one (`Served`), without reaching storage; a controller's
+//!   `Prepare` goes on to its node even then (the node's vote holds it, see `verdict`).
 //! - **Non-transactional** (T-TS = 0) read requests are looked up without TSO; if every op
 //!   hits, the switch answers; otherwise they go on to the storage node (§IV-A).
 //!
@@ -374,10 +375,14 @@ impl TransKvProgram {
         PassDecision::Recirculate(Recirc::Waiting)
     }
 
-    /// All ops seen: answer if every op is a read served by a switch, else forward.
+    /// All ops seen: answer a client's request if every op is a read served by a switch,
+    /// else forward. A `Prepare` (the controller's share of a transaction over several nodes)
+    /// always goes on to its node, whose vote then holds the share: a share answered here
+    /// would leave no trace a restarted controller could resolve it by, while another share
+    /// of the same transaction committed.
     fn verdict(p: &mut Packet) -> PassDecision {
         let all_served = p.msg.ops.iter().all(|o| o.op_type == OpType::Read && o.served());
-        if all_served {
+        if all_served && p.msg.status == Status::Request {
             p.msg.status = Status::Served;
             PassDecision::Reply
         } else {

@@ -328,9 +328,10 @@ pub const TIMELINE_BUCKET_NS: Nanos = 1_000_000;
 pub struct Ledger {
     /// Client host that finished all their transactions.
     pub finished: u16,
-    /// Client commits: T-TS → (reads as (key, version), wrote).
-    pub client_commits: BTreeMap<u32, (Vec<(u64, u64)>, bool)>,
-    /// Node commits: T-TS → (key, previous version) per write.
+    /// Client commits: T-TS → (reads as (key, version), keys written).
+    pub client_commits: BTreeMap<u32, (Vec<(u64, u64)>, u8)>,
+    /// Node commits: T-TS → (key, previous version) per write, over every node the
+    /// transaction wrote on.
     pub store_commits: BTreeMap<u32, Vec<(u64, u64)>>,
     /// A duplicate commit seen (an oracle failure).
     pub duplicate: Option<String>,
@@ -349,10 +350,19 @@ impl Ledger {
             }
         }
         for (ts, w) in other.store_commits {
-            if self.store_commits.insert(ts, w).is_some() {
-                self.duplicate.get_or_insert(format!("T-TS {ts} committed by two nodes"));
-            }
+            self.add_store_commit(ts, w);
         }
+    }
+
+    /// One node's writes of T-TS `ts`: a transaction spanning nodes is committed by each, on
+    /// its own keys; a key installed twice is a duplicate.
+    pub fn add_store_commit(&mut self, ts: u32, writes: Vec<(u64, u64)>) {
+        let all = self.store_commits.entry(ts).or_default();
+        if writes.iter().any(|(k, _)| all.iter().any(|(j, _)| j == k)) {
+            self.duplicate.get_or_insert(format!("T-TS {ts} committed twice on a key"));
+        }
+        all.extend(writes);
+        all.sort_unstable();
     }
 
     /// The committed history and its serializability in timestamp order; the clients' and the
@@ -368,11 +378,19 @@ impl Ledger {
         let key = |k: u64| TupleKey::new(0, k);
         let mut history = History::new();
         for (&ts, (reads, wrote)) in &self.client_commits {
-            let writes = match (self.store_commits.get(&ts), wrote) {
-                (Some(w), true) => w.clone(),
-                (None, true) => return Err(format!("T-TS {ts} was counted as a committed write no node installed")),
-                (Some(_), false) => return Err(format!("T-TS {ts} was read-only but a node installed writes")),
-                (None, false) => Vec::new(),
+            let writes = match (self.store_commits.get(&ts), *wrote) {
+                (Some(w), n) if w.len() == usize::from(n) => w.clone(),
+                (Some(w), n) if n > 0 => {
+                    return Err(format!(
+                        "T-TS {ts} wrote {n} keys but the nodes installed {} (a partial commit)",
+                        w.len()
+                    ))
+                }
+                (None, n) if n > 0 => {
+                    return Err(format!("T-TS {ts} was counted as a committed write no node installed"))
+                }
+                (Some(_), _) => return Err(format!("T-TS {ts} was read-only but a node installed writes")),
+                (None, _) => Vec::new(),
             };
             history.record(CommittedTxn {
                 id: u64::from(ts),
@@ -521,13 +539,14 @@ impl RackObserver {
         match event {
             RackEvent::Client(ClientEvent::Committed {
                 ts,
-                write,
+                writes,
                 latency_ns,
                 by_switch,
                 switch_decided,
                 reads,
                 ..
             }) => {
+                let write = writes > 0;
                 let bucket = usize::try_from(at / TIMELINE_BUCKET_NS).unwrap_or(usize::MAX);
                 if bucket < 100_000 {
                     if self.timeline.len() <= bucket {
@@ -542,7 +561,7 @@ impl RackObserver {
                 let h = if write { &mut self.write_latency } else { &mut self.read_latency };
                 h.saturating_record(latency_ns.max(1));
                 // Non-transactional reads (T-TS = 0) are not transactions of the history.
-                if ts != 0 && self.ledger.client_commits.insert(ts, (reads, write)).is_some() {
+                if ts != 0 && self.ledger.client_commits.insert(ts, (reads, writes)).is_some() {
                     self.ledger.duplicate = Some(format!("a client counted T-TS {ts} twice"));
                 }
             }
@@ -558,11 +577,7 @@ impl RackObserver {
                 self.ledger.finished += 1;
                 self.finished_ns = self.finished_ns.max(at);
             }
-            RackEvent::Store(StoreEvent::Committed { ts, writes }) => {
-                if self.ledger.store_commits.insert(ts, writes).is_some() {
-                    self.ledger.duplicate = Some(format!("a node committed T-TS {ts} twice"));
-                }
-            }
+            RackEvent::Store(StoreEvent::Committed { ts, writes }) => self.ledger.add_store_commit(ts, writes),
             RackEvent::Client(ClientEvent::Rejected(_) | ClientEvent::Stale)
             | RackEvent::Store(StoreEvent::Rejected(_))
             | RackEvent::Controller(ControllerEvent::Rejected(_)) => f.rejected += 1,

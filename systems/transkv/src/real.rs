@@ -568,7 +568,7 @@ mod tests {
     fn the_judge_refuses_a_stale_cached_value_a_pending_writer_and_an_unknown_commit() {
         // Client 16 committed T-TS 8 writing key 5 over version 0, node 0 installed it.
         let mut client = Ledger::default();
-        client.client_commits.insert(8, (Vec::new(), true));
+        client.client_commits.insert(8, (Vec::new(), 1));
         let mut node = Ledger::default();
         node.store_commits.insert(8, vec![(5, 0)]);
         let hosts = || vec![host(0, node.clone(), vec![(5, 8)]), host(16, client.clone(), Vec::new())];

@@ -54,9 +54,9 @@ pub enum Outcome {
 /// One transaction in the log.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LogRecord {
-    /// (key, version read) per read.
+    /// (key, version read) per read, by key.
     pub reads: Vec<(u64, u64)>,
-    /// (key, before image, after image) per write; the after image is the T-TS.
+    /// (key, before image, after image) per write, by key; the after image is the T-TS.
     pub writes: Vec<(u64, u64, u64)>,
     /// Its outcome as far as the log knows.
     pub outcome: Outcome,
@@ -96,7 +96,9 @@ impl TxnLog {
                     .store_commits
                     .get(&ts)
                     .map_or(Vec::new(), |w| w.iter().map(|&(key, before)| (key, before, u64::from(ts))).collect());
-                (ts, LogRecord { reads: reads.clone(), writes, outcome: Outcome::Committed })
+                let mut reads = reads.clone();
+                reads.sort_unstable();
+                (ts, LogRecord { reads, writes, outcome: Outcome::Committed })
             })
             .collect();
         TxnLog { records }
@@ -271,9 +273,10 @@ mod tests {
             hot_shift_ranks: 0,
         };
         let (world, _, _) = run_world("transkv-log", &cfg).unwrap();
-        let oracle = TxnLog::from_ledger(world.observer().ledger());
+        let mut oracle = TxnLog::from_ledger(world.observer().ledger());
         // The controller's own log: every commit confirmed with the images the oracle has; the
-        // rest are attempts nodes aborted (Unknown, nothing written).
+        // rest are attempts nodes aborted (Unknown, nothing written) and read-only
+        // transactions sent as one share per node (`FLAG_SHARE`), which no one copy confirms.
         let crate::rack::RackHost::Controller(controller) = &world.hosts()[usize::from(crate::layout::CONTROLLER)]
         else {
             panic!("host layout")
@@ -281,14 +284,30 @@ mod tests {
         let own = controller.txn_log();
         let mut log = own.clone();
         log.records.retain(|_, r| r.outcome == Outcome::Committed);
+        let shared: Vec<u32> = oracle
+            .records
+            .keys()
+            .copied()
+            .filter(|ts| own.records.get(ts).is_some_and(|r| r.outcome == Outcome::Unknown))
+            .collect();
+        assert!(!shared.is_empty(), "some read-only transactions went as shares");
+        for ts in &shared {
+            assert!(oracle.records[ts].writes.is_empty(), "T-TS {ts}: only readers go as shares");
+            assert_eq!(own.records[ts].reads, oracle.records[ts].reads, "T-TS {ts}: the shares' reads are logged");
+            oracle.records.remove(ts);
+        }
         assert_eq!(log, oracle, "the controller's committed records are the clients' and nodes' commits");
         let unknown = own.records.values().filter(|r| r.outcome == Outcome::Unknown).count();
         assert!(own.records.values().all(|r| r.outcome == Outcome::Committed || r.writes.is_empty()));
         assert_eq!(own.recover(&BTreeSet::new()).rolled_back.len(), unknown, "only the unconfirmed roll back");
         let log = own.clone();
-        let committed = 1_200;
-        assert_eq!(log.records.len(), committed + unknown);
-        assert_eq!(log.recover(&BTreeSet::new()).check(&log), Ok(committed), "no failure: every commit survives");
+        let committed = log.records.len() - unknown;
+        assert_eq!(committed + shared.len(), 1_200, "every commit is confirmed or a reader's shares");
+        assert_eq!(
+            log.recover(&BTreeSet::new()).check(&log),
+            Ok(committed),
+            "no failure: every confirmed commit survives"
+        );
         // The failure: the committed writer among the first 200 whose rollback cascades furthest.
         let writers: Vec<u32> =
             log.records.iter().filter(|(_, r)| !r.writes.is_empty()).map(|(&ts, _)| ts).take(200).collect();
@@ -296,8 +315,11 @@ mod tests {
             writers.iter().copied().max_by_key(|&ts| (log.recover(&BTreeSet::from([ts])).cascaded.len(), ts)).unwrap();
         let r = log.recover(&BTreeSet::from([failed]));
         assert!(r.cascaded.len() >= 2, "a hot writer's rollback cascades: {:?}", r.cascaded);
-        // Brute force: the fixpoint of "read a version a rolled-back transaction wrote".
+        // Brute force: the fixpoint of "read a version a rolled-back transaction wrote", from
+        // the failed writer and the unconfirmed attempts (shares a switch accepted of
+        // transactions that then aborted; they wrote nothing).
         let mut expected = BTreeSet::from([failed]);
+        expected.extend(log.records.iter().filter(|(_, r)| r.outcome == Outcome::Unknown).map(|(&ts, _)| ts));
         loop {
             let more: Vec<u32> = log
                 .records
@@ -323,7 +345,7 @@ mod tests {
         assert_eq!(survivors, committed + unknown - r.rolled_back.len());
         // Rolling back only the failed writer leaves readers of its undone write: refused.
         let mut shallow = r.clone();
-        shallow.rolled_back = BTreeSet::from([failed]);
+        shallow.rolled_back = r.rolled_back.difference(&r.cascaded).copied().collect();
         assert!(shallow.check(&log).unwrap_err().contains("was rolled back"));
     }
 }

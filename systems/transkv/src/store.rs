@@ -14,6 +14,9 @@
 //! - `Prepare` (the controller): the same checks; accepted ops stay pending in the TSO and the
 //!   node answers `Voted` with the read values; a late op: `Aborted`.
 //! - `Commit` (the controller): installs the prepared transaction, answers `Committed`.
+//! - `Aborted` (the controller: another node's share of the transaction was refused): a
+//!   prepared transaction leaves the TSO, a never-seen one is refused from now on; either is
+//!   recorded aborted and answered `Aborted` (releasing the switches' claims on the way).
 //! - `Resolve` (a client or the controller after a timeout): the recorded outcome again, or
 //!   `Voted` for a prepared transaction; a timestamp never seen is recorded as aborted, so a
 //!   late copy of it is refused, and answered `Aborted`. Every decided transaction keeps its
@@ -551,7 +554,7 @@ impl StorageNode {
         }
         if let Some(controller) = self.log_to {
             let mut copy = msg.clone();
-            copy.status = Status::Log;
+            copy.status = Status::CommitLog;
             for (op, &(key, before)) in copy.ops.iter_mut().filter(|o| o.op_type == OpType::Write).zip(&writes) {
                 op.value = value_of(u128::from(key), before);
             }
@@ -598,7 +601,9 @@ impl StorageNode {
                 }
                 self.answer(msg, Status::Committed, src, out);
             }
-            Status::Request | Status::Prepare | Status::Resolve if self.outcomes.contains_key(&msg.ts) => {
+            Status::Request | Status::Prepare | Status::Resolve | Status::Aborted
+                if self.outcomes.contains_key(&msg.ts) =>
+            {
                 // Decided before: the same answer again (a late copy, or a client resolving).
                 let outcome = self.outcomes[&msg.ts].clone();
                 self.answer(outcome.clone(), outcome.status, src, out);
@@ -625,6 +630,21 @@ impl StorageNode {
                     out.events.push(StoreEvent::Aborted);
                     self.decide(msg, Status::Aborted, src, out);
                 }
+            }
+            Status::Aborted => {
+                // The controller aborts this node's share of a transaction another share of
+                // which was refused. Prepared: its pending ops leave the TSO. Never seen:
+                // aborted from now on, so that a late `Prepare` is refused. Either way the
+                // answer passes the switches on the way and releases the share's claims.
+                let share = match self.prepared.remove(&msg.ts) {
+                    Some(prepared) => {
+                        self.tso.abort(&*self.versions, TxnId::from_bits(u64::from(msg.ts)), &mut work);
+                        prepared
+                    }
+                    None => msg,
+                };
+                out.events.push(StoreEvent::Aborted);
+                self.decide(share, Status::Aborted, src, out);
             }
             Status::Resolve => {
                 // Never seen: aborted from now on, so that a late copy is refused.
@@ -883,6 +903,36 @@ mod tests {
         assert_eq!((replies[0].status, version_of(&replies[0].ops[0].value)), (Status::Committed, 10));
         let (replies, _) = send(&mut node, msg(9, Status::Request, vec![Op::read(7)]));
         assert_eq!(replies[0].status, Status::Aborted, "too late: W-TS is 10");
+    }
+
+    #[test]
+    fn the_controllers_abort_frees_a_prepared_share_and_refuses_an_unseen_one_for_good() {
+        let mut node = StorageNode::new(3);
+        assert_eq!(
+            send(&mut node, msg(10, Status::Prepare, vec![Op::write(7, value_of(7, 10))])).0[0].status,
+            Status::Voted
+        );
+        // Another share of ts 10 was refused elsewhere: the controller aborts this one.
+        let (replies, events) = send(&mut node, msg(10, Status::Aborted, vec![Op::write(7, value_of(7, 10))]));
+        assert_eq!((replies[0].status, replies[0].ops[0].key, events), (Status::Aborted, 7, vec![StoreEvent::Aborted]));
+        assert_eq!(node.prepared(), 0);
+        // Its pending write left the TSO: a younger reader no longer waits on it.
+        let (replies, _) = send(&mut node, msg(12, Status::Request, vec![Op::read(7)]));
+        assert_eq!((replies[0].status, version_of(&replies[0].ops[0].value)), (Status::Committed, 0));
+        // A late Commit installs nothing; a resolve hears the abort again.
+        assert!(send(&mut node, msg(10, Status::Commit, vec![Op::read(7)])).0.is_empty());
+        assert_eq!(send(&mut node, msg(10, Status::Resolve, vec![Op::read(7)])).0[0].status, Status::Aborted);
+        assert_eq!(node.version(7), 0);
+        // An abort that overtakes its share's Prepare: the Prepare is refused when it comes.
+        assert_eq!(
+            send(&mut node, msg(20, Status::Aborted, vec![Op::write(8, value_of(8, 20))])).0[0].status,
+            Status::Aborted
+        );
+        assert_eq!(
+            send(&mut node, msg(20, Status::Prepare, vec![Op::write(8, value_of(8, 20))])).0[0].status,
+            Status::Aborted
+        );
+        assert_eq!(node.prepared(), 0);
     }
 
     #[test]

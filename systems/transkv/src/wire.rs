@@ -9,7 +9,8 @@
 //! - `op`: the low nibble is the paper's 4-bit operation ([`OpType`]); the high nibble is ours,
 //!   flags the switches set on the way ([`FLAG_DECIDED`]: a switch that caches the key has
 //!   decided the op by TSO; [`FLAG_SERVED`]: the value slot holds the committed value read
-//!   by that switch).
+//!   by that switch), and the client's [`FLAG_SHARE`] (the op's request is one share of a
+//!   read-only transaction over several nodes).
 //! - `key` is 16 bytes as in the paper. The switch model's exact-match tables hold keys of at
 //!   most 64 bits (`pisadb_switch::program::TABLE_FIELD_BITS_MAX`), so a key whose high 8
 //!   bytes are not zero is never cached (always a miss, which is safe); YCSB's keys are record
@@ -48,7 +49,11 @@ const _: () = assert!(HEADER_BYTES + MAX_OPS * OP_BYTES <= PARSED_BYTES_MAX, "th
 pub const FLAG_DECIDED: u8 = 0x10;
 /// Op flag: the value slot holds the committed value a switch read.
 pub const FLAG_SERVED: u8 = 0x20;
-const FLAGS_KNOWN: u8 = FLAG_DECIDED | FLAG_SERVED;
+/// Op flag (set by the client): the op is in one share of a read-only transaction over
+/// several nodes, sent as one request per node (`client.rs`); no one copy of it is the whole
+/// transaction.
+pub const FLAG_SHARE: u8 = 0x40;
+const FLAGS_KNOWN: u8 = FLAG_DECIDED | FLAG_SERVED | FLAG_SHARE;
 
 /// A value: 48 bytes.
 pub type Value = [u8; VALUE_BYTES];
@@ -92,24 +97,27 @@ pub enum Status {
     /// Switch → controller: a copy of a transaction the switch accepted, for the controller's
     /// transaction log (§IV-E; variant `transkv-log`).
     Log = 10,
+    /// Storage node → controller: a copy of its share of a commit it installed, each write
+    /// op's value slot holding the key's value before the write (its before image).
+    CommitLog = 11,
     /// Controller → storage node, cache refresh (`crate::refresh`): hand the keys of the read
     /// ops to a switch; `seq` names the request.
-    HandOff = 11,
+    HandOff = 12,
     /// Storage node → controller: the answer to `HandOff`. An op with [`FLAG_SERVED`] was
     /// handed, its value slot holds the committed value (which names its version, the new
     /// W-TS); `ts` is the R-TS floor. An op without it has a prepared transaction: ask again.
-    HandedOff = 12,
+    HandedOff = 13,
     /// Controller → storage node, cache refresh: the keys of the read ops are back from their
     /// switch; `ts` is their floor (max of the switch's W-TS and R-TS).
-    TakeBack = 13,
+    TakeBack = 14,
     /// Storage node → controller: `TakeBack` done.
-    TookBack = 14,
+    TookBack = 15,
     /// Controller → storage node, cache refresh: report the epoch's misses; `seq` is the epoch.
-    Report = 15,
+    Report = 16,
     /// Storage node → controller: part `client` of `ts` parts of its report for epoch `seq`:
     /// per read op, a key and in the value slot's first 8 bytes its misses (ops no switch
     /// decided); an op with 0 misses fills an empty report.
-    Misses = 16,
+    Misses = 17,
 }
 
 impl Status {
@@ -127,6 +135,7 @@ impl Status {
             Served,
             Resolve,
             Log,
+            CommitLog,
             HandOff,
             HandedOff,
             TakeBack,
@@ -356,13 +365,13 @@ mod tests {
         bad[4] = MAX_OPS as u8 + 1;
         assert_eq!(reason(&bad), "bad_count");
         let mut bad = bytes.clone();
-        bad[5] = 17;
+        bad[5] = 18;
         assert_eq!(reason(&bad), "status");
         let mut bad = bytes.clone();
         bad[HEADER_BYTES] = 0x03;
         assert_eq!(reason(&bad), "op_type");
         let mut bad = bytes.clone();
-        bad[HEADER_BYTES] = 0x41;
+        bad[HEADER_BYTES] = 0x81;
         assert_eq!(reason(&bad), "op_flags");
         assert_eq!(reason(&bytes[..bytes.len() - 1]), "too_short");
         assert_eq!(reason(&bytes[..3]), "too_short");
@@ -395,7 +404,7 @@ mod tests {
     proptest! {
         #[test]
         fn every_message_round_trips(
-            ts in any::<u32>(), status in 0u8..17, client in any::<u16>(), seq in any::<u32>(),
+            ts in any::<u32>(), status in 0u8..18, client in any::<u16>(), seq in any::<u32>(),
             ops in proptest::collection::vec(op_strategy(), 1..=MAX_OPS),
         ) {
             let msg = Message { ts, status: Status::from_u8(status).unwrap(), client, seq, ops };

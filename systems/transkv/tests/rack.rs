@@ -139,3 +139,31 @@ fn switches_crashing_under_contention_keep_the_history_serializable() {
     }
     assert_eq!(crashed, 36);
 }
+
+#[test]
+fn transactions_over_several_nodes_commit_whole_or_not_at_all() {
+    use pisadb_transkv::rack::run_world;
+    use std::collections::BTreeSet;
+    // Four independent keys per transaction over 16 nodes: nearly every transaction is
+    // coordinated by the controller over several nodes, the switches deciding the hot keys on
+    // each node's path. The checks refuse a partial commit (a write counted whose keys not
+    // every node installed), so passing them is atomicity.
+    let cfg = RackConfig { ops_per_txn: 4, ..small() };
+    let (world, hierarchy, f) = run_world("transkv", &cfg).unwrap();
+    pisadb_transkv::rack::check(&world, &hierarchy).unwrap();
+    assert_eq!(f.commits, 800);
+    let ledger = world.observer().ledger();
+    let spanning = ledger
+        .store_commits
+        .values()
+        .filter(|w| w.iter().map(|&(k, _)| hierarchy.node_of(k)).collect::<BTreeSet<_>>().len() > 1)
+        .count();
+    assert!(spanning > 100, "{spanning} of {} write commits span several nodes", ledger.store_commits.len());
+    assert!(f.aborts_switch > 0, "shares refused on the way abort the whole transaction: {f:?}");
+    // Read-only over cached keys of several nodes: one request per node, answered by the
+    // switches on each path, no coordinator.
+    let readers = RackConfig { write_ratio: 0.0, ..cfg };
+    let (world, hierarchy, f) = run_world("transkv", &readers).unwrap();
+    pisadb_transkv::rack::check(&world, &hierarchy).unwrap();
+    assert!(f.switch_answers > f.commits / 4, "{f:?}");
+}
