@@ -15,9 +15,11 @@
 //! When every share has voted, each gets `Commit`, and once every node has answered
 //! `Committed` the client gets `Committed` with every share's read values in its op order.
 //! The first refusal (`Aborted` from a node, `SwitchAborted` from a switch on the way) aborts
-//! the transaction: every other unfinished share gets `Aborted`, which releases the switches'
-//! claims on its way and the node's prepared state; the client gets the refusal's status once
-//! every share has ended, so a retry never meets its own earlier attempt. A share is never
+//! the transaction: every share that voted gets `Aborted`, which releases the switches'
+//! claims on its way and the node's prepared state, and a share not heard from yet is left to
+//! answer by itself (an `Aborted` overtaking its `Prepare` could release claims the `Prepare`
+//! takes later, [`Controller::push`]); the client gets the refusal's status once every share
+//! has ended, so a retry never meets its own earlier attempt. A share is never
 //! answered by a switch, even if it only reads cached keys (`program.rs`, `verdict`): its
 //! node's vote is what lets a restarted controller find out how the transaction ended.
 //!
@@ -186,7 +188,7 @@ impl Controller {
         self.retry_armed = false;
         let unfinished: Vec<Coordination> = self.waiting.values().cloned().collect();
         for c in &unfinished {
-            self.push(c, out);
+            self.push(c, true, out);
         }
         out.cpu_ns += costs::CONTROLLER_MESSAGE_NS * out.sends.len() as u64;
         self.arm_retry(now, out);
@@ -318,18 +320,26 @@ impl Controller {
         parts
     }
 
-    /// Sends each unfinished share what moves it on: a `Resolve` to a node not yet heard
-    /// from, `Commit` to a voted one once all voted, `Aborted` to any unfinished one once the
-    /// transaction aborted.
-    fn push(&self, c: &Coordination, out: &mut HostOutbox<Self>) {
+    /// Sends each unfinished share what moves it on: `Commit` to a voted one once all voted,
+    /// `Aborted` to a voted one once the transaction aborted, and, when `resolving` (a
+    /// client's resolve, a restarted controller's retry), a `Resolve` — or, once aborted,
+    /// `Aborted` — to a node not yet heard from.
+    ///
+    /// A share not yet heard from is left alone otherwise: its `Prepare` may still be on its
+    /// way, and an `Aborted` that overtook it (a reordering link) would release the switches'
+    /// claims before the `Prepare` takes them; were that `Prepare` then lost before its node,
+    /// its claim would stay (found by fuzz seed 294: a key wedged for good). Its own answer
+    /// comes back instead, or the client's resolve, one timeout later, asks for it.
+    fn push(&self, c: &Coordination, resolving: bool, out: &mut HostOutbox<Self>) {
         let all_yes = c.all_yes();
         for (&node, (share, part)) in &c.parts {
             match part {
-                _ if c.abort.is_some() && matches!(part, Part::Preparing | Part::Voted(_)) => {
-                    self.send(share.clone(), Status::Aborted, node, out)
-                }
-                Part::Preparing => self.send(share.clone(), Status::Resolve, node, out),
+                Part::Voted(_) if c.abort.is_some() => self.send(share.clone(), Status::Aborted, node, out),
                 Part::Voted(voted) if all_yes => self.send(voted.clone(), Status::Commit, node, out),
+                Part::Preparing if resolving => {
+                    let status = if c.abort.is_some() { Status::Aborted } else { Status::Resolve };
+                    self.send(share.clone(), status, node, out)
+                }
                 _ => {}
             }
         }
@@ -393,7 +403,7 @@ impl Controller {
                 if let Some(c) = self.waiting.get(&msg.ts) {
                     // A client resolving: move every share on again (a node that knows
                     // nothing of its share refuses the timestamp from now on).
-                    return self.push(c, out);
+                    return self.push(c, true, out);
                 }
                 let parts = self.shares(&msg);
                 if parts.len() > 1 {
@@ -423,7 +433,7 @@ impl Controller {
                             self.send(share, Status::Aborted, node, out);
                         } else if c.all_yes() {
                             let c = c.clone();
-                            self.push(&c, out);
+                            self.push(&c, false, out);
                         }
                     }
                     (Status::Committed, Part::Voted(_)) => *part = Part::Committed(msg),
@@ -434,7 +444,7 @@ impl Controller {
                         *part = Part::Committed(msg);
                         if c.all_yes() {
                             let c = c.clone();
-                            self.push(&c, out);
+                            self.push(&c, false, out);
                         }
                     }
                     (Status::Aborted | Status::SwitchAborted, Part::Preparing | Part::Voted(_)) if !commit_decided => {
@@ -442,7 +452,7 @@ impl Controller {
                         if c.abort.is_none() {
                             c.abort = Some(msg);
                             let c = c.clone();
-                            self.push(&c, out);
+                            self.push(&c, false, out);
                         }
                     }
                     // Every share voted yes: the commit is decided, an abort cannot be.
