@@ -105,8 +105,10 @@ impl SwitchReport {
     }
 }
 
-/// Wires `switch` into switch `id` of `network`: attaches its hosts, connects its neighbours
-/// and sets a route to every other host.
+/// Wires `switch` into switch `id` of `network`: attaches its hosts, connects its neighbours,
+/// sets a route to every other host, gives it its id and sets a route to every other switch's
+/// control address (control requests travel hop by hop to the switch they name,
+/// `pisadb_wire::control`).
 pub fn connect<S: SwitchDevice>(switch: &mut S, network: &Network, id: u16) -> Result<()> {
     for host in network.hosts_of(id) {
         switch.attach(host);
@@ -116,6 +118,22 @@ pub fn connect<S: SwitchDevice>(switch: &mut S, network: &Network, id: u16) -> R
     }
     for (host, port) in network.routes_of(id) {
         switch.set_route(host, port).map_err(|e| crate::RuntimeError::bad_setting("route", host, e.to_string()))?;
+    }
+    switch.set_switch_id(id);
+    if !network.trunks.is_empty() {
+        let topology = network.topology();
+        let here = pisadb_net::Endpoint::Switch(id);
+        for s in (0..network.switches.len() as u16).filter(|&s| s != id) {
+            let next = topology.next_hop(here, pisadb_net::Endpoint::Switch(s));
+            let (Some(address), Some(pisadb_net::Endpoint::Switch(next))) =
+                (pisadb_wire::control::switch_address(s), next)
+            else {
+                continue;
+            };
+            switch
+                .set_route(address, Port::Switch(next))
+                .map_err(|e| crate::RuntimeError::bad_setting("route", address, e.to_string()))?;
+        }
     }
     Ok(())
 }

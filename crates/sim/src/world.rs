@@ -1046,7 +1046,9 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
 }
 
 /// Connects switch `id` as `topology` says: its own hosts attached, its neighbours' ports
-/// connected, and a route toward every other host of `0..hosts`.
+/// connected, a route toward every other host of `0..hosts`, its id, and a route toward every
+/// other switch's control address (`pisadb_wire::control::switch_address`: control requests
+/// travel hop by hop to the switch they name).
 fn connect<S: SwitchDevice>(topology: &Topology, id: u16, hosts: u16, device: &mut S) -> Result<(), WorldError> {
     let here = Endpoint::Switch(id);
     let own = topology.hosts_of(id);
@@ -1064,6 +1066,17 @@ fn connect<S: SwitchDevice>(topology: &Topology, id: u16, hosts: u16, device: &m
                 .set_route(h, Port::Switch(next))
                 .map_err(|e| WorldError::Route { switch: id, why: e.to_string() })?;
         }
+    }
+    device.set_switch_id(id);
+    for s in topology.switches().into_iter().filter(|&s| s != id) {
+        let (Some(address), Some(Endpoint::Switch(next))) =
+            (pisadb_wire::control::switch_address(s), topology.next_hop(here, Endpoint::Switch(s)))
+        else {
+            continue;
+        };
+        device
+            .set_route(address, Port::Switch(next))
+            .map_err(|e| WorldError::Route { switch: id, why: e.to_string() })?;
     }
     Ok(())
 }

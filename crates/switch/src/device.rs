@@ -26,6 +26,9 @@ pub trait SwitchDevice {
     fn set_route(&mut self, dst_host: u16, port: Port) -> Result<(), PortError>;
     /// Puts host `host` behind the CPU port: the controller.
     fn set_controller(&mut self, host: u16);
+    /// Gives the switch its id among the network's switches (control requests addressed to
+    /// it by id are its own: `pisadb_wire::control::switch_address`).
+    fn set_switch_id(&mut self, id: u16);
     /// The host behind the CPU port, if one is set.
     fn controller(&self) -> Option<u16>;
     /// Runs everything due at or before `now`.
@@ -61,6 +64,9 @@ impl<P: Program> SwitchDevice for Switch<P> {
     }
     fn controller(&self) -> Option<u16> {
         Switch::controller(self)
+    }
+    fn set_switch_id(&mut self, id: u16) {
+        Switch::set_switch_id(self, id)
     }
     fn handle_timeout(&mut self, now: Nanos) {
         Switch::handle_timeout(self, now)

@@ -20,8 +20,9 @@
 //! - [`pipeline`]: the [`Switch`], a sans-IO state machine: entry slots at one packet per clock,
 //!   atomic passes in entry order (the argument for why that is exact is in its docs), pass
 //!   latency, finite recirculation queues with priority, multicast groups, a GID counter,
-//!   routed egress, the control channel to a controller host, and counters for everything it
-//!   refused or dropped.
+//!   routed egress, the control channel to a controller host (which addresses a switch by id,
+//!   hop by hop, in a network of switches), and counters for everything it refused or
+//!   dropped.
 //! - [`device`]: [`SwitchDevice`], the program-independent view the simulator and the real
 //!   runtime drive.
 //!

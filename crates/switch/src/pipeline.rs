@@ -67,8 +67,18 @@
 //! a switch further away crossing this one). Drivers can run the same operations directly in
 //! their setup code ([`Switch::apply_control`], [`Switch::insert_entry`], ...).
 //!
+//! **Several switches.** A switch the driver gave an id ([`Switch::set_switch_id`]) also
+//! serves requests addressed to it by id (`pisadb_wire::control::switch_address`) and
+//! answers them from that address; a request addressed to another switch is forwarded by the
+//! forwarding table like any datagram (the driver sets a route to every switch's address as
+//! to every host), so a controller reaches every switch hop by hop through the data plane
+//! (in-band control, as an SDN controller without a management network). Neighbour ports are
+//! trusted like the CPU port for the source check, so a request from the controller host is
+//! carried out wherever it entered; any switch whose controller is that host serves it.
+//!
 //! Packets the program sends to the control plane leave by the CPU port at the usual time; the
-//! driver models the path to the controller like any link.
+//! driver models the path to the controller like any link. A switch whose controller is not
+//! attached to it sends them in-band, by its route to the controller host.
 //!
 //! ## Scope
 //!
@@ -83,7 +93,7 @@ use crate::registers::{AccessError, PassContext, RegisterFile};
 use crate::tables::{TableError, TableFile};
 use pisadb_core::Nanos;
 use pisadb_core::Scheduler;
-use pisadb_wire::control::{ControlMessage, ControlOp, ControlResult, ControlStatus, CONTROL_BYTES};
+use pisadb_wire::control::{switch_address, ControlMessage, ControlOp, ControlResult, ControlStatus, CONTROL_BYTES};
 use pisadb_wire::{Frame, Kind, FRAME_BYTES, SWITCH_ID};
 use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
@@ -158,8 +168,9 @@ enum Event<P> {
     ReachPort { port: u8, flight: InFlight<P> },
     /// The packet on port `port`'s wire has been serialized and re-enters ingress.
     ReEnter { port: u8 },
-    /// The control plane has carried out `op` for host `to`; the reply leaves by `port`.
-    Control { to: u16, port: Port, request_id: u32, op: ControlOp },
+    /// The control plane has carried out `op` for host `to`; the reply leaves by `port`
+    /// from address `from` (the one the request named).
+    Control { to: u16, from: u16, port: Port, request_id: u32, op: ControlOp },
 }
 
 /// A PISA switch running program `P` in one pipe.
@@ -183,6 +194,9 @@ pub struct Switch<P: Program> {
     stats: SwitchStats,
     /// When the control plane finishes the operations it has been given.
     control_free_ns: Nanos,
+    /// Its id among the network's switches, if the driver gave it one: control requests to
+    /// that id's address are its own.
+    id: Option<u16>,
 }
 
 impl<P: Program> Switch<P> {
@@ -213,6 +227,7 @@ impl<P: Program> Switch<P> {
             transmits: VecDeque::new(),
             stats: SwitchStats::default(),
             control_free_ns: 0,
+            id: None,
         })
     }
 
@@ -250,6 +265,24 @@ impl<P: Program> Switch<P> {
     /// The port traffic for host `dst_host` would leave by, if any.
     pub fn egress_port(&self, dst_host: u16) -> Option<Port> {
         self.ports.egress(dst_host)
+    }
+
+    /// Gives the switch its id among the network's switches: it then also serves control
+    /// requests addressed to `pisadb_wire::control::switch_address(id)` (the driver routes
+    /// the other switches' addresses like hosts, [`Switch::set_route`]).
+    pub fn set_switch_id(&mut self, id: u16) {
+        self.id = Some(id);
+    }
+
+    /// The id the driver gave the switch, if any.
+    pub fn switch_id(&self) -> Option<u16> {
+        self.id
+    }
+
+    /// Whether a control frame to `dst` is for this switch's control plane: the first
+    /// switch's address, or its own.
+    fn is_control_target(&self, dst: u16) -> bool {
+        dst == SWITCH_ID || (self.id.is_some() && self.id.and_then(switch_address) == Some(dst))
     }
 
     /// Puts host `host` behind the CPU port: it receives what programs send to the control
@@ -388,7 +421,7 @@ impl<P: Program> Switch<P> {
             return self.reject("spoofed_source");
         }
         match frame.kind {
-            Kind::Control if frame.dst == SWITCH_ID => self.control_request(now, ingress, frame.src, payload),
+            Kind::Control if self.is_control_target(frame.dst) => self.control_request(now, ingress, frame, payload),
             Kind::Forward | Kind::Control => self.forward(now, frame.dst, bytes),
             _ => match self.program.admit(&frame, payload) {
                 Ok(packet) => self.enter(now, InFlight { src: frame.src, dst: frame.dst, packet }),
@@ -408,7 +441,8 @@ impl<P: Program> Switch<P> {
     }
 
     /// A control message to the switch: queued for the control plane if the controller sent it.
-    fn control_request(&mut self, now: Nanos, ingress: Port, from: u16, payload: &[u8]) {
+    fn control_request(&mut self, now: Nanos, ingress: Port, frame: Frame, payload: &[u8]) {
+        let from = frame.src;
         let controller = self.ports.controller();
         if ingress != Port::ControlPlane && controller != Some(from) {
             return self.reject("not_controller");
@@ -421,15 +455,15 @@ impl<P: Program> Switch<P> {
         let to = if ingress == Port::ControlPlane { controller.unwrap_or(from) } else { from };
         let done = self.control_free_ns.max(now) + self.profile.control_plane_ns;
         self.control_free_ns = done;
-        self.schedule(done, Event::Control { to, port: ingress, request_id, op });
+        self.schedule(done, Event::Control { to, from: frame.dst, port: ingress, request_id, op });
     }
 
     /// The control plane is done with `op`: apply it and send the reply.
-    fn answer_control(&mut self, at_ns: Nanos, to: u16, port: Port, request_id: u32, op: ControlOp) {
+    fn answer_control(&mut self, at_ns: Nanos, (to, from): (u16, u16), port: Port, request_id: u32, op: ControlOp) {
         let (status, result) = self.apply_control(&op);
         self.stats.control_ops += 1;
         let mut bytes = Vec::with_capacity(FRAME_BYTES + CONTROL_BYTES);
-        Frame { kind: Kind::Control, src: SWITCH_ID, dst: to }.encode(&mut bytes);
+        Frame { kind: Kind::Control, src: from, dst: to }.encode(&mut bytes);
         ControlMessage::Reply { request_id, op, status, result }.encode(&mut bytes);
         self.transmits.push_back(Transmit { at_ns, dst: to, bytes, port });
     }
@@ -449,7 +483,9 @@ impl<P: Program> Switch<P> {
             match event {
                 Event::ReachPort { port, flight } => self.reach_port(at, port, flight),
                 Event::ReEnter { port } => self.re_enter(at, port),
-                Event::Control { to, port, request_id, op } => self.answer_control(at, to, port, request_id, op),
+                Event::Control { to, from, port, request_id, op } => {
+                    self.answer_control(at, (to, from), port, request_id, op)
+                }
             }
         }
         self.now = self.now.max(now);
@@ -501,6 +537,11 @@ impl<P: Program> Switch<P> {
                 None => self.drop_packet("unknown_multicast_group"),
             },
             Output::ControlPlane => match self.ports.controller() {
+                // Not attached here: in-band, by the route to the controller host.
+                Some(c) if !self.ports.is_attached(c) && self.ports.egress(c).is_some() => {
+                    let port = self.ports.egress(c).expect("checked");
+                    self.transmit(at_ns, c, port, Frame { kind, src, dst }, flight)
+                }
                 Some(c) => self.transmit(at_ns, c, Port::ControlPlane, Frame { kind, src, dst }, flight),
                 None => self.drop_packet("no_controller"),
             },

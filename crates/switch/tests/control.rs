@@ -176,3 +176,59 @@ proptest! {
         prop_assert_eq!(out.len() as u64, stats.control_ops);
     }
 }
+
+#[test]
+fn a_switch_with_an_id_serves_requests_to_its_address_and_forwards_those_to_other_switches() {
+    use pisadb_wire::control::switch_address;
+    // Switch 2 of a network: host 0 attached, neighbours 1 and 3, the controller (host 9)
+    // behind neighbour 1, switch 5 behind neighbour 3.
+    let mut switch = Switch::new(SwitchProfile::tofino1(), Toy::default()).unwrap();
+    switch.attach(0);
+    switch.connect_switch(1);
+    switch.connect_switch(3);
+    switch.set_route(CONTROLLER, Port::Switch(1)).unwrap();
+    switch.set_route(switch_address(5).unwrap(), Port::Switch(3)).unwrap();
+    switch.set_controller(CONTROLLER);
+    switch.set_switch_id(2);
+    let addressed = |target: u16, id: u32, op: ControlOp| {
+        let mut bytes = Vec::new();
+        Frame { kind: Kind::Control, src: CONTROLLER, dst: switch_address(target).unwrap() }.encode(&mut bytes);
+        ControlMessage::Request { request_id: id, op }.encode(&mut bytes);
+        bytes
+    };
+    let write = ControlOp::WriteRegister { register: COUNTER, index: 4, lo: 9, hi: 0 };
+    switch.handle_datagram_from(0, Port::Switch(1), &addressed(2, 1, write));
+    switch.handle_datagram_from(0, Port::Switch(1), &addressed(5, 2, write));
+    // The request for switch 5 leaves at once by its route, untouched.
+    let forwarded = switch.poll_transmit().expect("forwarded");
+    assert_eq!((forwarded.dst, forwarded.port), (switch_address(5).unwrap(), Port::Switch(3)));
+    assert_eq!(forwarded.bytes, addressed(5, 2, write));
+    // Its own is carried out and answered from its address, back by the port it came in by.
+    let at = switch.poll_timeout().expect("the operation is under way");
+    switch.handle_timeout(at);
+    let t = switch.poll_transmit().expect("a reply");
+    assert_eq!((t.dst, t.port), (CONTROLLER, Port::Switch(1)));
+    let (frame, _) = Frame::decode(&t.bytes).unwrap();
+    assert_eq!(frame.src, switch_address(2).unwrap(), "the reply names who answered");
+    assert_eq!(switch.registers().read(COUNTER, 4), Ok((9, 0)));
+    assert_eq!(switch.stats().control_ops, 1);
+    // A switch without an id takes only SWITCH_ID requests: one to an address it has no
+    // route for is refused as any unroutable datagram.
+    let mut anonymous = toy_switch();
+    let out = common::drive(&mut anonymous, vec![(0, CONTROLLER, addressed(2, 3, write))]);
+    assert!(out.is_empty());
+    assert_eq!(anonymous.stats().rejected.get("unknown_destination"), Some(&1));
+}
+
+#[test]
+fn a_packet_in_reaches_a_controller_attached_elsewhere_by_its_route() {
+    use common::toy::ToyPacket;
+    let mut switch = Switch::new(SwitchProfile::tofino1(), Toy::default()).unwrap();
+    switch.attach(0);
+    switch.connect_switch(1);
+    switch.set_route(CONTROLLER, Port::Switch(1)).unwrap();
+    switch.set_controller(CONTROLLER);
+    let out = common::drive(&mut switch, vec![(0, 0, ToyPacket::new(Action::ToCpu, 1).datagram(0, SWITCH_ID))]);
+    assert_eq!(out.len(), 1);
+    assert_eq!((out[0].dst, out[0].port), (CONTROLLER, Port::Switch(1)), "in-band, not by a CPU port it lacks");
+}

@@ -6,6 +6,20 @@
 //! request in a [`crate::Kind::Control`] frame addressed to [`crate::SWITCH_ID`], and the switch
 //! answers with a reply that echoes the request and says how it went ([`ControlStatus`]).
 //!
+//! ## Addressing a switch by id, hop by hop
+//!
+//! A request to [`crate::SWITCH_ID`] is carried out by the first switch it reaches: the one
+//! the controller is linked to, which is all a one-switch rack needs. In a network of
+//! switches a controller names its target instead: switch `s` answers to the frame address
+//! [`switch_address`]`(s)` (a block at the top of the address space, below `SWITCH_ID`, that
+//! no host uses). A switch that is not the target forwards the request like any datagram,
+//! by its forwarding table, which the driver fills with a route to every other switch (one
+//! mechanism for hosts and switches alike, so a switch with no hosts, an aggregation switch,
+//! is reached as any other). The target carries the request out and answers from its own
+//! address, so the controller knows who answered; the reply leaves by the port the request
+//! came in by and retraces its path to the controller. The message below is the same
+//! whichever way it is addressed.
+//!
 //! Every message, request or reply, has one fixed 52-byte layout (network byte order):
 //!
 //! ```text
@@ -46,6 +60,23 @@ struct RawControl {
     arg_hi: U64,
     out_lo: U64,
     out_hi: U64,
+}
+
+/// The frame address of switch 0; switch `s` answers to `SWITCH_ADDRESS_BASE + s`.
+pub const SWITCH_ADDRESS_BASE: u16 = 0xFF00;
+
+/// Switches that have an address: ids `0..SWITCH_ADDRESSES` (the block ends below
+/// [`crate::SWITCH_ID`]). Hosts must use ids below [`SWITCH_ADDRESS_BASE`].
+pub const SWITCH_ADDRESSES: u16 = crate::SWITCH_ID - SWITCH_ADDRESS_BASE;
+
+/// The frame address that names switch `switch` as a control request's target, if it has one.
+pub fn switch_address(switch: u16) -> Option<u16> {
+    (switch < SWITCH_ADDRESSES).then(|| SWITCH_ADDRESS_BASE + switch)
+}
+
+/// The switch a frame address names, if it is one of [`switch_address`]'s.
+pub fn addressed_switch(address: u16) -> Option<u16> {
+    (SWITCH_ADDRESS_BASE..crate::SWITCH_ID).contains(&address).then(|| address - SWITCH_ADDRESS_BASE)
 }
 
 /// Bytes of every control message (without the frame).
@@ -325,6 +356,18 @@ mod tests {
         msg.encode(&mut bytes);
         assert_eq!(bytes.len(), CONTROL_BYTES);
         ControlMessage::decode(&bytes).unwrap()
+    }
+
+    #[test]
+    fn switch_addresses_are_a_block_below_switch_id_and_round_trip() {
+        assert_eq!(switch_address(0), Some(SWITCH_ADDRESS_BASE));
+        assert_eq!(switch_address(SWITCH_ADDRESSES - 1), Some(crate::SWITCH_ID - 1));
+        assert_eq!(switch_address(SWITCH_ADDRESSES), None, "SWITCH_ID is not a switch's address");
+        for s in [0, 7, SWITCH_ADDRESSES - 1] {
+            assert_eq!(addressed_switch(switch_address(s).unwrap()), Some(s));
+        }
+        assert_eq!(addressed_switch(crate::SWITCH_ID), None);
+        assert_eq!(addressed_switch(SWITCH_ADDRESS_BASE - 1), None, "hosts are not switches");
     }
 
     #[test]

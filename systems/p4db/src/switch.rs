@@ -46,6 +46,9 @@ impl SwitchDevice for RackSwitch {
     fn controller(&self) -> Option<u16> {
         each!(self, s => s.controller())
     }
+    fn set_switch_id(&mut self, id: u16) {
+        each!(self, s => s.set_switch_id(id))
+    }
     fn handle_timeout(&mut self, now: Nanos) {
         each!(self, s => s.handle_timeout(now))
     }

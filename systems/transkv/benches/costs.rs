@@ -98,6 +98,7 @@ fn bench(c: &mut Criterion) {
         seed: 1,
         resolve_ns: 1_000_000,
         hierarchy,
+        hot_shift: (0, 0),
     };
     let mut client = ClientHost::new(cfg).expect("client");
     let mut out = HostOutbox::<ClientHost>::default();

@@ -31,7 +31,12 @@
 //! leaves only raised R-TS behind (conservative, never unsafe) — the client retries with a new
 //! timestamp. A write over several nodes needs the controller for atomicity: no one switch
 //! sees all of it. Tranx-Coor sends every transaction to the controller; non-transactional
-//! reads (T-TS = 0) go straight to the node.
+//! reads (T-TS = 0) go straight to the node. Which keys are cached starts as the setup fill
+//! and is learned from every committed answer (an op a switch decided is cached on the path,
+//! one no switch decided is not), so a TransKV client follows the controller's cache refresh
+//! without being told (`crate::refresh`); either path is correct whatever the client believes
+//! (switches on the path decide the keys they cache, the node decides the others), only the
+//! cost differs.
 
 use crate::costs;
 use crate::layout::{Hierarchy, CONTROLLER};
@@ -80,6 +85,9 @@ pub struct ClientConfig {
     pub resolve_ns: Nanos,
     /// Keys, nodes and the cache placement.
     pub hierarchy: Arc<Hierarchy>,
+    /// The hot set moves at this time by this many ranks (`RackConfig::hot_shift_at_us`);
+    /// (0, 0): never.
+    pub hot_shift: (Nanos, u64),
 }
 
 /// A client timer.
@@ -119,6 +127,8 @@ pub enum ClientEvent {
         attempts: u32,
         /// Whether a switch answered it.
         by_switch: bool,
+        /// Whether switches decided every op of it (all its keys were cached on its path).
+        switch_decided: bool,
         /// (key, version read) per read.
         reads: Vec<(u64, u64)>,
     },
@@ -172,6 +182,9 @@ pub struct ClientHost {
     cfg: ClientConfig,
     rng: SeededRng,
     zipf: Option<Zipf<f64>>,
+    /// What the committed answers taught about the cache where it differs from the setup
+    /// fill: key → cached on its path.
+    learned: BTreeMap<u64, bool>,
     /// In flight, by sequence number.
     in_flight: BTreeMap<u32, Txn>,
     /// Transactions started.
@@ -200,6 +213,7 @@ impl ClientHost {
             cfg,
             rng,
             zipf,
+            learned: BTreeMap::new(),
             in_flight: BTreeMap::new(),
             started: 0,
             committed: 0,
@@ -215,9 +229,9 @@ impl ClientHost {
         u32::try_from(ts).ok().filter(|&t| t < 1 << 31).expect("timestamps stay below 2^31 (53 s of simulated time)")
     }
 
-    fn draw_ops(&mut self) -> Vec<Op> {
+    fn draw_ops(&mut self, now: Nanos) -> Vec<Op> {
         let h = Arc::clone(&self.cfg.hierarchy);
-        let first = self.draw_key(&h);
+        let first = self.draw_key(&h, now);
         let write = self.rng.random_bool(self.cfg.write_ratio);
         let mut keys = vec![first];
         let wanted = usize::from(self.cfg.ops_per_txn);
@@ -240,7 +254,7 @@ impl ClientHost {
             let mut tries = 0;
             while keys.len() < wanted && tries < 64 * wanted {
                 tries += 1;
-                let k = self.draw_key(&h);
+                let k = self.draw_key(&h, now);
                 if !keys.contains(&k) {
                     keys.push(k);
                 }
@@ -251,12 +265,27 @@ impl ClientHost {
             .collect()
     }
 
+    /// Learns from a committed answer which of its keys are cached on their path.
+    fn learn(&mut self, msg: &Message) {
+        for op in &msg.ops {
+            let Ok(key) = u64::try_from(op.key) else { continue };
+            if op.decided() == self.cfg.hierarchy.switch_of(key).is_some() {
+                self.learned.remove(&key);
+            } else {
+                self.learned.insert(key, op.decided());
+            }
+        }
+    }
+
     /// One key by the workload's popularity (YCSB's scrambled Zipf, or uniform).
-    fn draw_key(&mut self, h: &Hierarchy) -> u64 {
+    /// From `hot_shift`'s time on, rank r is drawn as rank r + its shift.
+    fn draw_key(&mut self, h: &Hierarchy, now: Nanos) -> u64 {
         let rank = match &self.zipf {
             Some(z) => (z.sample(&mut self.rng) as u64).saturating_sub(1).min(h.records - 1),
             None => self.rng.random_range(0..h.records),
         };
+        let (shift_at, shift) = self.cfg.hot_shift;
+        let rank = if shift > 0 && now >= shift_at { rank.wrapping_add(shift) } else { rank };
         crate::layout::key_of_rank(rank, h.records)
     }
 
@@ -272,7 +301,9 @@ impl ClientHost {
         for op in txn.ops.iter_mut().filter(|o| o.op_type == OpType::Write) {
             op.value = value_of(op.key, u64::from(ts));
         }
-        let all_cached = txn.ops.iter().all(|o| h.switch_of(o.key as u64).is_some());
+        let learned = &self.learned;
+        let cached = |key: u64| learned.get(&key).copied().unwrap_or_else(|| h.switch_of(key).is_some());
+        let all_cached = txn.ops.iter().all(|o| cached(o.key as u64));
         let node = h.node_of(txn.ops[0].key as u64);
         let one_node = txn.ops.iter().all(|o| h.node_of(o.key as u64) == node);
         let read_only = txn.ops.iter().all(|o| o.op_type == OpType::Read);
@@ -309,7 +340,7 @@ impl ClientHost {
         }
         self.started += 1;
         let seq = self.started;
-        let ops = self.draw_ops();
+        let ops = self.draw_ops(now);
         self.in_flight
             .insert(seq, Txn { seq, ts: 0, ops, started_ns: now, attempts: 0, dst: 0, shares: BTreeMap::new() });
         self.send_attempt(now, seq, out);
@@ -340,6 +371,9 @@ impl ClientHost {
                     answers = txn.shares.values().flatten().cloned().collect();
                 }
                 let Some(txn) = self.in_flight.remove(&msg.seq) else { return };
+                if self.cfg.path == Path::TransKv {
+                    answers.iter().for_each(|m| self.learn(m));
+                }
                 let answered: Vec<&Op> = answers.iter().flat_map(|m| &m.ops).collect();
                 let reads = txn
                     .ops
@@ -354,6 +388,7 @@ impl ClientHost {
                     latency_ns: now - txn.started_ns,
                     attempts: txn.attempts,
                     by_switch: answers.iter().all(|m| m.status == Status::Served),
+                    switch_decided: answers.iter().all(|m| m.ops.iter().all(|o| o.decided())),
                     reads,
                 });
                 debug_assert_eq!(txn.seq, msg.seq);
@@ -461,6 +496,7 @@ mod tests {
             seed: 1,
             resolve_ns: 1_000_000,
             hierarchy,
+            hot_shift: (0, 0),
         })
         .unwrap()
     }
@@ -488,7 +524,7 @@ mod tests {
             let mut c = client(path, 0.99);
             (0..200)
                 .map(|_| {
-                    let ops = c.draw_ops();
+                    let ops = c.draw_ops(0);
                     let nodes: std::collections::BTreeSet<u16> =
                         ops.iter().map(|o| c.cfg.hierarchy.node_of(o.key as u64)).collect();
                     nodes.len()

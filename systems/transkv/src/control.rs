@@ -15,9 +15,11 @@
 //! When every share has voted, each gets `Commit`, and once every node has answered
 //! `Committed` the client gets `Committed` with every share's read values in its op order.
 //! The first refusal (`Aborted` from a node, `SwitchAborted` from a switch on the way) aborts
-//! the transaction: every other unfinished share gets `Aborted`, which releases the switches'
-//! claims on its way and the node's prepared state; the client gets the refusal's status once
-//! every share has ended, so a retry never meets its own earlier attempt. A share is never
+//! the transaction: every share that voted gets `Aborted`, which releases the switches'
+//! claims on its way and the node's prepared state, and a share not heard from yet is left to
+//! answer by itself (an `Aborted` overtaking its `Prepare` could release claims the `Prepare`
+//! takes later, [`Controller::push`]); the client gets the refusal's status once every share
+//! has ended, so a retry never meets its own earlier attempt. A share is never
 //! answered by a switch, even if it only reads cached keys (`program.rs`, `verdict`): its
 //! node's vote is what lets a restarted controller find out how the transaction ended.
 //!
@@ -39,13 +41,19 @@
 //! cascading rollback runs over it (`crate::recovery`).
 //!
 //! The cache fill from the workload's popularity is done at setup by the rack
-//! (`layout::Hierarchy` and `program::fill`), as the control plane would before the run; the
-//! periodic refresh from hit counters has its statistics, placement and move protocol in
-//! `crate::refresh` (tested on switches), not yet driven from this controller.
+//! (`layout::Hierarchy` and `program::fill`), as the control plane would before the run.
+//!
+//! **Cache refresh** (§IV-D, setting `refresh_epoch_us`): the controller drives
+//! [`crate::refresh::Refresher`] from one timer ([`ControllerTimer::Refresh`]) and from the
+//! replies it gets: control replies (`Kind::Control`) from the switches, which it addresses by
+//! id hop by hop (`pisadb_wire::control::switch_address`: every switch, not only the core it
+//! hangs off), and the storage nodes' `HandedOff`, `TookBack` and `Misses` messages. Any client
+//! message wakes a refresh loop that went to sleep after an epoch without requests.
 
 use crate::costs;
 use crate::layout::Hierarchy;
 use crate::recovery::{LogRecord, Outcome, TxnLog};
+use crate::refresh::Refresher;
 use crate::wire::{Message, OpType, Rejections, Status};
 use pisadb_core::Nanos;
 use pisadb_host::{Host, HostOutbox, Route, Send};
@@ -65,6 +73,28 @@ pub enum ControllerEvent {
     /// A datagram rejected, with the reason.
     Rejected(&'static str),
 }
+
+/// The controller's timer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ControllerTimer {
+    /// The cache refresh's tick (`crate::refresh::Refresher::tick`).
+    Refresh,
+    /// A restarted controller asks the nodes again about what it still coordinates.
+    Retry,
+}
+
+impl pisadb_core::TraceBytes for ControllerTimer {
+    fn trace(&self, hash: &mut pisadb_core::TraceHash) {
+        hash.write(match self {
+            ControllerTimer::Refresh => b"refresh",
+            ControllerTimer::Retry => b"retry  ",
+        });
+    }
+}
+
+/// How often a restarted controller asks the nodes again about the transactions it still
+/// coordinates ([`Controller::restarted`]).
+pub const RETRY_NS: Nanos = 1_000_000;
 
 /// Where one node's share of a coordinated transaction is.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -125,11 +155,76 @@ pub struct Controller {
     confirmed: BTreeMap<u32, u8>,
     /// The transaction log (§IV-E, variant `transkv-log`; `crate::recovery`).
     log: TxnLog,
+    /// The cache refresh, if the run has one.
+    refresh: Option<Box<Refresher>>,
+    /// A restarted controller drives what it coordinates itself ([`Controller::restarted`]).
+    drives_retries: bool,
+    /// A `Retry` timer is pending.
+    retry_armed: bool,
     /// Rejected datagrams by reason.
     pub rejections: Rejections,
 }
 
 impl Controller {
+    /// This controller as restarted after a crash: it forgot the outcomes it decided, so a
+    /// client's request that was delayed past its answer (a `Resolve` sent just before the
+    /// answer came) makes it coordinate a transaction no client waits for any more; if the
+    /// node's reply to it is lost, nobody would ask again. A restarted controller therefore
+    /// asks the node again itself every [`RETRY_NS`] while it coordinates anything. One that
+    /// never crashed answers late requests from its decided outcomes and needs no timer.
+    pub fn restarted(mut self) -> Self {
+        self.drives_retries = true;
+        self
+    }
+
+    fn arm_retry(&mut self, now: Nanos, out: &mut HostOutbox<Self>) {
+        if self.drives_retries && !self.retry_armed && !self.waiting.is_empty() {
+            self.retry_armed = true;
+            out.timers.push((now + RETRY_NS, ControllerTimer::Retry));
+        }
+    }
+
+    fn retry(&mut self, now: Nanos, out: &mut HostOutbox<Self>) {
+        self.retry_armed = false;
+        let unfinished: Vec<Coordination> = self.waiting.values().cloned().collect();
+        for c in &unfinished {
+            self.push(c, true, out);
+        }
+        out.cpu_ns += costs::CONTROLLER_MESSAGE_NS * out.sends.len() as u64;
+        self.arm_retry(now, out);
+    }
+
+    /// This controller refreshing the cache with `refresher` (`crate::refresh`).
+    pub fn refreshing(mut self, refresher: Refresher) -> Self {
+        self.refresh = Some(Box::new(refresher));
+        self
+    }
+
+    /// The cache refresh, if the run has one.
+    pub fn refresher(&self) -> Option<&Refresher> {
+        self.refresh.as_deref()
+    }
+
+    fn refresh_tick(&mut self, now: Nanos, out: &mut HostOutbox<Self>) {
+        let Some(r) = self.refresh.as_mut() else { return };
+        let before = out.sends.len();
+        if let Some(at) = r.tick(now, &mut out.sends) {
+            out.timers.push((at, ControllerTimer::Refresh));
+        }
+        out.cpu_ns += costs::CONTROLLER_MESSAGE_NS * (out.sends.len() - before) as u64;
+    }
+
+    /// A control reply (`Kind::Control`) for the refresh.
+    fn control_reply(&mut self, now: Nanos, bytes: &[u8], out: &mut HostOutbox<Self>) {
+        let decoded = pisadb_wire::Frame::decode(bytes).map_err(|e| e.reason()).and_then(|(frame, payload)| {
+            Ok((frame, pisadb_wire::control::ControlMessage::decode(payload).map_err(|e| e.reason())?))
+        });
+        match (decoded, self.refresh.as_mut()) {
+            (Ok((frame, reply)), Some(r)) => r.on_control(now, frame.src, reply, &mut out.sends),
+            (Ok(_), None) => self.reject("control_reply_without_refresh", out),
+            (Err(reason), _) => self.reject(reason, out),
+        }
+    }
     /// A controller with nothing to coordinate yet.
     pub fn new(address: u16, hierarchy: Arc<Hierarchy>) -> Self {
         Controller {
@@ -140,6 +235,9 @@ impl Controller {
             spans: BTreeMap::new(),
             confirmed: BTreeMap::new(),
             log: TxnLog::default(),
+            refresh: None,
+            drives_retries: false,
+            retry_armed: false,
             rejections: Rejections::default(),
         }
     }
@@ -222,18 +320,26 @@ impl Controller {
         parts
     }
 
-    /// Sends each unfinished share what moves it on: a `Resolve` to a node not yet heard
-    /// from, `Commit` to a voted one once all voted, `Aborted` to any unfinished one once the
-    /// transaction aborted.
-    fn push(&self, c: &Coordination, out: &mut HostOutbox<Self>) {
+    /// Sends each unfinished share what moves it on: `Commit` to a voted one once all voted,
+    /// `Aborted` to a voted one once the transaction aborted, and, when `resolving` (a
+    /// client's resolve, a restarted controller's retry), a `Resolve` — or, once aborted,
+    /// `Aborted` — to a node not yet heard from.
+    ///
+    /// A share not yet heard from is left alone otherwise: its `Prepare` may still be on its
+    /// way, and an `Aborted` that overtook it (a reordering link) would release the switches'
+    /// claims before the `Prepare` takes them; were that `Prepare` then lost before its node,
+    /// its claim would stay (found by fuzz seed 294: a key wedged for good). Its own answer
+    /// comes back instead, or the client's resolve, one timeout later, asks for it.
+    fn push(&self, c: &Coordination, resolving: bool, out: &mut HostOutbox<Self>) {
         let all_yes = c.all_yes();
         for (&node, (share, part)) in &c.parts {
             match part {
-                _ if c.abort.is_some() && matches!(part, Part::Preparing | Part::Voted(_)) => {
-                    self.send(share.clone(), Status::Aborted, node, out)
-                }
-                Part::Preparing => self.send(share.clone(), Status::Resolve, node, out),
+                Part::Voted(_) if c.abort.is_some() => self.send(share.clone(), Status::Aborted, node, out),
                 Part::Voted(voted) if all_yes => self.send(voted.clone(), Status::Commit, node, out),
+                Part::Preparing if resolving => {
+                    let status = if c.abort.is_some() { Status::Aborted } else { Status::Resolve };
+                    self.send(share.clone(), status, node, out)
+                }
                 _ => {}
             }
         }
@@ -269,7 +375,17 @@ impl Controller {
         self.send(done, status, c.client, out);
     }
 
-    fn coordinate(&mut self, src: u16, msg: Message, out: &mut HostOutbox<Self>) {
+    fn coordinate(&mut self, now: Nanos, src: u16, msg: Message, out: &mut HostOutbox<Self>) {
+        if matches!(msg.status, Status::HandedOff | Status::TookBack | Status::Misses) {
+            match self.refresh.as_mut() {
+                Some(r) => r.on_node(now, src, &msg, &mut out.sends),
+                None => self.reject("refresh_reply_without_refresh", out),
+            }
+            return;
+        }
+        if let Some(at) = self.refresh.as_mut().and_then(|r| r.wake(now)) {
+            out.timers.push((at, ControllerTimer::Refresh));
+        }
         if msg.ts == 0 || msg.ops.is_empty() {
             return self.reject("bad_coordinate", out);
         }
@@ -287,7 +403,7 @@ impl Controller {
                 if let Some(c) = self.waiting.get(&msg.ts) {
                     // A client resolving: move every share on again (a node that knows
                     // nothing of its share refuses the timestamp from now on).
-                    return self.push(c, out);
+                    return self.push(c, true, out);
                 }
                 let parts = self.shares(&msg);
                 if parts.len() > 1 {
@@ -317,7 +433,7 @@ impl Controller {
                             self.send(share, Status::Aborted, node, out);
                         } else if c.all_yes() {
                             let c = c.clone();
-                            self.push(&c, out);
+                            self.push(&c, false, out);
                         }
                     }
                     (Status::Committed, Part::Voted(_)) => *part = Part::Committed(msg),
@@ -328,7 +444,7 @@ impl Controller {
                         *part = Part::Committed(msg);
                         if c.all_yes() {
                             let c = c.clone();
-                            self.push(&c, out);
+                            self.push(&c, false, out);
                         }
                     }
                     (Status::Aborted | Status::SwitchAborted, Part::Preparing | Part::Voted(_)) if !commit_decided => {
@@ -336,7 +452,7 @@ impl Controller {
                         if c.abort.is_none() {
                             c.abort = Some(msg);
                             let c = c.clone();
-                            self.push(&c, out);
+                            self.push(&c, false, out);
                         }
                     }
                     // Every share voted yes: the commit is decided, an abort cannot be.
@@ -354,7 +470,7 @@ impl Controller {
 }
 
 impl Host for Controller {
-    type Timer = crate::store::NoTimer;
+    type Timer = ControllerTimer;
     type Log = ();
     type Event = ControllerEvent;
 
@@ -362,32 +478,43 @@ impl Host for Controller {
         costs::CONTROLLER_CORES
     }
 
-    fn start(&mut self, _now: Nanos, _out: &mut HostOutbox<Self>) {}
+    fn start(&mut self, _now: Nanos, out: &mut HostOutbox<Self>) {
+        if let Some(r) = &self.refresh {
+            out.timers.push((r.first_tick(), ControllerTimer::Refresh));
+        }
+    }
 
     fn route(&self, _bytes: &[u8]) -> Route {
         Route::AnyCore
     }
 
-    fn timer_core(&self, timer: &Self::Timer) -> u16 {
-        match *timer {}
+    fn timer_core(&self, _timer: &Self::Timer) -> u16 {
+        0
     }
 
-    fn handle_datagram(&mut self, _now: Nanos, bytes: &[u8], out: &mut HostOutbox<Self>) {
+    fn handle_datagram(&mut self, now: Nanos, bytes: &[u8], out: &mut HostOutbox<Self>) {
         out.cpu_ns += costs::CONTROLLER_MESSAGE_NS;
+        if pisadb_wire::Frame::decode(bytes).is_ok_and(|(frame, _)| frame.kind == pisadb_wire::Kind::Control) {
+            return self.control_reply(now, bytes, out);
+        }
         match Message::open(bytes) {
-            Ok((frame, msg)) => self.coordinate(frame.src, msg, out),
+            Ok((frame, msg)) => self.coordinate(now, frame.src, msg, out),
             Err(e) => self.reject(e.reason(), out),
         }
+        self.arm_retry(now, out);
     }
 
-    fn handle_timer(&mut self, _now: Nanos, timer: Self::Timer, _out: &mut HostOutbox<Self>) {
-        match timer {}
+    fn handle_timer(&mut self, now: Nanos, timer: Self::Timer, out: &mut HostOutbox<Self>) {
+        match timer {
+            ControllerTimer::Refresh => self.refresh_tick(now, out),
+            ControllerTimer::Retry => self.retry(now, out),
+        }
     }
 
     fn stop(&mut self) {}
 
     fn is_idle(&self) -> bool {
-        self.waiting.is_empty()
+        self.waiting.is_empty() && self.refresh.as_ref().is_none_or(|r| r.is_idle())
     }
 }
 
@@ -497,5 +624,35 @@ mod tests {
         assert_eq!(step(&mut c, &share(5, Status::Committed), a), vec![]);
         assert_eq!(step(&mut c, &share(1_599, Status::Voted), b), vec![(b, Status::Commit, vec![1_599])]);
         assert_eq!(step(&mut c, &share(1_599, Status::Committed), b)[0].1, Status::Committed);
+    }
+
+    #[test]
+    fn a_restarted_controller_asks_the_node_again_about_what_no_client_drives() {
+        let h = Arc::new(Hierarchy::new(1_600, 0).unwrap());
+        let resolve = Message { ts: 8, status: Status::Resolve, client: 16, seq: 1, ops: vec![Op::read(1_599)] };
+        // A late resolve reaches a controller that forgot the outcome; its ask is lost.
+        let mut c = Controller::new(20, Arc::clone(&h)).restarted();
+        let mut out = HostOutbox::<Controller>::default();
+        c.handle_datagram(0, &resolve.datagram(16, 20), &mut out);
+        assert_eq!(out.timers, vec![(RETRY_NS, ControllerTimer::Retry)], "a retry is armed");
+        let mut again = HostOutbox::<Controller>::default();
+        c.handle_timer(RETRY_NS, ControllerTimer::Retry, &mut again);
+        let sent: Vec<(u16, Status)> =
+            again.sends.iter().map(|s| (s.dst, Message::open(&s.bytes).unwrap().1.status)).collect();
+        assert_eq!(sent, vec![(15, Status::Resolve)], "asked again");
+        assert_eq!(again.timers.len(), 1, "and again later while it waits");
+        // The node's answer ends it: no more retries.
+        let mut done = HostOutbox::<Controller>::default();
+        let aborted = Message { status: Status::Aborted, ..resolve.clone() };
+        c.handle_datagram(RETRY_NS + 1, &aborted.datagram(15, 20), &mut done);
+        assert!(c.is_idle());
+        let mut last = HostOutbox::<Controller>::default();
+        c.handle_timer(2 * RETRY_NS, ControllerTimer::Retry, &mut last);
+        assert!(last.sends.is_empty() && last.timers.is_empty());
+        // A controller that never crashed sets no timer.
+        let mut fresh = Controller::new(20, h);
+        let mut out = HostOutbox::<Controller>::default();
+        fresh.handle_datagram(0, &resolve.datagram(16, 20), &mut out);
+        assert!(out.timers.is_empty());
     }
 }

@@ -17,6 +17,10 @@
 //!   log (§IV-E, variant `transkv-log`) beside TransKV and Tranx-Coor, Zipf 0.99: §VI does not
 //!   say whether its runs logged; the log puts one controller message on every such
 //!   transaction and one on every commit at a node (its before images).
+//! - `refresh` (ours, §IV-D): the hot set moves at a given time (every client's popularity
+//!   ranks shift onto other keys); the share of transactions the switches decide whole, per
+//!   millisecond, with the controller's cache refresh and without. A time series, not a
+//!   point per configuration: [`refresh_sweep`].
 //!
 //! The setup is the paper's: 8 switches of 64K cached keys, 16 storage nodes, 4 client hosts,
 //! YCSB keys of 16 bytes with 48-byte values over 10M records, one op per transaction (the
@@ -51,7 +55,126 @@ pub const EXPERIMENTS: &[ExperimentName] = &[
         name: "log",
         summary: "ours: TransKV with every accepted transaction cloned to the controller's log (§IV-E), Zipf 0.99",
     },
+    ExperimentName {
+        name: "refresh",
+        summary: "ours: switch hit rate over time when the hot set moves, with and without cache refresh (§IV-D)",
+    },
 ];
+
+/// The `refresh` experiment's data center: a smaller cache than the other experiments',
+/// because a refresh moves keys one control operation at a time (about 23 per key, 20 µs
+/// each): 64 keys per switch turn over in about 30 ms of simulated time, 64K would take
+/// about 30 s. The hot set moves at [`REFRESH_SHIFT_US`]; the runs last about 150 ms
+/// (`--quick`) or 300 ms of simulated time.
+fn refresh_config(options: &ExperimentOptions, refresh_epoch_us: u64) -> RackConfig {
+    RackConfig {
+        records: 100_000,
+        cache_per_switch: 64,
+        zipf: 0.99,
+        write_ratio: 0.05,
+        txns_per_client: if options.quick { 150_000 } else { 300_000 },
+        refresh_epoch_us,
+        hot_shift_at_us: REFRESH_SHIFT_US,
+        hot_shift_ranks: 50_000,
+        seed: options.seed,
+        ..RackConfig::default()
+    }
+}
+
+/// When the hot set moves in the `refresh` experiment (µs).
+const REFRESH_SHIFT_US: u64 = 30_000;
+
+/// Refresh epochs of the `refresh` experiment, in µs (0: no refresh).
+const REFRESH_EPOCHS_US: [u64; 3] = [0, 10_000, 40_000];
+
+/// The `refresh` experiment's line name for epoch `e` µs.
+fn refresh_label(e: u64) -> String {
+    if e == 0 {
+        "no refresh".to_string()
+    } else {
+        format!("refresh every {} ms", e / 1_000)
+    }
+}
+
+/// Runs the `refresh` experiment: writes `transkv-refresh.csv` (one row per millisecond and
+/// setting) and `.svg`; returns a summary.
+pub fn refresh_sweep(options: &ExperimentOptions) -> Result<String, String> {
+    type Run = (Vec<(u64, u64)>, RackFigures, u64);
+    let runs: Vec<Run> = run_all(
+        &REFRESH_EPOCHS_US,
+        options.threads,
+        "refresh",
+        |&e| refresh_label(e),
+        |&e| {
+            let cfg = refresh_config(options, e);
+            let (world, hierarchy, f) = crate::rack::run_world("transkv", &cfg)?;
+            crate::rack::check(&world, &hierarchy)?;
+            let moved = match &world.hosts()[usize::from(crate::layout::CONTROLLER)] {
+                crate::rack::RackHost::Controller(c) => c.refresher().map_or(0, |r| r.figures.inserted),
+                _ => 0,
+            };
+            Ok::<Run, String>((world.observer().timeline().to_vec(), f, moved))
+        },
+    )
+    .into_iter()
+    .collect::<Result<_, String>>()?;
+    let header = ["experiment", "setting", "refresh_epoch_us", "t_ms", "commits", "switch_decided", "share"];
+    let mut rows = Vec::new();
+    let (mut share_panel, mut rate_panel) = (Vec::new(), Vec::new());
+    let mut summary = String::from(
+        "| setting | commits | decided in switches: before the move, 0-10 ms after, last 10 ms | keys inserted | trace hash |\n|---|---|---|---|---|\n",
+    );
+    let bucket_ms = crate::rack::TIMELINE_BUCKET_NS as f64 / 1e6;
+    let shift = usize::try_from(REFRESH_SHIFT_US / 1_000).unwrap_or(0);
+    for (&e, (timeline, f, moved)) in REFRESH_EPOCHS_US.iter().zip(&runs) {
+        let (mut share_line, mut rate_line) = (Vec::new(), Vec::new());
+        for (i, &(commits, decided)) in timeline.iter().enumerate() {
+            let share = if commits == 0 { 0.0 } else { decided as f64 / commits as f64 };
+            let t_ms = i as f64 * bucket_ms;
+            let row = [refresh_label(e), e.to_string(), t_ms.to_string(), commits.to_string(), decided.to_string()];
+            rows.push(std::iter::once("refresh".to_string()).chain(row).chain([share.to_string()]).collect());
+            share_line.push((t_ms * 1e-3, share * 100.0));
+            rate_line.push((t_ms * 1e-3, commits as f64 / (bucket_ms * 1e-3)));
+        }
+        let part = |r: std::ops::Range<usize>| {
+            let t = &timeline[r.start.min(timeline.len())..r.end.min(timeline.len())];
+            let c: u64 = t.iter().map(|b| b.0).sum();
+            100.0 * t.iter().map(|b| b.1).sum::<u64>() as f64 / c.max(1) as f64
+        };
+        let n = timeline.len();
+        let _ = writeln!(
+            summary,
+            "| {} | {} | {:.1}% → {:.1}% → {:.1}% | {moved} | {} |",
+            refresh_label(e),
+            f.commits,
+            part(0..shift),
+            part(shift..shift + 10),
+            part(n.saturating_sub(10)..n),
+            f.trace_hash
+        );
+        share_panel.push(Series::new(refresh_label(e), share_line));
+        rate_panel.push(Series::new(refresh_label(e), rate_line));
+    }
+    let csv = options.out.join("transkv-refresh.csv");
+    let svg = options.out.join("transkv-refresh.svg");
+    write_csv(&csv, &header, &rows).map_err(|e| e.to_string())?;
+    let panel = |title: &str, y_label: &str, y_unit, series| Panel {
+        title: title.into(),
+        x_label: "simulated time".into(),
+        x_unit: Unit::Seconds,
+        y_label: y_label.into(),
+        y_unit,
+        series,
+    };
+    let panels = [
+        panel("transactions decided wholly in the switches", "share per ms", Unit::Percent, share_panel),
+        panel("throughput", "commits per second", Unit::Count, rate_panel),
+    ];
+    let title = "TransKV: the hot set moves at 30 ms (ours, §IV-D)";
+    write_svg(&svg, title, 2, &panels).map_err(|e| e.to_string())?;
+    let _ = write!(summary, "\nwrote {} and {}", csv.display(), svg.display());
+    Ok(summary)
+}
 
 /// Ops per transaction of the `ops` experiment.
 const OPS: [f64; 5] = [1.0, 2.0, 3.0, 4.0, 6.0];
@@ -382,6 +505,9 @@ const CLAIMS_HEADER: &str = "| the paper's claim (§VI) | ours |\n|---|---|\n";
 
 /// Runs one experiment, writes its files, and returns a summary.
 pub fn sweep(name: &str, options: &ExperimentOptions) -> Result<String, String> {
+    if name == "refresh" {
+        return refresh_sweep(options);
+    }
     let plan = plan(name, options)?;
     let results = run_plan(&plan, options.threads)?;
     let (csv, svg) = write_outputs(&plan, &results, &options.out)?;
@@ -393,7 +519,7 @@ pub fn sweep(name: &str, options: &ExperimentOptions) -> Result<String, String> 
 /// Runs every experiment, writes their files and `<out>/transkv.md`; returns a summary.
 pub fn reproduce(options: &ExperimentOptions) -> Result<String, String> {
     let mut done = Vec::new();
-    for e in EXPERIMENTS {
+    for e in EXPERIMENTS.iter().filter(|e| e.name != "refresh") {
         let plan = plan(e.name, options)?;
         let results = run_plan(&plan, options.threads)?;
         write_outputs(&plan, &results, &options.out)?;
@@ -451,7 +577,7 @@ mod tests {
     #[test]
     fn every_experiment_has_a_plan() {
         let options = ExperimentOptions { quick: true, seed: 1, threads: 1, out: PathBuf::from("/nonexistent") };
-        for e in EXPERIMENTS {
+        for e in EXPERIMENTS.iter().filter(|e| e.name != "refresh") {
             let plan = plan(e.name, &options).unwrap();
             assert!(!plan.points.is_empty(), "{}", e.name);
         }

@@ -15,7 +15,7 @@
 //! hold no transaction. The same checks judge the fault-injection cases (`crate::fuzz`).
 
 use crate::client::{ClientConfig, ClientEvent, ClientHost, ClientTimer, Path};
-use crate::control::{Controller, ControllerEvent};
+use crate::control::{Controller, ControllerEvent, ControllerTimer};
 use crate::layout::{self, Hierarchy, CLIENT0, CLIENTS, CONTROLLER, NODES, SWITCHES};
 use crate::program::{fill, Mode, TransKvProgram, CACHE_TABLE, FULL_BITMAP, HITS, T_TS, VALUE0, VALUE_ARRAYS};
 use crate::store::{NoTimer, NodeRecord, StorageNode, StoreEvent};
@@ -57,6 +57,18 @@ pub struct RackConfig {
     /// A client resolves an attempt unanswered for this many microseconds.
     #[serde(default = "default_resolve_us")]
     pub resolve_us: u64,
+    /// The cache refresh's epoch in microseconds (§IV-D, `crate::refresh`); 0: no refresh,
+    /// the setup fill stays (the paper's experiments draw from one fixed popularity, for which
+    /// the fill is already the placement a refresh would choose). Variant `transkv` only.
+    #[serde(default)]
+    pub refresh_epoch_us: u64,
+    /// The hot set moves at this time (µs; 0: never): from then on every client draws
+    /// popularity rank r as key `key_of_rank(r + hot_shift_ranks)`.
+    #[serde(default)]
+    pub hot_shift_at_us: u64,
+    /// How many ranks the hot set moves by (see `hot_shift_at_us`).
+    #[serde(default)]
+    pub hot_shift_ranks: u64,
 }
 
 fn default_resolve_us() -> u64 {
@@ -75,6 +87,9 @@ impl Default for RackConfig {
             txns_per_client: 5_000,
             seed: 1,
             resolve_us: default_resolve_us(),
+            refresh_epoch_us: 0,
+            hot_shift_at_us: 0,
+            hot_shift_ranks: 0,
         }
     }
 }
@@ -118,12 +133,15 @@ pub enum RackEvent {
 pub enum RackTimer {
     /// A client's.
     Client(ClientTimer),
+    /// The controller's.
+    Controller(ControllerTimer),
 }
 
 impl TraceBytes for RackTimer {
     fn trace(&self, hash: &mut TraceHash) {
         match self {
             RackTimer::Client(t) => t.trace(hash),
+            RackTimer::Controller(t) => t.trace(hash),
         }
     }
 }
@@ -173,7 +191,9 @@ macro_rules! each {
             RackHost::Client($h) => {
                 inner(&mut **$h, $out, (RackTimer::Client, RackEvent::Client, no_log), |$h, $o| $call)
             }
-            RackHost::Controller($h) => inner($h, $out, (no_timer, RackEvent::Controller, no_log), |$h, $o| $call),
+            RackHost::Controller($h) => {
+                inner($h, $out, (RackTimer::Controller, RackEvent::Controller, no_log), |$h, $o| $call)
+            }
         }
     };
 }
@@ -208,8 +228,16 @@ impl Host for RackHost {
     }
 
     fn handle_timer(&mut self, now: Nanos, timer: RackTimer, out: &mut HostOutbox<Self>) {
-        let (RackHost::Client(c), RackTimer::Client(t)) = (self, timer) else { return };
-        inner(&mut **c, out, (RackTimer::Client, RackEvent::Client, no_log), |h, o| h.handle_timer(now, t, o));
+        match (self, timer) {
+            (RackHost::Client(c), RackTimer::Client(t)) => {
+                inner(&mut **c, out, (RackTimer::Client, RackEvent::Client, no_log), |h, o| h.handle_timer(now, t, o))
+            }
+            (RackHost::Controller(c), RackTimer::Controller(t)) => {
+                let wrap: Wrap<Controller> = (RackTimer::Controller, RackEvent::Controller, no_log);
+                inner(c, out, wrap, |h, o| h.handle_timer(now, t, o))
+            }
+            _ => {}
+        }
     }
 
     fn stop(&mut self) {
@@ -286,7 +314,13 @@ pub struct RackObserver {
     finished_ns: Nanos,
     /// What the history check needs.
     ledger: Ledger,
+    /// Per [`TIMELINE_BUCKET_NS`] of simulated time: (commits, of them decided wholly by
+    /// switches).
+    timeline: Vec<(u64, u64)>,
 }
+
+/// The width of one bucket of [`RackObserver::timeline`].
+pub const TIMELINE_BUCKET_NS: Nanos = 1_000_000;
 
 /// The commits the hosts saw, what the history check needs: one per run in the simulator,
 /// one per host process in real mode (merged afterwards, [`Ledger::merge`]).
@@ -429,6 +463,7 @@ impl RackObserver {
             },
             finished_ns: 0,
             ledger: Ledger::default(),
+            timeline: Vec::new(),
         }
     }
 
@@ -450,6 +485,11 @@ impl RackObserver {
     /// What the history check needs, as seen so far.
     pub fn ledger(&self) -> &Ledger {
         &self.ledger
+    }
+
+    /// Per millisecond of simulated time: (commits, of them decided wholly by switches).
+    pub fn timeline(&self) -> &[(u64, u64)] {
+        &self.timeline
     }
 
     /// When the last client host that finished did (0: none has).
@@ -497,8 +537,24 @@ impl RackObserver {
     pub fn count(&mut self, event: RackEvent, at: Nanos) {
         let f = &mut self.figures;
         match event {
-            RackEvent::Client(ClientEvent::Committed { ts, writes, latency_ns, by_switch, reads, .. }) => {
+            RackEvent::Client(ClientEvent::Committed {
+                ts,
+                writes,
+                latency_ns,
+                by_switch,
+                switch_decided,
+                reads,
+                ..
+            }) => {
                 let write = writes > 0;
+                let bucket = usize::try_from(at / TIMELINE_BUCKET_NS).unwrap_or(usize::MAX);
+                if bucket < 100_000 {
+                    if self.timeline.len() <= bucket {
+                        self.timeline.resize(bucket + 1, (0, 0));
+                    }
+                    self.timeline[bucket].0 += 1;
+                    self.timeline[bucket].1 += u64::from(switch_decided);
+                }
                 f.commits += 1;
                 f.write_commits += u64::from(write);
                 f.switch_answers += u64::from(by_switch);
@@ -563,6 +619,12 @@ pub fn placement(variant: &str, cfg: &RackConfig) -> Result<(Mode, Path, Arc<Hie
     if cfg.outstanding == 0 || cfg.txns_per_client == 0 {
         return Err("outstanding and txns_per_client must be at least 1".into());
     }
+    if cfg.refresh_epoch_us > 0 && variant != "transkv" {
+        return Err(format!(
+            "refresh_epoch_us {}: the cache refresh runs with variant transkv only",
+            cfg.refresh_epoch_us
+        ));
+    }
     let cache = if mode == Mode::Forward { 0 } else { cfg.cache_per_switch };
     Ok((mode, path, Arc::new(Hierarchy::new(cfg.records, cache)?)))
 }
@@ -581,7 +643,32 @@ pub fn client_host(index: u16, path: Path, cfg: &RackConfig, hierarchy: &Arc<Hie
         seed: cfg.seed,
         resolve_ns: cfg.resolve_us.saturating_mul(1_000).max(1),
         hierarchy: Arc::clone(hierarchy),
+        hot_shift: (cfg.hot_shift_at_us.saturating_mul(1_000), cfg.hot_shift_ranks),
     })
+}
+
+/// The keys of `node` a refreshed cache holds from the setup fill (handed to their switches
+/// at the node, `crate::refresh`); none without refresh.
+pub fn initially_handed(cfg: &RackConfig, hierarchy: &Hierarchy, node: u16) -> Vec<u64> {
+    if cfg.refresh_epoch_us == 0 {
+        return Vec::new();
+    }
+    hierarchy.cached.keys().copied().filter(|&k| hierarchy.node_of(k) == node).collect()
+}
+
+/// The controller of a run: with the cache refresh if `cfg` asks for one.
+pub fn controller(cfg: &RackConfig, hierarchy: &Arc<Hierarchy>) -> Controller {
+    let c = Controller::new(CONTROLLER, Arc::clone(hierarchy));
+    if cfg.refresh_epoch_us == 0 {
+        return c;
+    }
+    let epoch_ns = cfg.refresh_epoch_us.saturating_mul(1_000);
+    c.refreshing(crate::refresh::Refresher::new(
+        CONTROLLER,
+        (**hierarchy).clone(),
+        epoch_ns,
+        cfg.cache_per_switch.max(6),
+    ))
 }
 
 /// Storage node `node` of a run of `variant` (empty, in memory; in `transkv-log` it copies
@@ -616,16 +703,24 @@ pub fn rack_switch(
 /// The world of one run of `variant`, not started, and its key placement.
 pub fn build(variant: &str, cfg: &RackConfig) -> Result<(RackWorld, Arc<Hierarchy>), String> {
     let (mode, path, hierarchy) = placement(variant, cfg)?;
-    let mut hosts: Vec<RackHost> = (0..NODES).map(|n| RackHost::Store(storage_node(variant, n))).collect();
+    let mut hosts: Vec<RackHost> = (0..NODES)
+        .map(|n| RackHost::Store(storage_node(variant, n).handing(initially_handed(cfg, &hierarchy, n))))
+        .collect();
     for index in 0..CLIENTS {
         hosts.push(RackHost::Client(Box::new(client_host(index, path, cfg, &hierarchy)?)));
     }
-    hosts.push(RackHost::Controller(Controller::new(CONTROLLER, Arc::clone(&hierarchy))));
+    hosts.push(RackHost::Controller(controller(cfg, &hierarchy)));
     let switches =
         (0..SWITCHES).map(|id| rack_switch(variant, mode, &hierarchy, id)).collect::<Result<Vec<_>, String>>()?;
     let topology = layout::topology(&LinkParams::ten_gbe());
     hierarchy.routes_cover_cached_keys(&topology)?;
-    let world = World::new(topology, hosts, switches, RackObserver::new()).map_err(|e| e.to_string())?;
+    let mut world = World::new(topology, hosts, switches, RackObserver::new()).map_err(|e| e.to_string())?;
+    if cfg.refresh_epoch_us > 0 {
+        // The refresh reaches every switch by id, hop by hop; each serves the controller.
+        for s in 0..SWITCHES {
+            world.set_controller(s, CONTROLLER);
+        }
+    }
     Ok((world, hierarchy))
 }
 
@@ -640,8 +735,9 @@ pub fn run_world(variant: &str, cfg: &RackConfig) -> Result<(RackWorld, Arc<Hier
     f.write_us = summary(&world.observer().write_latency);
     f.read_cdf_us = cdf(&world.observer().read_latency);
     f.write_cdf_us = cdf(&world.observer().write_latency);
-    f.cached_keys = hierarchy.cached.len() as u64;
-    for (&key, &(switch, slot)) in &hierarchy.cached {
+    let placed = placement_now(&world, &hierarchy);
+    f.cached_keys = placed.len() as u64;
+    for (&key, &(switch, slot)) in &placed {
         let level = layout::levels_of(hierarchy.node_of(key)).iter().position(|&s| s == switch).unwrap_or(2);
         let hits = world.switch(switch).registers().read(HITS, u32::from(slot)).map_or(0, |c| c.0);
         f.hits_by_level[level] += u64::try_from(hits).unwrap_or(0);
@@ -669,9 +765,65 @@ pub fn run_checked(variant: &str, cfg: &RackConfig) -> Result<RackFigures, Strin
     Ok(f)
 }
 
+/// Where the keys are cached at the end: the controller's refreshed placement, or the setup
+/// fill.
+pub fn placement_now(world: &RackWorld, hierarchy: &Hierarchy) -> BTreeMap<u64, (u16, u16)> {
+    world
+        .hosts()
+        .iter()
+        .find_map(|h| match h {
+            RackHost::Controller(c) => c.refresher().map(|r| r.placement().clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| hierarchy.cached.clone())
+}
+
+/// The cache refresh's end state: no move under way or failed; every switch holds exactly the
+/// keys placed on it, published (no entry left reserved or migrating); every node hands to
+/// switches exactly its keys that are placed.
+fn check_refresh(world: &RackWorld, hierarchy: &Hierarchy) -> Result<(), String> {
+    let Some(r) = world.hosts().iter().find_map(|h| match h {
+        RackHost::Controller(c) => c.refresher(),
+        _ => None,
+    }) else {
+        return Ok(());
+    };
+    if let Some(e) = r.figures.errors.first() {
+        return Err(format!("cache refresh: {e}"));
+    }
+    if !r.is_idle() {
+        return Err("the cache refresh was still moving keys".into());
+    }
+    let placed = r.placement();
+    for s in 0..SWITCHES {
+        let here = placed.iter().filter(|(_, &(x, _))| x == s).count();
+        let held = world.switch(s).tables().len(CACHE_TABLE).map_err(|e| e.to_string())?;
+        if held != here {
+            return Err(format!("switch {s} holds {held} cache entries, the placement {here}"));
+        }
+    }
+    for (&key, &(switch, slot)) in placed {
+        let entry = world.switch(switch).tables().get(CACHE_TABLE, key).map_err(|e| e.to_string())?;
+        if entry != Some(crate::program::entry_value(slot, FULL_BITMAP, slot)) {
+            return Err(format!("switch {switch}: key {key} at slot {slot} is not published: {entry:?}"));
+        }
+    }
+    for (node, host) in world.hosts().iter().enumerate().take(usize::from(NODES)) {
+        let RackHost::Store(store) = host else { continue };
+        let expected: std::collections::BTreeSet<u64> =
+            placed.keys().copied().filter(|&k| hierarchy.node_of(k) == node as u16).collect();
+        if store.handed() != &expected {
+            return Err(format!("node {node} hands {} keys, the placement {}", store.handed().len(), expected.len()));
+        }
+    }
+    Ok(())
+}
+
 /// The end-of-run checks (module docs).
 pub fn check(world: &RackWorld, hierarchy: &Hierarchy) -> Result<(), String> {
     world.observer().check_history()?;
+    check_refresh(world, hierarchy)?;
+    let placed = placement_now(world, hierarchy);
     let hosts = world.hosts();
     for host in hosts {
         match host {
@@ -682,7 +834,7 @@ pub fn check(world: &RackWorld, hierarchy: &Hierarchy) -> Result<(), String> {
             _ => {}
         }
     }
-    for (&key, &(switch, slot)) in &hierarchy.cached {
+    for (&key, &(switch, slot)) in &placed {
         let entry = world.switch(switch).tables().get(CACHE_TABLE, key).map_err(|e| e.to_string())?;
         let full = entry.is_some_and(|e| (e >> 16) & 0xff == u64::from(FULL_BITMAP));
         let node = hierarchy.node_of(key);
@@ -721,6 +873,9 @@ mod tests {
             txns_per_client: 150,
             seed: 3,
             resolve_us: 10_000,
+            refresh_epoch_us: 0,
+            hot_shift_at_us: 0,
+            hot_shift_ranks: 0,
         }
     }
 
@@ -732,6 +887,57 @@ mod tests {
         // Two-key transactions mix cached and uncached keys: switches and nodes decide together.
         let f = run_checked("transkv", &small()).unwrap();
         assert_eq!(f.commits, 600);
+    }
+
+    /// A data center whose hot set moves at 3 ms, refreshed every millisecond (the run lasts
+    /// about 30 ms: the refresh after the move takes about 7 ms of control operations).
+    fn shifting(refresh_epoch_us: u64) -> RackConfig {
+        RackConfig {
+            records: 20_000,
+            cache_per_switch: 16,
+            zipf: 1.2,
+            write_ratio: 0.2,
+            ops_per_txn: 1,
+            outstanding: 8,
+            txns_per_client: 8_000,
+            refresh_epoch_us,
+            hot_shift_at_us: 3_000,
+            hot_shift_ranks: 7_919,
+            ..small()
+        }
+    }
+
+    #[test]
+    fn cache_refresh_under_load_follows_a_moved_hot_set_and_loses_nothing() {
+        let (world, hierarchy, f) = run_world("transkv", &shifting(1_000)).unwrap();
+        // Serializable in timestamp order, every commit counted by client and node, cached
+        // values equal the nodes', every switch holds exactly the placement, nodes agree.
+        check(&world, &hierarchy).unwrap();
+        assert_eq!(f.commits, 32_000);
+        let RackHost::Controller(c) = &world.hosts()[usize::from(CONTROLLER)] else { panic!() };
+        let r = c.refresher().unwrap();
+        assert!(r.figures.inserted > 0 && r.figures.evicted >= r.figures.inserted, "{:?}", r.figures);
+        // The share of commits the switches decided whole: high before the shift, about none
+        // right after it, back up once the refresh moved the new hot keys in.
+        let share = |ms: std::ops::Range<usize>| {
+            let t = &world.observer().timeline()[ms];
+            t.iter().map(|b| b.1).sum::<u64>() as f64 / t.iter().map(|b| b.0).sum::<u64>().max(1) as f64
+        };
+        let n = world.observer().timeline().len();
+        let (before, after, recovered) = (share(0..3), share(3..5), share(n - 5..n));
+        assert!(before > 0.6 && after < 0.1 && recovered > 0.5, "{before} {after} {recovered}");
+        let placed = r.placement();
+        let moved = placed.keys().filter(|k| !hierarchy.cached.contains_key(k)).count();
+        assert!(moved > placed.len() / 2, "most of the cache follows the new hot set: {moved} of {}", placed.len());
+    }
+
+    #[test]
+    fn a_refreshed_run_replays_its_trace_and_differs_from_one_without_refresh() {
+        let cfg = RackConfig { txns_per_client: 1_500, ..shifting(500) };
+        let (a, b) = (run("transkv", &cfg).unwrap(), run("transkv", &cfg).unwrap());
+        assert_eq!(a.trace_hash, b.trace_hash, "same seed, same history");
+        let off = run("transkv", &RackConfig { refresh_epoch_us: 0, ..cfg }).unwrap();
+        assert_ne!(a.trace_hash, off.trace_hash);
     }
 
     #[test]

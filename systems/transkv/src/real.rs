@@ -382,6 +382,15 @@ pub struct ClusterResult {
 pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult, RuntimeError> {
     placement(&opts.spec.variant, &opts.spec.rack)
         .map_err(|e| RuntimeError::bad_setting("--variant/--set", &opts.spec.variant, e))?;
+    if opts.spec.rack.refresh_epoch_us > 0 {
+        // The refresh needs every switch to serve the controller and the end-of-run cache
+        // check to follow the controller's final placement: built in the simulator only.
+        return Err(RuntimeError::bad_setting(
+            "refresh_epoch_us",
+            opts.spec.rack.refresh_epoch_us,
+            "0 (the cache refresh runs in the simulator only)",
+        ));
+    }
     let addrs = free_ports(usize::from(SWITCHES) + usize::from(HOSTS))?;
     let (switch_addrs, host_addrs) = addrs.split_at(usize::from(SWITCHES));
     let network = network(switch_addrs.to_vec(), host_addrs.to_vec())?;

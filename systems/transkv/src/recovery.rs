@@ -268,6 +268,9 @@ mod tests {
             txns_per_client: 300,
             seed: 5,
             resolve_us: 10_000,
+            refresh_epoch_us: 0,
+            hot_shift_at_us: 0,
+            hot_shift_ranks: 0,
         };
         let (world, _, _) = run_world("transkv-log", &cfg).unwrap();
         let mut oracle = TxnLog::from_ledger(world.observer().ledger());

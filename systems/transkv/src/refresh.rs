@@ -1,12 +1,31 @@
 //! The controller's hot-key statistics and cache refresh (§IV-D): which keys are hot this
 //! epoch, where they should live, and the safe protocol that moves them.
 //!
-//! **Status: the pieces below are built and tested against real switches through the control
-//! operations; the runs do not use them yet** (nothing in the rack, the variants or the CLI
-//! calls this module). What is missing is the delivery: an epoch timer at the controller, a
-//! way for its control operations to reach every switch, and messages carrying the storage
-//! node's side of a move (`StorageNode::hand_off` and `StorageNode::take_back`, built and
-//! tested as methods) over the network and into the node's log.
+//! **Status: runs refresh** when `RackConfig::refresh_epoch_us` is set (variant `transkv`,
+//! simulator): the controller host drives a [`Refresher`] from its timer and the replies it
+//! gets; its control operations reach every switch by id, hop by hop
+//! (`pisadb_wire::control::switch_address`); the node's side of a move travels as TransKV
+//! messages (`Status::HandOff`, `TakeBack`, `Report` and their answers) and is logged at the
+//! node before it is answered (`NodeRecord::Refresh`), so a restarted node keeps a handed key
+//! handed and a floor a floor. Checked at the end of every such run (`rack::check`): no move
+//! under way or failed, every switch holds exactly the placement, published, every node hands
+//! exactly its placed keys, and the history and cached values as in every run; the fuzz cases
+//! refresh under loss, jitter, reordering and node crashes. Not built: the placement lives in
+//! the controller's memory only, so a refreshed run survives no controller crash and no switch
+//! rebuild (both would need the placement from a controller log), and real mode refuses the
+//! setting.
+//!
+//! ## The epoch loop ([`Refresher`])
+//!
+//! Every epoch: read every cached slot's hit counter and ask every node for its misses;
+//! plan; evict the keys whose switch changes, each eviction ended by a take-back at the key's
+//! node; then insert, each insertion with a hand-off from the key's node, hottest first. A key
+//! moving between switches leaves the old one before the new one asks its node for it. At
+//! most [`MOVES_PER_SWITCH`] moves run per switch at once (a key is unavailable at its switch
+//! for the length of its own move only) and [`WINDOW`] control requests per switch are
+//! outstanding. Every request is idempotent and sent again after [`RESEND_NS`]; an epoch in
+//! which nothing was requested puts the loop to sleep until a client message reaches the
+//! controller (a closed-loop run ends when its clients are done).
 //!
 //! ## Statistics ([`HitStats`])
 //!
@@ -19,11 +38,15 @@
 //!
 //! ## Placement ([`plan`])
 //!
-//! The epoch's counts ranked (hottest first, key as the tie-break) fill the levels exactly as
-//! the setup fill does from the workload's popularity (`layout::Hierarchy::new`): each key at
-//! the first of its pod's core, aggregation switch and ToR with room. A key whose switch does
-//! not change keeps its slot; every other change is one eviction and one insertion, the
-//! insertions reusing the slots freed on the same switch.
+//! The epoch's counts ranked (hottest first, key as the tie-break; a cached key's count
+//! weighs [`INCUMBENT_WEIGHT`] times, so that keys of about equal popularity do not swap
+//! places on the noise of one epoch's counts) choose the keys to cache
+//! exactly as the setup fill does from the workload's popularity (`layout::Hierarchy::new`):
+//! each key at the first of its pod's core, aggregation switch and ToR with room. Of the
+//! chosen keys, those cached now stay at their switch and slot (every level is on every path
+//! to a key: a move between levels changes no hit, and counts wobble from epoch to epoch);
+//! the new ones take the first level with room, hottest first. Every change is one eviction
+//! and one insertion, the insertions reusing the slots freed on the same switch.
 //!
 //! ## The move of one key ([`Eviction`], [`Insertion`])
 //!
@@ -49,30 +72,31 @@
 //! The node's side: step (2) of an insertion is `StorageNode::hand_off`, which also makes the
 //! node refuse, from that moment, ops on k that no switch decided (they crossed the switch
 //! before (1)); an evicted key's floor goes to `StorageNode::take_back`, below which the
-//! node's own TSO refuses ops on k. Both are methods today, not messages. The order of the
+//! node's own TSO refuses ops on k. The keys of the setup fill start handed
+//! (`StorageNode::handing`). The order of the
 //! steps across switch and node leaves no window: between an insertion's reservation and its
 //! publication every op on k aborts at the switch, and the node refuses undecided ops on k
 //! from the hand-off on; an evicted key stays handed at the node until its take-back, so an
 //! op that crosses the switch after the delete and reaches the node before the floor is
 //! refused, never decided below the floor.
 //!
-//! ## Why control operations, not in-band frames
+//! ## Why control operations, not in-band TransKV frames
 //!
-//! The shared control channel reaches only a switch wired to the controller (the simulator
-//! hands a switch's CPU-port traffic to a directly linked controller, and a `SWITCH_ID` frame
-//! is taken by the first switch it meets). Carrying the operations in TransKV frames that each
-//! switch's program recognises by its id would reach every level, but the program could not
-//! carry them out: on Tofino an exact-match table changes only from the control plane, so
-//! every step that marks, deletes or publishes an entry would still be the switch's local
-//! control-plane agent's work, taking `control_plane_ns`. The faithful way is therefore the
-//! control channel extended to address a switch by id hop by hop (option (a) of issue 19);
-//! the operations here are exactly what it would carry, and the tests apply them with
-//! `Switch::apply_control`, the same function the channel ends in.
+//! Carrying the steps in TransKV frames that each switch's program recognises would reach
+//! every level, but the program could not carry them out: on Tofino an exact-match table
+//! changes only from the control plane, so every step that marks, deletes or publishes an
+//! entry is the switch's control-plane agent's work, taking `control_plane_ns`. The shared
+//! control channel therefore addresses a switch by id and travels hop by hop
+//! (`pisadb_wire::control`); the unit tests below apply the same operations with
+//! `Switch::apply_control`, the function the channel ends in.
 
 use crate::layout::{levels_of, Hierarchy, SWITCHES};
 use crate::program::{entry_value, CACHE_TABLE, FULL_BITMAP, HITS, MIGRATING, R_TS, T_TS, VALUE0, VALUE_ARRAYS, W_TS};
-use crate::wire::{Value, VALUE_BYTES};
-use pisadb_wire::control::{ControlOp, ControlResult, ControlStatus};
+use crate::wire::{Message, Op, Status, Value, VALUE_BYTES};
+use pisadb_core::Nanos;
+use pisadb_host::Send;
+use pisadb_wire::control::{addressed_switch, switch_address, ControlMessage, ControlOp, ControlResult, ControlStatus};
+use pisadb_wire::{Frame, Kind};
 use std::collections::BTreeMap;
 
 /// Requests per key over epochs, from the switches' hit counters and the nodes' miss reports.
@@ -106,6 +130,12 @@ impl HitStats {
         *self.counts.entry(key).or_default() += u64::from(since);
     }
 
+    /// A reading known without asking: the counter of (`switch`, `slot`) is `value` for `key`
+    /// (the setup fill and a finished insertion start it at 0).
+    pub fn baseline(&mut self, switch: u16, slot: u16, key: u64, value: u32) {
+        self.last.insert((switch, slot), (key, value));
+    }
+
     /// A storage node's report: `requests` ops on `key` that no switch decided.
     pub fn record_misses(&mut self, key: u64, requests: u64) {
         *self.counts.entry(key).or_default() += requests;
@@ -116,6 +146,10 @@ impl HitStats {
         std::mem::take(&mut self.counts)
     }
 }
+
+/// How much more often an uncached key must be requested in an epoch than a cached one to
+/// take its place ([`plan`]).
+pub const INCUMBENT_WEIGHT: u64 = 2;
 
 /// What a refresh changes on one switch.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -131,7 +165,11 @@ pub struct SwitchPlan {
 /// room; the result keeps `current.cache_per_switch` per switch.
 pub fn plan(current: &Hierarchy, counts: &BTreeMap<u64, u64>) -> (BTreeMap<u64, (u16, u16)>, Vec<SwitchPlan>) {
     let per = current.cache_per_switch;
-    let mut ranked: Vec<(u64, u64)> = counts.iter().filter(|(_, &c)| c > 0).map(|(&k, &c)| (k, c)).collect();
+    // A cached key ranks as if requested `INCUMBENT_WEIGHT` times as often: an uncached key
+    // displaces it only if clearly hotter, not because two keys of about the same popularity
+    // drew counts in the other order this epoch (each swap makes both unavailable for a move).
+    let weight = |k: u64, c: u64| if current.cached.contains_key(&k) { c.saturating_mul(INCUMBENT_WEIGHT) } else { c };
+    let mut ranked: Vec<(u64, u64)> = counts.iter().filter(|(_, &c)| c > 0).map(|(&k, &c)| (k, weight(k, c))).collect();
     ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     // Then the keys cached now without requests (in key order): they keep their places if
     // there is room left.
@@ -150,6 +188,7 @@ pub fn plan(current: &Hierarchy, counts: &BTreeMap<u64, u64>) -> (BTreeMap<u64, 
             home.insert(key, s);
         }
     }
+    let home = keep_cached_where_they_are(current, &ranked, &home);
     let mut plans = vec![SwitchPlan::default(); usize::from(SWITCHES)];
     let mut placed: BTreeMap<u64, (u16, u16)> = BTreeMap::new();
     let mut free: Vec<Vec<u16>> = vec![Vec::new(); usize::from(SWITCHES)];
@@ -175,6 +214,36 @@ pub fn plan(current: &Hierarchy, counts: &BTreeMap<u64, u64>) -> (BTreeMap<u64, 
         plans[usize::from(switch)].insert.push((key, slot));
     }
     (placed, plans)
+}
+
+/// The keys `chosen` (by the ranked fill) placed with as few moves as possible: each one cached
+/// now stays at its switch (the switches hold no more than before, so it fits), the others
+/// take the first level of their pod with room, in rank order (`ranked`). Every level is on
+/// every path to a key, so moving a cached key from one level to another changes no hit and
+/// only makes it unavailable for its move: with counts that wobble from epoch to epoch, the
+/// ranked fill alone would shuffle the cache between levels at every refresh.
+fn keep_cached_where_they_are(
+    current: &Hierarchy,
+    ranked: &[(u64, u64)],
+    chosen: &BTreeMap<u64, u16>,
+) -> BTreeMap<u64, u16> {
+    let mut used = [0u32; SWITCHES as usize];
+    let mut home = BTreeMap::new();
+    for (&key, &(s, _)) in current.cached.iter().filter(|(k, _)| chosen.contains_key(k)) {
+        used[usize::from(s)] += 1;
+        home.insert(key, s);
+    }
+    for &(key, _) in ranked.iter().filter(|(k, _)| chosen.contains_key(k)) {
+        if home.contains_key(&key) {
+            continue;
+        }
+        let levels = levels_of(current.node_of(key));
+        if let Some(s) = levels.iter().copied().find(|&s| used[usize::from(s)] < current.cache_per_switch) {
+            used[usize::from(s)] += 1;
+            home.insert(key, s);
+        }
+    }
+    home
 }
 
 /// What the controller does next in a key's move.
@@ -295,6 +364,8 @@ impl Insertion {
             ControlOp::WriteRegister { register: W_TS, index, lo: i64::from(state.w_ts), hi: 0 },
             ControlOp::WriteRegister { register: R_TS, index, lo: i64::from(state.r_ts), hi: 0 },
             ControlOp::WriteRegister { register: T_TS, index, lo: 0, hi: 0 },
+            // The key's requests count from 0 (the slot's counter counted the evicted key's).
+            ControlOp::WriteRegister { register: HITS, index, lo: 0, hi: 0 },
         ];
         for w in 0..usize::from(VALUE_ARRAYS) {
             let word = u32::from_be_bytes(state.value[4 * w..4 * w + 4].try_into().expect("4 bytes"));
@@ -338,6 +409,576 @@ impl Insertion {
 }
 
 const _: () = assert!(VALUE_BYTES == 4 * VALUE_ARRAYS as usize);
+
+/// How often a busy refresh looks at what it waits for: resends, T-TS polls, hand-offs asked
+/// again.
+pub const TICK_NS: Nanos = 50_000;
+/// A request unanswered this long is sent again. Every request is idempotent (register and
+/// table writes write the same thing again; a delete found gone is done; a hand-off or a
+/// take-back repeated changes nothing; a report is kept per epoch). A copy executing after a
+/// later step of its move could undo that step, so this must exceed any delay the network
+/// adds to one datagram (our fault plans add at most 70 µs), not only its loss.
+pub const RESEND_NS: Nanos = 2_000_000;
+/// Control requests outstanding per switch: keeps its control plane busy without queueing
+/// past the resend time (each takes `control_plane_ns`, 20 µs).
+pub const WINDOW: usize = 4;
+/// Moves under way per switch at once. A key is unavailable at its switch from the first
+/// step of its move to the last (every op on it aborts there): starting every move of an
+/// epoch at once would mark them all first and keep the whole hot set unavailable for the
+/// length of the refresh; two at a time keep the control plane busy (one move waits for a
+/// reply while the other's request is served) and each key unavailable for its own move only.
+pub const MOVES_PER_SWITCH: usize = 2;
+
+/// What an outstanding request is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Job {
+    /// Reading the hit counter of `key` at (`switch`, `slot`).
+    Hits { switch: u16, slot: u16, key: u64 },
+    /// A step of eviction `i`.
+    Evict(usize),
+    /// The take-back that ends eviction `i`.
+    TakeBack(usize),
+    /// A step of insertion `i`.
+    Insert(usize),
+    /// The hand-off of insertion `i`.
+    HandOff(usize),
+}
+
+/// A request sent and not yet answered.
+#[derive(Clone, Debug)]
+struct Outstanding {
+    /// The switch (its id) or the storage node it went to.
+    to: Target,
+    /// The datagram, to send again.
+    bytes: Vec<u8>,
+    /// When it was last sent.
+    sent_ns: Nanos,
+    /// Whether it was sent more than once.
+    resent: bool,
+    /// What it is for.
+    job: Job,
+}
+
+/// Who a refresh request goes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Target {
+    /// Switch `id` (its control plane).
+    Switch(u16),
+    /// Storage node `id`.
+    Node(u16),
+}
+
+/// Where an epoch's refresh is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Waiting for the next epoch (or, `dormant`, for any client traffic at all).
+    Idle,
+    /// Reading the hit counters and the nodes' miss reports.
+    Collecting,
+    /// Evicting keys whose switch changes, and handing them back to their nodes.
+    Evicting,
+    /// Inserting keys at their new switches.
+    Inserting,
+}
+
+/// What the refresh did, for the figures and the checks.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RefreshFigures {
+    /// Epochs that collected statistics.
+    pub epochs: u64,
+    /// Epochs that moved keys.
+    pub refreshes: u64,
+    /// Keys evicted.
+    pub evicted: u64,
+    /// Keys inserted.
+    pub inserted: u64,
+    /// Requests sent again after [`RESEND_NS`].
+    pub resends: u64,
+    /// Polls of a T-TS still pending, and hand-offs refused for a prepared transaction.
+    pub waits: u64,
+    /// Steps that failed (a move abandoned: must stay empty).
+    pub errors: Vec<String>,
+}
+
+/// The controller's cache refresh (§IV-D) as a state machine driven by the controller host:
+/// every `epoch_ns` it reads every cached key's hit counter and asks every node for its
+/// misses, plans the placement ([`plan`]), runs the evictions (each ended by a take-back at
+/// the key's node), then the insertions (each with a hand-off from the key's node), over the
+/// control channel and TransKV messages; then waits for the next epoch. Keys moving between
+/// switches leave the old one (and are taken back) before the new one asks for them. An
+/// epoch in which no key was requested at all moves nothing and puts the loop to sleep (the
+/// clients are done: a closed-loop run must end) until the next client message reaches the
+/// controller.
+#[derive(Clone, Debug)]
+pub struct Refresher {
+    /// The controller's host id.
+    address: u16,
+    /// The epoch.
+    epoch_ns: Nanos,
+    /// Keys each node reports at most per epoch.
+    report_keys: u32,
+    /// The keys and their placement now.
+    placement: Hierarchy,
+    /// The statistics.
+    stats: HitStats,
+    /// The epoch being collected or moved (counts from 1).
+    epoch: u32,
+    /// When the current epoch started.
+    epoch_start_ns: Nanos,
+    /// Where the epoch is.
+    phase: Phase,
+    /// No epoch scheduled: the last one saw no request.
+    dormant: bool,
+    /// The next request id (control requests and node messages share the space).
+    next_id: u32,
+    /// Requests sent and not answered, by id.
+    outstanding: BTreeMap<u32, Outstanding>,
+    /// Control operations waiting for their switch's window, per switch.
+    queued: BTreeMap<u16, std::collections::VecDeque<(ControlOp, Job)>>,
+    /// Operations to send at the next tick (a T-TS poll) and hand-offs to ask again.
+    later: Vec<(u16, ControlOp, Job)>,
+    /// Insertions whose hand-off to ask again at the next tick.
+    handoffs_later: Vec<usize>,
+    /// Miss reports awaited this epoch: node → (sent, parts seen, parts in all).
+    reports: BTreeMap<u16, (Nanos, std::collections::BTreeSet<u16>, Option<u16>)>,
+    /// This epoch's evictions: (switch, key, slot, the move, done).
+    evictions: Vec<(u16, u64, Eviction, bool)>,
+    /// This epoch's insertions: (switch, key, slot, the move, done).
+    insertions: Vec<(u16, u64, u16, Insertion, bool)>,
+    /// The placement this epoch moves to.
+    target: BTreeMap<u64, (u16, u16)>,
+    /// Jobs of the phase still to finish.
+    remaining: usize,
+    /// Moves of the phase not yet started, per switch (indices into `evictions` or
+    /// `insertions`), and moves under way per switch.
+    moves: BTreeMap<u16, (std::collections::VecDeque<usize>, usize)>,
+    /// What it did.
+    pub figures: RefreshFigures,
+}
+
+impl Refresher {
+    /// The refresh of the placement `placement` (the setup fill: every hit counter is 0) by
+    /// controller `address`, every `epoch_ns`, with at most `report_keys` keys per node report.
+    pub fn new(address: u16, placement: Hierarchy, epoch_ns: Nanos, report_keys: u32) -> Self {
+        let mut stats = HitStats::default();
+        for (&key, &(switch, slot)) in &placement.cached {
+            stats.baseline(switch, slot, key, 0);
+        }
+        Refresher {
+            address,
+            epoch_ns: epoch_ns.max(1),
+            report_keys,
+            placement,
+            stats,
+            epoch: 0,
+            epoch_start_ns: 0,
+            phase: Phase::Idle,
+            dormant: false,
+            next_id: 1,
+            outstanding: BTreeMap::new(),
+            queued: BTreeMap::new(),
+            later: Vec::new(),
+            handoffs_later: Vec::new(),
+            reports: BTreeMap::new(),
+            evictions: Vec::new(),
+            insertions: Vec::new(),
+            target: BTreeMap::new(),
+            remaining: 0,
+            moves: BTreeMap::new(),
+            figures: RefreshFigures::default(),
+        }
+    }
+
+    /// The placement now (cached key → (switch, slot)).
+    pub fn placement(&self) -> &BTreeMap<u64, (u16, u16)> {
+        &self.placement.cached
+    }
+
+    /// Whether no epoch is under way.
+    pub fn is_idle(&self) -> bool {
+        self.phase == Phase::Idle
+    }
+
+    /// When the first tick is due (the end of the first epoch).
+    pub fn first_tick(&self) -> Nanos {
+        self.epoch_ns
+    }
+
+    /// A client message reached the controller: a sleeping loop wakes (returns the tick to
+    /// schedule).
+    pub fn wake(&mut self, now: Nanos) -> Option<Nanos> {
+        if !self.dormant {
+            return None;
+        }
+        self.dormant = false;
+        Some(now + self.epoch_ns)
+    }
+
+    /// The tick: starts an epoch when one is due, resends what is overdue, sends what waited;
+    /// returns when the next tick is due (`None`: asleep).
+    pub fn tick(&mut self, now: Nanos, sends: &mut Vec<Send>) -> Option<Nanos> {
+        if self.phase == Phase::Idle {
+            if self.dormant {
+                return None;
+            }
+            self.start_epoch(now, sends);
+        } else {
+            self.resend_overdue(now, sends);
+            for (switch, op, job) in std::mem::take(&mut self.later) {
+                self.queue(switch, op, job);
+            }
+            for i in std::mem::take(&mut self.handoffs_later) {
+                self.send_handoff(now, i, sends);
+            }
+            self.pump(now, sends);
+        }
+        self.next_tick(now)
+    }
+
+    fn next_tick(&self, now: Nanos) -> Option<Nanos> {
+        match self.phase {
+            Phase::Idle if self.dormant => None,
+            Phase::Idle => Some((self.epoch_start_ns + self.epoch_ns).max(now + 1)),
+            _ => Some(now + TICK_NS),
+        }
+    }
+
+    fn start_epoch(&mut self, now: Nanos, sends: &mut Vec<Send>) {
+        self.epoch += 1;
+        self.epoch_start_ns = now;
+        self.figures.epochs += 1;
+        self.phase = Phase::Collecting;
+        for (switch, key, slot, op) in HitStats::read_ops(&self.placement.cached) {
+            self.queue(switch, op, Job::Hits { switch, slot, key });
+        }
+        for node in 0..crate::layout::NODES {
+            self.reports.insert(node, (now, Default::default(), None));
+            self.send_report(node, sends);
+        }
+        self.remaining = self.placement.cached.len() + usize::from(crate::layout::NODES);
+        self.pump(now, sends);
+    }
+
+    fn send_report(&mut self, node: u16, sends: &mut Vec<Send>) {
+        let msg = Message {
+            ts: self.report_keys,
+            status: Status::Report,
+            client: self.address,
+            seq: self.epoch,
+            ops: vec![Op::read(0)],
+        };
+        sends.push(Send { dst: node, bytes: msg.datagram(self.address, node) });
+    }
+
+    fn queue(&mut self, switch: u16, op: ControlOp, job: Job) {
+        self.queued.entry(switch).or_default().push_back((op, job));
+    }
+
+    /// Sends queued control operations while their switch's window has room.
+    fn pump(&mut self, now: Nanos, sends: &mut Vec<Send>) {
+        let mut busy: BTreeMap<u16, usize> = BTreeMap::new();
+        for o in self.outstanding.values() {
+            if let Target::Switch(s) = o.to {
+                *busy.entry(s).or_default() += 1;
+            }
+        }
+        for (&switch, queue) in self.queued.iter_mut() {
+            let room = WINDOW.saturating_sub(busy.get(&switch).copied().unwrap_or(0));
+            for (op, job) in queue.drain(..room.min(queue.len())) {
+                let id = self.next_id;
+                self.next_id = self.next_id.wrapping_add(1).max(1);
+                let dst = switch_address(switch).expect("rack switches have addresses");
+                let mut bytes = Vec::with_capacity(pisadb_wire::FRAME_BYTES + pisadb_wire::control::CONTROL_BYTES);
+                Frame { kind: Kind::Control, src: self.address, dst }.encode(&mut bytes);
+                ControlMessage::Request { request_id: id, op }.encode(&mut bytes);
+                sends.push(Send { dst, bytes: bytes.clone() });
+                let o = Outstanding { to: Target::Switch(switch), bytes, sent_ns: now, resent: false, job };
+                self.outstanding.insert(id, o);
+            }
+        }
+    }
+
+    /// Sends a TransKV message `status` about `key` to `node` for `job`.
+    fn send_node(
+        &mut self,
+        now: Nanos,
+        node: u16,
+        status: Status,
+        (key, ts): (u64, u32),
+        job: Job,
+        sends: &mut Vec<Send>,
+    ) {
+        let id = self.next_id;
+        self.next_id = self.next_id.wrapping_add(1).max(1);
+        let msg = Message { ts, status, client: self.address, seq: id, ops: vec![Op::read(u128::from(key))] };
+        let bytes = msg.datagram(self.address, node);
+        sends.push(Send { dst: node, bytes: bytes.clone() });
+        self.outstanding.insert(id, Outstanding { to: Target::Node(node), bytes, sent_ns: now, resent: false, job });
+    }
+
+    fn resend_overdue(&mut self, now: Nanos, sends: &mut Vec<Send>) {
+        for o in self.outstanding.values_mut().filter(|o| now >= o.sent_ns + RESEND_NS) {
+            let dst = match o.to {
+                Target::Switch(s) => switch_address(s).expect("rack switches have addresses"),
+                Target::Node(n) => n,
+            };
+            sends.push(Send { dst, bytes: o.bytes.clone() });
+            (o.sent_ns, o.resent) = (now, true);
+            self.figures.resends += 1;
+        }
+        let overdue: Vec<u16> = self
+            .reports
+            .iter()
+            .filter(|(_, r)| r.2.is_none_or(|n| r.1.len() < usize::from(n)) && now >= r.0 + RESEND_NS)
+            .map(|(&n, _)| n)
+            .collect();
+        for node in overdue {
+            self.reports.get_mut(&node).expect("listed").0 = now;
+            self.figures.resends += 1;
+            self.send_report(node, sends);
+        }
+    }
+
+    /// A control reply from address `src`.
+    pub fn on_control(&mut self, now: Nanos, src: u16, reply: ControlMessage, sends: &mut Vec<Send>) {
+        let ControlMessage::Reply { request_id, op, mut status, result } = reply else { return };
+        let Some(o) = self.outstanding.get(&request_id) else { return };
+        if o.to != Target::Switch(addressed_switch(src).unwrap_or(u16::MAX)) {
+            return;
+        }
+        let o = self.outstanding.remove(&request_id).expect("present");
+        // A delete sent again found its first copy's work done.
+        if o.resent && status == ControlStatus::NoSuchEntry && matches!(op, ControlOp::DeleteEntry { .. }) {
+            status = ControlStatus::Ok;
+        }
+        let reply = Some((status, result));
+        match o.job {
+            Job::Hits { switch, slot, key } => {
+                match (status, result) {
+                    (ControlStatus::Ok, ControlResult::Cell { lo, .. }) => {
+                        self.stats.record_counter(switch, slot, key, lo as u32)
+                    }
+                    other => self.figures.errors.push(format!("hit counter of key {key}: {other:?}")),
+                }
+                self.finish_job(now, sends);
+            }
+            Job::Evict(i) => {
+                let (switch, key) = (self.evictions[i].0, self.evictions[i].1);
+                match self.evictions[i].2.next(reply) {
+                    Ok(Next::Send(op)) => self.queue(switch, op, Job::Evict(i)),
+                    Ok(Next::Retry(op)) => {
+                        self.figures.waits += 1;
+                        self.later.push((switch, op, Job::Evict(i)));
+                    }
+                    Ok(Next::Done) => {
+                        let floor = self.evictions[i].2.floor().expect("done");
+                        let node = self.placement.node_of(key);
+                        self.send_node(now, node, Status::TakeBack, (key, floor), Job::TakeBack(i), sends);
+                    }
+                    Ok(Next::NeedNode) | Err(_) => {
+                        self.fail(now, format!("evicting key {key} from switch {switch}: {reply:?}"), sends)
+                    }
+                }
+            }
+            Job::Insert(i) => {
+                let (switch, key) = (self.insertions[i].0, self.insertions[i].1);
+                match self.insertions[i].3.next(reply) {
+                    Ok(Next::Send(op)) => self.queue(switch, op, Job::Insert(i)),
+                    Ok(Next::NeedNode) => self.send_handoff(now, i, sends),
+                    Ok(Next::Done) => {
+                        self.insertions[i].4 = true;
+                        self.stats.baseline(switch, self.insertions[i].2, key, 0);
+                        self.figures.inserted += 1;
+                        self.next_move(switch);
+                        self.finish_job(now, sends);
+                    }
+                    Ok(Next::Retry(_)) | Err(_) => {
+                        self.fail(now, format!("inserting key {key} at switch {switch}: {reply:?}"), sends)
+                    }
+                }
+            }
+            Job::TakeBack(_) | Job::HandOff(_) => {}
+        }
+        self.pump(now, sends);
+    }
+
+    fn send_handoff(&mut self, now: Nanos, i: usize, sends: &mut Vec<Send>) {
+        let key = self.insertions[i].1;
+        let node = self.placement.node_of(key);
+        self.send_node(now, node, Status::HandOff, (key, 0), Job::HandOff(i), sends);
+    }
+
+    /// A TransKV message from storage node `src` for the refresh (`HandedOff`, `TookBack`,
+    /// `Misses`).
+    pub fn on_node(&mut self, now: Nanos, src: u16, msg: &Message, sends: &mut Vec<Send>) {
+        if msg.status == Status::Misses {
+            return self.on_misses(now, src, msg, sends);
+        }
+        let Some(o) = self.outstanding.get(&msg.seq) else { return };
+        if o.to != Target::Node(src) {
+            return;
+        }
+        let o = self.outstanding.remove(&msg.seq).expect("present");
+        match (o.job, msg.status) {
+            (Job::TakeBack(i), Status::TookBack) => {
+                self.evictions[i].3 = true;
+                self.figures.evicted += 1;
+                self.next_move(self.evictions[i].0);
+                self.finish_job(now, sends);
+            }
+            (Job::HandOff(i), Status::HandedOff) => match msg.ops.first() {
+                Some(op) if op.served() => {
+                    let w_ts = u32::try_from(crate::wire::version_of(&op.value)).unwrap_or(u32::MAX);
+                    let ins = &mut self.insertions[i].3;
+                    ins.supply(NodeState { value: op.value, w_ts, r_ts: msg.ts });
+                    let (switch, key) = (self.insertions[i].0, self.insertions[i].1);
+                    match self.insertions[i].3.next(None) {
+                        Ok(Next::Send(op)) => self.queue(switch, op, Job::Insert(i)),
+                        other => self.fail(now, format!("inserting key {key}: {other:?} after the hand-off"), sends),
+                    }
+                }
+                _ => {
+                    self.figures.waits += 1;
+                    self.handoffs_later.push(i);
+                }
+            },
+            (job, status) => self.fail(now, format!("{job:?} answered {status:?}"), sends),
+        }
+        self.pump(now, sends);
+    }
+
+    fn on_misses(&mut self, now: Nanos, src: u16, msg: &Message, sends: &mut Vec<Send>) {
+        if self.phase != Phase::Collecting || msg.seq != self.epoch {
+            return;
+        }
+        let Some(report) = self.reports.get_mut(&src) else { return };
+        if report.2.is_some_and(|n| report.1.len() >= usize::from(n)) || !report.1.insert(msg.client) {
+            return;
+        }
+        report.2 = Some(u16::try_from(msg.ts).unwrap_or(u16::MAX));
+        for op in &msg.ops {
+            let n = u64::from_be_bytes(op.value[..8].try_into().expect("8 bytes"));
+            if n > 0 {
+                self.stats.record_misses(op.key as u64, n);
+            }
+        }
+        if report.2.is_some_and(|n| report.1.len() >= usize::from(n)) {
+            self.finish_job(now, sends);
+        }
+    }
+
+    /// One job of the phase is done; the last one moves the epoch on.
+    fn finish_job(&mut self, now: Nanos, sends: &mut Vec<Send>) {
+        self.remaining = self.remaining.saturating_sub(1);
+        if self.remaining > 0 {
+            return;
+        }
+        match self.phase {
+            Phase::Collecting => self.plan_epoch(now, sends),
+            Phase::Evicting => self.start_insertions(now, sends),
+            Phase::Inserting => {
+                self.placement.cached = std::mem::take(&mut self.target);
+                self.insertions.clear();
+                self.evictions.clear();
+                self.phase = Phase::Idle;
+            }
+            Phase::Idle => {}
+        }
+    }
+
+    fn plan_epoch(&mut self, now: Nanos, sends: &mut Vec<Send>) {
+        self.reports.clear();
+        let counts = self.stats.end_epoch();
+        if counts.values().all(|&c| c == 0) {
+            self.phase = Phase::Idle;
+            self.dormant = true;
+            return;
+        }
+        let (target, plans) = plan(&self.placement, &counts);
+        self.target = target;
+        for (s, p) in plans.iter().enumerate() {
+            for &(key, slot) in &p.evict {
+                self.evictions.push((s as u16, key, Eviction::new(key, slot), false));
+            }
+            // The hottest keys first: they are the ones waiting clients miss most.
+            let mut insert = p.insert.clone();
+            insert.sort_by_key(|&(key, _)| (std::cmp::Reverse(counts.get(&key).copied().unwrap_or(0)), key));
+            for (key, slot) in insert {
+                self.insertions.push((s as u16, key, slot, Insertion::new(key, slot), false));
+            }
+        }
+        if self.evictions.is_empty() && self.insertions.is_empty() {
+            self.placement.cached = std::mem::take(&mut self.target);
+            self.phase = Phase::Idle;
+            return;
+        }
+        self.figures.refreshes += 1;
+        self.phase = Phase::Evicting;
+        self.remaining = self.evictions.len();
+        let switches: Vec<u16> = self.evictions.iter().map(|e| e.0).collect();
+        self.schedule_moves(&switches);
+        if self.evictions.is_empty() {
+            self.remaining = 1;
+            self.finish_job(now, sends);
+        }
+        self.pump(now, sends);
+    }
+
+    fn start_insertions(&mut self, now: Nanos, sends: &mut Vec<Send>) {
+        self.phase = Phase::Inserting;
+        self.remaining = self.insertions.len();
+        if self.insertions.is_empty() {
+            self.remaining = 1;
+            return self.finish_job(now, sends);
+        }
+        let switches: Vec<u16> = self.insertions.iter().map(|e| e.0).collect();
+        self.schedule_moves(&switches);
+        self.pump(now, sends);
+    }
+
+    /// Lines up the phase's moves (move `i` on `switches[i]`) and starts
+    /// [`MOVES_PER_SWITCH`] on each switch.
+    fn schedule_moves(&mut self, switches: &[u16]) {
+        self.moves.clear();
+        for (i, &s) in switches.iter().enumerate() {
+            self.moves.entry(s).or_default().0.push_back(i);
+        }
+        let all: Vec<u16> = self.moves.keys().copied().collect();
+        for s in all {
+            for _ in 0..MOVES_PER_SWITCH {
+                self.start_move(s);
+            }
+        }
+    }
+
+    /// A move on `switch` ended: the next one there starts.
+    fn next_move(&mut self, switch: u16) {
+        if let Some(m) = self.moves.get_mut(&switch) {
+            m.1 = m.1.saturating_sub(1);
+        }
+        self.start_move(switch);
+    }
+
+    /// Starts the next move of the phase on `switch`, if there is one.
+    fn start_move(&mut self, switch: u16) {
+        let Some(i) = self.moves.get_mut(&switch).and_then(|m| m.0.pop_front()) else { return };
+        self.moves.get_mut(&switch).expect("present").1 += 1;
+        let first = match self.phase {
+            Phase::Evicting => self.evictions[i].2.next(None).map(|n| (n, Job::Evict(i))),
+            _ => self.insertions[i].3.next(None).map(|n| (n, Job::Insert(i))),
+        };
+        match first {
+            Ok((Next::Send(op), job)) => self.queue(switch, op, job),
+            other => self.figures.errors.push(format!("a move's start: {other:?}")),
+        }
+    }
+
+    /// A step failed: recorded (the end-of-run check fails on it); the move is abandoned.
+    fn fail(&mut self, now: Nanos, why: String, sends: &mut Vec<Send>) {
+        self.figures.errors.push(why);
+        self.finish_job(now, sends);
+    }
+}
 
 #[cfg(test)]
 mod tests {

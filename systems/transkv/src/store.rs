@@ -122,6 +122,10 @@ pub enum NodeRecord {
     /// A decided transaction's final answer; a `Committed` one's write ops are installed at
     /// version T-TS, in log order.
     Outcome(Message),
+    /// A cache-refresh step taken (`crate::refresh`), before it is answered: a `HandOff`
+    /// (its keys are handed to a switch) or a `TakeBack` (its keys are back, `ts` their
+    /// floor). A restarted node keeps a handed key handed and a floor a floor.
+    Refresh(Message),
 }
 
 /// Slots of 100 ns a restarted node's timestamp floor lies past its first message's time: more
@@ -186,6 +190,12 @@ pub struct StorageNode {
     key_floors: BTreeMap<u64, u32>,
     /// Every version a switch-decided write installed, per key, in commit (= timestamp) order.
     history: BTreeMap<u64, Vec<u64>>,
+    /// The cache refresh's statistics: ops on each key that no switch decided, this epoch
+    /// (`None`: not counting; counting starts with the controller's first `Report`).
+    misses: Option<BTreeMap<u64, u64>>,
+    /// The last epoch reported and its report (key, misses), hottest first: a `Report`
+    /// asked again (a lost answer) gets the same one.
+    reported: (u32, Vec<(u64, u64)>),
     /// Variant `transkv-log`: the controller that gets a copy of every commit with its before
     /// images (`crate::recovery`).
     log_to: Option<u16>,
@@ -199,6 +209,13 @@ impl StorageNode {
     /// write (its before image; the after image is the T-TS's value).
     pub fn logging_to(mut self, controller: u16) -> Self {
         self.log_to = Some(controller);
+        self
+    }
+
+    /// This node with `keys` handed to switches from the start (the setup fill of a run whose
+    /// cache is refreshed: an evicted key stays refused until its take-back, `crate::refresh`).
+    pub fn handing(mut self, keys: impl IntoIterator<Item = u64>) -> Self {
+        self.handed.extend(keys);
         self
     }
 
@@ -221,6 +238,8 @@ impl StorageNode {
             handed: std::collections::BTreeSet::new(),
             key_floors: BTreeMap::new(),
             history: BTreeMap::new(),
+            misses: None,
+            reported: (0, Vec::new()),
             log_to: None,
             rejections: Rejections::default(),
         }
@@ -235,9 +254,21 @@ impl StorageNode {
     /// [`StorageNode::restore`] over `store`: the log's committed writes are put (again) into
     /// it, so a store that survived the crash with some or all of them ends the same.
     pub fn restore_into(address: u16, store: Box<dyn NodeStore>, log: &[NodeRecord]) -> Result<Self, String> {
-        let mut node = StorageNode::with_store(address, store);
+        Self::restore_handing(address, store, log, std::iter::empty())
+    }
+
+    /// [`StorageNode::restore_into`] of a node that started with `handed` handed to switches
+    /// ([`StorageNode::handing`]): the log's refresh steps apply after them.
+    pub fn restore_handing(
+        address: u16,
+        store: Box<dyn NodeStore>,
+        log: &[NodeRecord],
+        handed: impl IntoIterator<Item = u64>,
+    ) -> Result<Self, String> {
+        let mut node = StorageNode::with_store(address, store).handing(handed);
         for record in log {
             match record {
+                NodeRecord::Refresh(m) => node.apply_refresh(m),
                 NodeRecord::Prepared(m) => {
                     node.prepared.insert(m.ts, m.clone());
                 }
@@ -327,14 +358,15 @@ impl StorageNode {
     /// key below it abort at the switch for about a millisecond). `None` while a prepared
     /// transaction has an op on the key: the controller asks again later. From then on an
     /// undecided op on the key aborts here (it crossed the switch before the switch held it).
-    /// Not yet sent over the network nor logged (a restart forgets it): no run calls it.
+    /// Over the network: `Status::HandOff`, logged as [`NodeRecord::Refresh`].
     pub fn hand_off(&mut self, key: u64, now: Nanos) -> Option<crate::refresh::NodeState> {
         if self.prepared.values().any(|p| p.ops.iter().any(|o| o.key == u128::from(key))) {
             return None;
         }
         let floor = u32::try_from((now / 100).saturating_add(FLOOR_MARGIN_SLOTS) << 2).unwrap_or(u32::MAX);
         let version = self.version(key);
-        let r_ts = floor.max(self.key_floors.remove(&key).unwrap_or(0));
+        // The key's floor stays (a hand-off asked again must not lose it).
+        let r_ts = floor.max(self.key_floors.get(&key).copied().unwrap_or(0));
         self.handed.insert(key);
         let w_ts = u32::try_from(version).unwrap_or(u32::MAX);
         Some(crate::refresh::NodeState { value: value_of(u128::from(key), version), w_ts, r_ts })
@@ -342,7 +374,8 @@ impl StorageNode {
 
     /// The cache refresh takes `key` back from a switch with its `floor` (max of the switch's
     /// W-TS and R-TS, `crate::refresh::Eviction::floor`): undecided ops on it below the floor
-    /// abort here from now on. Not yet sent over the network nor logged: no run calls it.
+    /// abort here from now on. Over the network: `Status::TakeBack`, logged as
+    /// [`NodeRecord::Refresh`].
     pub fn take_back(&mut self, key: u64, floor: u32) {
         self.handed.remove(&key);
         let f = self.key_floors.entry(key).or_default();
@@ -353,6 +386,86 @@ impl StorageNode {
     fn refused_by_refresh(&self, key: u128, ts: u32) -> bool {
         let Ok(key) = u64::try_from(key) else { return false };
         self.handed.contains(&key) || self.key_floors.get(&key).is_some_and(|&f| ts < f)
+    }
+
+    /// Applies a logged refresh step (`HandOff` or `TakeBack`).
+    fn apply_refresh(&mut self, m: &Message) {
+        for op in &m.ops {
+            let Ok(key) = u64::try_from(op.key) else { continue };
+            match m.status {
+                Status::HandOff if op.served() => {
+                    self.handed.insert(key);
+                }
+                Status::TakeBack => self.take_back(key, m.ts),
+                _ => {}
+            }
+        }
+    }
+
+    /// Keys handed to switches now.
+    pub fn handed(&self) -> &std::collections::BTreeSet<u64> {
+        &self.handed
+    }
+
+    /// Counts the ops of `msg` no switch decided or served (the refresh's miss statistics).
+    fn count_misses(&mut self, msg: &Message) {
+        let Some(misses) = self.misses.as_mut() else { return };
+        for op in msg.ops.iter().filter(|o| !o.decided() && !o.served()) {
+            if let Ok(key) = u64::try_from(op.key) {
+                *misses.entry(key).or_default() += 1;
+            }
+        }
+    }
+
+    /// The cache refresh's messages: `HandOff`, `TakeBack`, `Report` (see [`Status`]).
+    fn refresh_step(&mut self, now: Nanos, src: u16, mut msg: Message, out: &mut HostOutbox<Self>) {
+        match msg.status {
+            Status::HandOff => {
+                let mut floor = 0;
+                for op in msg.ops.iter_mut() {
+                    let Ok(key) = u64::try_from(op.key) else { continue };
+                    if let Some(state) = self.hand_off(key, now) {
+                        op.value = state.value;
+                        op.flags |= crate::wire::FLAG_SERVED;
+                        floor = state.r_ts;
+                    }
+                }
+                msg.ts = floor;
+                out.log.push(NodeRecord::Refresh(msg.clone()));
+                self.answer(msg, Status::HandedOff, src, out);
+            }
+            Status::TakeBack => {
+                out.log.push(NodeRecord::Refresh(msg.clone()));
+                self.apply_refresh(&msg);
+                self.answer(msg, Status::TookBack, src, out);
+            }
+            Status::Report => {
+                if msg.seq > self.reported.0 || self.misses.is_none() {
+                    let counts = self.misses.replace(BTreeMap::new()).unwrap_or_default();
+                    let mut ranked: Vec<(u64, u64)> = counts.into_iter().collect();
+                    ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+                    ranked.truncate(usize::try_from(msg.ts).unwrap_or(usize::MAX));
+                    self.reported = (msg.seq, ranked);
+                }
+                let report = &self.reported.1;
+                let parts = report.len().div_ceil(crate::wire::MAX_OPS).max(1);
+                for part in 0..parts {
+                    let chunk = report.chunks(crate::wire::MAX_OPS).nth(part).unwrap_or(&[(0, 0)]);
+                    let ops = chunk
+                        .iter()
+                        .map(|&(key, n)| {
+                            let mut op = crate::wire::Op::read(u128::from(key));
+                            op.value[..8].copy_from_slice(&n.to_be_bytes());
+                            op
+                        })
+                        .collect();
+                    let reply =
+                        Message { ts: parts as u32, status: Status::Misses, client: part as u16, seq: msg.seq, ops };
+                    self.answer(reply, Status::Misses, src, out);
+                }
+            }
+            _ => {}
+        }
     }
 
     /// Transactions prepared and not yet decided.
@@ -466,10 +579,14 @@ impl StorageNode {
         out.sends.push(Send { dst: to, bytes: msg.datagram(self.address, to) });
     }
 
-    fn serve(&mut self, src: u16, mut msg: Message, out: &mut HostOutbox<Self>) {
+    fn serve(&mut self, now: Nanos, src: u16, mut msg: Message, out: &mut HostOutbox<Self>) {
         let mut work = Work::default();
         let mut io = StoreWork::default();
+        if matches!(msg.status, Status::Request | Status::Prepare) {
+            self.count_misses(&msg);
+        }
         match msg.status {
+            Status::HandOff | Status::TakeBack | Status::Report => self.refresh_step(now, src, msg, out),
             Status::Request if msg.ts == 0 => {
                 for op in msg.ops.iter_mut() {
                     if op.op_type == OpType::Read && !op.served() {
@@ -584,7 +701,7 @@ impl Host for StorageNode {
         self.floor = self.floor.or_else(|| Some(floor_now()));
         self.decided_floor = self.decided_floor.or_else(|| Some(floor_now()));
         match Message::open(bytes) {
-            Ok((frame, msg)) => self.serve(frame.src, msg, out),
+            Ok((frame, msg)) => self.serve(now, frame.src, msg, out),
             Err(e) => {
                 self.rejections.count(e.reason());
                 out.events.push(StoreEvent::Rejected(e.reason()));
@@ -632,7 +749,7 @@ impl std::fmt::Display for NodeLogError {
 
 impl std::error::Error for NodeLogError {}
 
-/// A record on disk (real mode's write-ahead log): a tag (1 `Prepared`, 2 `Outcome`), the
+/// A record on disk (real mode's write-ahead log): a tag (1 `Prepared`, 2 `Outcome`, 3 `Refresh`), the
 /// message's length (2 bytes, big-endian) and the message's payload.
 impl pisadb_host::LogCodec for NodeRecord {
     type Error = NodeLogError;
@@ -641,6 +758,7 @@ impl pisadb_host::LogCodec for NodeRecord {
         let (tag, msg) = match self {
             NodeRecord::Prepared(m) => (1u8, m),
             NodeRecord::Outcome(m) => (2u8, m),
+            NodeRecord::Refresh(m) => (3u8, m),
         };
         out.push(tag);
         let len = u16::try_from(msg.payload_bytes()).unwrap_or(u16::MAX);
@@ -667,6 +785,7 @@ impl pisadb_host::LogCodec for NodeRecord {
             records.push(match bytes[at] {
                 1 => NodeRecord::Prepared(msg),
                 2 => NodeRecord::Outcome(msg),
+                3 => NodeRecord::Refresh(msg),
                 tag => return Err(NodeLogError { at, why: format!("unknown tag {tag}") }),
             });
             at += 3 + len;
@@ -840,6 +959,66 @@ mod tests {
             (Status::Committed, u64::from(floor) + 8)
         );
         assert_eq!(node.hand_off(7, 0).unwrap().r_ts, floor + 20, "the floor carries into the next hand-off");
+    }
+
+    #[test]
+    fn refresh_steps_over_the_wire_are_logged_and_a_restarted_node_keeps_them() {
+        let logged = |node: &mut StorageNode, m: Message| {
+            let mut out = HostOutbox::<StorageNode>::default();
+            node.handle_datagram(1_000, &m.datagram(20, 3), &mut out);
+            let replies: Vec<Message> = out.sends.iter().map(|s| Message::open(&s.bytes).unwrap().1).collect();
+            (replies, out.log)
+        };
+        let mut node = StorageNode::new(3).handing([5]);
+        let mut log = Vec::new();
+        // Key 7 handed over the wire: answered with its value and the R-TS floor, logged.
+        let (replies, records) = logged(&mut node, msg(0, Status::HandOff, vec![Op::read(7)]));
+        assert_eq!(replies[0].status, Status::HandedOff);
+        assert!(replies[0].ops[0].served() && replies[0].ts > 0, "{:?}", replies[0]);
+        assert_eq!(replies[0].ops[0].value, value_of(7, 0));
+        log.extend(records);
+        // Key 5 (handed at setup) taken back with floor 900: logged.
+        let (replies, records) = logged(&mut node, msg(900, Status::TakeBack, vec![Op::read(5)]));
+        assert_eq!(replies[0].status, Status::TookBack);
+        log.extend(records);
+        assert_eq!(log.len(), 2, "each step is logged before it is answered");
+        // A restart from the log keeps 7 handed and 5's floor, on top of the setup's hand-offs.
+        let mut back = StorageNode::restore_handing(3, Box::new(Versions::default()), &log, [5]).unwrap();
+        assert_eq!(back.handed().iter().copied().collect::<Vec<_>>(), vec![7]);
+        back.floor = Some(0);
+        let r = |ts: u32, key: u128| msg(ts, Status::Request, vec![Op::read(key)]);
+        assert_eq!(send(&mut back, r(950, 7)).0[0].status, Status::Aborted, "7 is still handed");
+        assert_eq!(send(&mut back, r(899, 5)).0[0].status, Status::Aborted, "5 below its floor");
+        assert_eq!(send(&mut back, r(901, 5)).0[0].status, Status::Committed, "5 above its floor");
+        // The log codec carries the records.
+        let mut bytes = Vec::new();
+        log.iter().for_each(|r| pisadb_host::LogCodec::append_to(r, &mut bytes));
+        let decoded = <NodeRecord as pisadb_host::LogCodec>::read_log(&bytes).unwrap();
+        assert_eq!(decoded.records, log);
+    }
+
+    #[test]
+    fn a_report_counts_the_epochs_misses_hottest_first_and_is_the_same_when_asked_again() {
+        let mut node = StorageNode::new(3);
+        let report = |node: &mut StorageNode, epoch: u32| {
+            let m = Message { ts: 2, status: Status::Report, client: 20, seq: epoch, ops: vec![Op::read(0)] };
+            let (replies, _) = send(node, m);
+            replies
+                .iter()
+                .flat_map(|r| {
+                    r.ops.iter().map(|o| (o.key as u64, u64::from_be_bytes(o.value[..8].try_into().unwrap())))
+                })
+                .filter(|&(_, n)| n > 0)
+                .collect::<Vec<_>>()
+        };
+        assert!(report(&mut node, 1).is_empty(), "counting starts with the first report");
+        for (ts, key) in [(10, 4), (11, 4), (12, 9), (13, 4), (14, 9), (15, 2)] {
+            send(&mut node, msg(ts, Status::Request, vec![Op::read(key)]));
+        }
+        send(&mut node, msg(16, Status::Request, vec![decided(Op::read(2))]));
+        assert_eq!(report(&mut node, 2), vec![(4, 3), (9, 2)], "the top 2, decided ops not counted");
+        assert_eq!(report(&mut node, 2), vec![(4, 3), (9, 2)], "asked again: the same report");
+        assert!(report(&mut node, 3).is_empty(), "a new epoch starts from zero");
     }
 
     #[test]

@@ -100,6 +100,24 @@ pub enum Status {
     /// Storage node → controller: a copy of its share of a commit it installed, each write
     /// op's value slot holding the key's value before the write (its before image).
     CommitLog = 11,
+    /// Controller → storage node, cache refresh (`crate::refresh`): hand the keys of the read
+    /// ops to a switch; `seq` names the request.
+    HandOff = 12,
+    /// Storage node → controller: the answer to `HandOff`. An op with [`FLAG_SERVED`] was
+    /// handed, its value slot holds the committed value (which names its version, the new
+    /// W-TS); `ts` is the R-TS floor. An op without it has a prepared transaction: ask again.
+    HandedOff = 13,
+    /// Controller → storage node, cache refresh: the keys of the read ops are back from their
+    /// switch; `ts` is their floor (max of the switch's W-TS and R-TS).
+    TakeBack = 14,
+    /// Storage node → controller: `TakeBack` done.
+    TookBack = 15,
+    /// Controller → storage node, cache refresh: report the epoch's misses; `seq` is the epoch.
+    Report = 16,
+    /// Storage node → controller: part `client` of `ts` parts of its report for epoch `seq`:
+    /// per read op, a key and in the value slot's first 8 bytes its misses (ops no switch
+    /// decided); an op with 0 misses fills an empty report.
+    Misses = 17,
 }
 
 impl Status {
@@ -118,6 +136,12 @@ impl Status {
             Resolve,
             Log,
             CommitLog,
+            HandOff,
+            HandedOff,
+            TakeBack,
+            TookBack,
+            Report,
+            Misses,
         ]
         .get(usize::from(byte))
         .copied()
@@ -341,7 +365,7 @@ mod tests {
         bad[4] = MAX_OPS as u8 + 1;
         assert_eq!(reason(&bad), "bad_count");
         let mut bad = bytes.clone();
-        bad[5] = 12;
+        bad[5] = 18;
         assert_eq!(reason(&bad), "status");
         let mut bad = bytes.clone();
         bad[HEADER_BYTES] = 0x03;
@@ -380,7 +404,7 @@ mod tests {
     proptest! {
         #[test]
         fn every_message_round_trips(
-            ts in any::<u32>(), status in 0u8..12, client in any::<u16>(), seq in any::<u32>(),
+            ts in any::<u32>(), status in 0u8..18, client in any::<u16>(), seq in any::<u32>(),
             ops in proptest::collection::vec(op_strategy(), 1..=MAX_OPS),
         ) {
             let msg = Message { ts, status: Status::from_u8(status).unwrap(), client, seq, ops };
