@@ -38,7 +38,15 @@
 //! the controller keeps one record per transaction with its reads, before and after images
 //! and whether its commit is confirmed, by every node it spans ([`Controller::txn_log`]);
 //! recovery by undo/redo with
-//! cascading rollback runs over it (`crate::recovery`).
+//! cascading rollback runs over it (`crate::recovery`). The log survives a controller crash
+//! ([`Controller::logging`]): the controller writes a [`ControllerRecord`] through its host's
+//! write-ahead log for each copy it appends, and one with the node count for each transaction
+//! it coordinates over several nodes (before its `Prepare`s leave, so before any copy of it
+//! can arrive: a restored controller never confirms such a commit by one share). A restarted
+//! controller replays them ([`Controller::restore`]) into the same records, spans and shares
+//! confirmed; what it coordinated is not logged (the nodes hold every vote and outcome, above).
+//! Copies that reach it while it is down are lost, as on a lossy link: their commits stay
+//! unconfirmed (`Unknown`) and any recovery rolls them back.
 //!
 //! The cache fill from the workload's popularity is done at setup by the rack
 //! (`layout::Hierarchy` and `program::fill`), as the control plane would before the run.
@@ -90,6 +98,23 @@ impl pisadb_core::TraceBytes for ControllerTimer {
             ControllerTimer::Retry => b"retry  ",
         });
     }
+}
+
+/// What the controller writes to its write-ahead log (variant `transkv-log`): enough to
+/// rebuild its transaction log after a crash ([`Controller::restore`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ControllerRecord {
+    /// A transaction coordinated over `nodes` storage nodes (more than one), written before
+    /// its `Prepare`s leave, so before any copy of it can arrive: a commit is confirmed once
+    /// each of them confirmed its share.
+    Span {
+        /// Its T-TS.
+        ts: u32,
+        /// The nodes it spans.
+        nodes: u8,
+    },
+    /// A copy appended to the log: a switch's (`Status::Log`) or a node's (`Status::CommitLog`).
+    Copy(Message),
 }
 
 /// How often a restarted controller asks the nodes again about the transactions it still
@@ -161,6 +186,8 @@ pub struct Controller {
     drives_retries: bool,
     /// A `Retry` timer is pending.
     retry_armed: bool,
+    /// Variant `transkv-log`: it writes [`ControllerRecord`]s ([`Controller::logging`]).
+    durable: bool,
     /// Rejected datagrams by reason.
     pub rejections: Rejections,
 }
@@ -238,8 +265,34 @@ impl Controller {
             refresh: None,
             drives_retries: false,
             retry_armed: false,
+            durable: false,
             rejections: Rejections::default(),
         }
+    }
+
+    /// This controller keeping its transaction log durable (variant `transkv-log`): it writes
+    /// a [`ControllerRecord::Span`] for each transaction it coordinates over several nodes and
+    /// a [`ControllerRecord::Copy`] for each copy it appends, each before the handler's sends.
+    pub fn logging(mut self) -> Self {
+        self.durable = true;
+        self
+    }
+
+    /// A logging controller rebuilt after a crash from its records, in log order: the same
+    /// transaction log (records, spans, confirmed shares) as the crashed one had when its last
+    /// record became durable. What it coordinated is not in the log (the nodes hold every vote
+    /// and outcome); make it [`Controller::restarted`] to drive what it learns of again.
+    pub fn restore(address: u16, hierarchy: Arc<Hierarchy>, records: &[ControllerRecord]) -> Self {
+        let mut c = Controller::new(address, hierarchy).logging();
+        for record in records {
+            match record {
+                ControllerRecord::Span { ts, nodes } => {
+                    c.spans.insert(*ts, *nodes);
+                }
+                ControllerRecord::Copy(msg) => c.append(msg),
+            }
+        }
+        c
     }
 
     /// Transactions in the log.
@@ -392,6 +445,9 @@ impl Controller {
         match msg.status {
             Status::Log | Status::CommitLog => {
                 self.append(&msg);
+                if self.durable {
+                    out.log.push(ControllerRecord::Copy(msg));
+                }
                 out.events.push(ControllerEvent::Logged);
             }
             Status::Coordinate | Status::Resolve => {
@@ -408,6 +464,9 @@ impl Controller {
                 let parts = self.shares(&msg);
                 if parts.len() > 1 {
                     self.spans.insert(msg.ts, parts.len() as u8);
+                    if self.durable {
+                        out.log.push(ControllerRecord::Span { ts: msg.ts, nodes: parts.len() as u8 });
+                    }
                 }
                 let status = if msg.status == Status::Coordinate { Status::Prepare } else { Status::Resolve };
                 for (&node, (share, _)) in &parts {
@@ -471,7 +530,7 @@ impl Controller {
 
 impl Host for Controller {
     type Timer = ControllerTimer;
-    type Log = ();
+    type Log = ControllerRecord;
     type Event = ControllerEvent;
 
     fn cores(&self) -> u16 {
@@ -654,5 +713,64 @@ mod tests {
         let mut out = HostOutbox::<Controller>::default();
         fresh.handle_datagram(0, &resolve.datagram(16, 20), &mut out);
         assert!(out.timers.is_empty());
+    }
+
+    #[test]
+    fn a_controller_restored_from_its_records_has_the_same_transaction_log_and_goes_on_the_same() {
+        use crate::wire::{value_of, FLAG_SERVED, FLAG_SHARE};
+        let h = Arc::new(Hierarchy::new(1_600, 0).unwrap());
+        let (a, b) = (h.node_of(5), h.node_of(1_599));
+        let served = |key: u128, version: u64| Op { flags: FLAG_SERVED, ..Op::write(key, value_of(key, version)) };
+        let served = |key, version| Op { op_type: OpType::Read, ..served(key, version) };
+        let msg = |ts: u32, status, ops: Vec<Op>| Message { ts, status, client: 16, seq: 1, ops };
+        // T8 writes 5 and 1_599 (two nodes); T12 writes 5 alone and reads 7 from a switch;
+        // T16 is a reader over both nodes, sent as shares; T20 a share a switch accepted that
+        // never committed. Each message comes from the host that would send it.
+        let w = |key: u128, before: u64| Op::write(key, value_of(key, before));
+        let share = |op: Op| Op { flags: op.flags | FLAG_SHARE, ..op };
+        let inputs: Vec<(Message, u16)> = vec![
+            (msg(8, Status::Coordinate, vec![w(5, 0), w(1_599, 0)]), 16),
+            (msg(8, Status::CommitLog, vec![w(5, 0)]), a),
+            (msg(12, Status::Log, vec![served(7, 4)]), 0),
+            (msg(12, Status::CommitLog, vec![w(5, 8)]), a),
+            (msg(16, Status::Coordinate, vec![Op::read(6), Op::read(1_598)]), 16),
+            (msg(16, Status::Log, vec![share(served(6, 0))]), 0),
+            (msg(8, Status::CommitLog, vec![w(1_599, 0)]), b),
+            (msg(16, Status::Log, vec![share(served(1_598, 0))]), 0),
+            (msg(20, Status::Log, vec![served(9, 0), w(10, 0)]), 0),
+        ];
+        let mut live = Controller::new(20, Arc::clone(&h)).logging();
+        let mut records = Vec::new();
+        // After each input: the records so far, and the log, spans and shares confirmed then.
+        let mut states = Vec::new();
+        for (m, from) in &inputs {
+            let mut out = HostOutbox::<Controller>::default();
+            live.handle_datagram(0, &m.datagram(*from, 20), &mut out);
+            records.extend(out.log);
+            states.push((records.len(), live.log.clone(), live.spans.clone(), live.confirmed.clone()));
+        }
+        assert_eq!(live.txn_log().records[&8].outcome, Outcome::Committed, "both shares confirmed");
+        assert_eq!(live.txn_log().records[&8].writes, vec![(5, 0, 8), (1_599, 0, 8)]);
+        assert_eq!(live.txn_log().records[&12].outcome, Outcome::Committed);
+        assert_eq!(live.txn_log().records[&16].outcome, Outcome::Unknown, "a reader's shares confirm nothing");
+        assert_eq!(live.txn_log().records[&20].outcome, Outcome::Unknown);
+        assert_eq!(records.len(), 2 + 7, "a span per transaction over several nodes, a copy per copy");
+        // A crash after any input: the restored controller has the log the live one had then…
+        for (k, (n, log, spans, confirmed)) in states.iter().enumerate() {
+            let mut back = Controller::restore(20, Arc::clone(&h), &records[..*n]).restarted();
+            assert_eq!((&back.log, &back.spans, &back.confirmed), (log, spans, confirmed), "after input {k}");
+            // …and the copies that come after the crash make it end with the live one's log
+            // (T8's second share confirms it only if the span came back: no early commit).
+            for (m, from) in inputs[k + 1..].iter().filter(|(m, _)| matches!(m.status, Status::Log | Status::CommitLog))
+            {
+                back.handle_datagram(0, &m.datagram(*from, 20), &mut HostOutbox::<Controller>::default());
+            }
+            assert_eq!(back.txn_log(), live.txn_log(), "a crash after input {k}, the rest of the copies");
+        }
+        // A controller that does not log (every other variant) writes nothing.
+        let mut plain = Controller::new(20, h);
+        let mut out = HostOutbox::<Controller>::default();
+        plain.handle_datagram(0, &inputs[0].0.datagram(16, 20), &mut out);
+        assert!(out.log.is_empty() && !out.sends.is_empty());
     }
 }

@@ -25,7 +25,7 @@
 //! duplicated request would cross the switches twice and be decided twice; the switches
 //! cannot tell copies apart) and crashes of the clients.
 
-use crate::control::Controller;
+use crate::control::{Controller, ControllerRecord};
 use crate::layout::{Hierarchy, CONTROLLER, NODES, SWITCHES};
 use crate::program::{entry_value, Mode, TransKvProgram, CACHE_TABLE, R_TS, T_TS, W_TS};
 use crate::rack::{build, check, variant_of, RackConfig, RackHost, RackObserver};
@@ -41,8 +41,10 @@ use rand::Rng;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// Restarts what crashes: a storage node from its log ([`StorageNode::restore`]), a switch
-/// rebuilt from the storage nodes' logs ([`rebuild_switch`]) at the time the plan restarts it.
+/// Restarts what crashes: a storage node from its log ([`StorageNode::restore`]), the
+/// controller (in `transkv-log` with its transaction log from its records,
+/// [`Controller::restore`]), a switch rebuilt from the storage nodes' logs
+/// ([`rebuild_switch`]) at the time the plan restarts it.
 pub struct Restarter {
     /// The switches' mode.
     mode: Mode,
@@ -91,11 +93,25 @@ impl Restarter {
 impl Restarts<RackHost, Switch<TransKvProgram>> for Restarter {
     fn host(&mut self, id: u16, log: &[NodeRecord]) -> Result<RackHost, String> {
         match id {
-            // The controller restarts empty: the nodes hold every outcome and vote, and the
-            // clients' resolves drive each transaction it forgot to its end (and it drives
-            // the ones no client waits for any more, `Controller::restarted`).
+            // The controller restarts with nothing to coordinate: the nodes hold every outcome
+            // and vote, and the clients' resolves drive each transaction it forgot to its end
+            // (and it drives the ones no client waits for any more, `Controller::restarted`).
+            // In `transkv-log` its transaction log comes back from its records.
             CONTROLLER => {
-                Ok(RackHost::Controller(Controller::new(CONTROLLER, Arc::clone(&self.hierarchy)).restarted()))
+                let hierarchy = Arc::clone(&self.hierarchy);
+                let controller = if self.logging {
+                    let records: Vec<ControllerRecord> = log
+                        .iter()
+                        .filter_map(|r| match r {
+                            NodeRecord::Controller(c) => Some(c.clone()),
+                            _ => None,
+                        })
+                        .collect();
+                    Controller::restore(CONTROLLER, hierarchy, &records)
+                } else {
+                    Controller::new(CONTROLLER, hierarchy)
+                };
+                Ok(RackHost::Controller(controller.restarted()))
             }
             id if id < NODES => {
                 let handed = self.handed.get(&id).cloned().unwrap_or_default();
@@ -143,7 +159,7 @@ pub fn rebuild_switch(
             NodeRecord::Outcome(m) => {
                 prepared.remove(&m.ts);
             }
-            NodeRecord::Refresh(_) => {}
+            NodeRecord::Refresh(_) | NodeRecord::Controller(_) => {}
         }
     }
     let mut pending: BTreeMap<u64, u32> = BTreeMap::new();

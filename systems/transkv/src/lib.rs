@@ -14,10 +14,11 @@
 //! Faults: the storage node is where each transaction's outcome is decided once; clients
 //! resolve unanswered attempts with it, so lost messages never lose a commit or wedge a key.
 //! Nodes restart from their logs, a crashed switch is rebuilt from the nodes' logs with safe
-//! timestamps, and the controller restarts empty (`store.rs`, `fuzz.rs`). The variant
-//! `transkv-log` clones every accepted transaction and every commit with its before images to
-//! the controller's log, over which [`recovery`] undoes and redoes with cascading rollback
-//! (§IV-E). Not built yet (issue 19): running the cache refresh in the rack ([`refresh`]
+//! timestamps, and the controller restarts with nothing to coordinate (`store.rs`,
+//! `fuzz.rs`). The variant `transkv-log` clones every accepted transaction and every commit
+//! with its before images to the controller's log, over which [`recovery`] undoes and redoes
+//! with cascading rollback (§IV-E); the controller writes that log ahead and a crashed one
+//! comes back with it ([`control::Controller::restore`]). Not built yet (issue 19): running the cache refresh in the rack ([`refresh`]
 //! has its statistics, placement and protocol, tested on switches; missing are the control
 //! channel to every switch and messages for the storage node's hand-off), tolerance of duplicated packets.
 //!

@@ -15,7 +15,7 @@
 //! hold no transaction. The same checks judge the fault-injection cases (`crate::fuzz`).
 
 use crate::client::{ClientConfig, ClientEvent, ClientHost, ClientTimer, Path};
-use crate::control::{Controller, ControllerEvent, ControllerTimer};
+use crate::control::{Controller, ControllerEvent, ControllerRecord, ControllerTimer};
 use crate::layout::{self, Hierarchy, CLIENT0, CLIENTS, CONTROLLER, NODES, SWITCHES};
 use crate::program::{fill, Mode, TransKvProgram, CACHE_TABLE, FULL_BITMAP, HITS, T_TS, VALUE0, VALUE_ARRAYS};
 use crate::store::{NoTimer, NodeRecord, StorageNode, StoreEvent};
@@ -151,6 +151,11 @@ fn no_log(_: ()) -> Option<NodeRecord> {
     None
 }
 
+/// The controller's log records (variant `transkv-log`), in the rack's record type.
+fn controller_log(record: ControllerRecord) -> Option<NodeRecord> {
+    Some(NodeRecord::Controller(record))
+}
+
 /// A storage node's log records.
 fn node_log(record: NodeRecord) -> Option<NodeRecord> {
     Some(record)
@@ -192,7 +197,7 @@ macro_rules! each {
                 inner(&mut **$h, $out, (RackTimer::Client, RackEvent::Client, no_log), |$h, $o| $call)
             }
             RackHost::Controller($h) => {
-                inner($h, $out, (RackTimer::Controller, RackEvent::Controller, no_log), |$h, $o| $call)
+                inner($h, $out, (RackTimer::Controller, RackEvent::Controller, controller_log), |$h, $o| $call)
             }
         }
     };
@@ -233,7 +238,7 @@ impl Host for RackHost {
                 inner(&mut **c, out, (RackTimer::Client, RackEvent::Client, no_log), |h, o| h.handle_timer(now, t, o))
             }
             (RackHost::Controller(c), RackTimer::Controller(t)) => {
-                let wrap: Wrap<Controller> = (RackTimer::Controller, RackEvent::Controller, no_log);
+                let wrap: Wrap<Controller> = (RackTimer::Controller, RackEvent::Controller, controller_log);
                 inner(c, out, wrap, |h, o| h.handle_timer(now, t, o))
             }
             _ => {}
@@ -656,9 +661,11 @@ pub fn initially_handed(cfg: &RackConfig, hierarchy: &Hierarchy, node: u16) -> V
     hierarchy.cached.keys().copied().filter(|&k| hierarchy.node_of(k) == node).collect()
 }
 
-/// The controller of a run: with the cache refresh if `cfg` asks for one.
-pub fn controller(cfg: &RackConfig, hierarchy: &Arc<Hierarchy>) -> Controller {
+/// The controller of a run of `variant`: with the cache refresh if `cfg` asks for one, its
+/// transaction log durable in `transkv-log` ([`Controller::logging`]).
+pub fn controller(variant: &str, cfg: &RackConfig, hierarchy: &Arc<Hierarchy>) -> Controller {
     let c = Controller::new(CONTROLLER, Arc::clone(hierarchy));
+    let c = if variant == "transkv-log" { c.logging() } else { c };
     if cfg.refresh_epoch_us == 0 {
         return c;
     }
@@ -709,7 +716,7 @@ pub fn build(variant: &str, cfg: &RackConfig) -> Result<(RackWorld, Arc<Hierarch
     for index in 0..CLIENTS {
         hosts.push(RackHost::Client(Box::new(client_host(index, path, cfg, &hierarchy)?)));
     }
-    hosts.push(RackHost::Controller(controller(cfg, &hierarchy)));
+    hosts.push(RackHost::Controller(controller(variant, cfg, &hierarchy)));
     let switches =
         (0..SWITCHES).map(|id| rack_switch(variant, mode, &hierarchy, id)).collect::<Result<Vec<_>, String>>()?;
     let topology = layout::topology(&LinkParams::ten_gbe());

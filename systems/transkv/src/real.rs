@@ -38,7 +38,7 @@
 //! the controller coordinates none; every cached value a switch holds (read from its
 //! registers after it stopped) equals its node's, and no T-TS is left pending.
 
-use crate::control::Controller;
+use crate::control::{Controller, ControllerRecord};
 use crate::layout::{self, CLIENT0, CLIENTS, CONTROLLER, NODES, SWITCHES};
 use crate::program::{CACHE_TABLE, FULL_BITMAP, T_TS, VALUE0, VALUE_ARRAYS};
 use crate::rack::{client_host, placement, rack_switch, Ledger, RackConfig, RackFigures, RackHost, RackObserver};
@@ -234,8 +234,11 @@ pub fn serve_host(cfg: &RealConfig<Spec>, id: u16, data_dir: &Path) -> Result<Ho
     let (_, path, hierarchy) = placement(&spec.variant, &spec.rack).map_err(|e| bad_spec(&spec.variant, e))?;
     std::fs::create_dir_all(data_dir).map_err(|e| RuntimeError::io(data_dir, e))?;
     let name = format!("transkv host {id}");
-    // Storage nodes always log (the answer of a node killed with `kill -9` must survive it).
-    let (mut wal, records) = host_proc::open_log::<NodeRecord>(id < NODES, data_dir, &name)?;
+    // Storage nodes always log (the answer of a node killed with `kill -9` must survive it);
+    // the controller of `transkv-log` logs its transaction log's records.
+    let logging = spec.variant == "transkv-log";
+    let durable = id < NODES || (id == CONTROLLER && logging);
+    let (mut wal, records) = host_proc::open_log::<NodeRecord>(durable, data_dir, &name)?;
     let store_dir = data_dir.join("store");
     let mut host = match id {
         n if n < NODES => {
@@ -245,11 +248,23 @@ pub fn serve_host(cfg: &RealConfig<Spec>, id: u16, data_dir: &Path) -> Result<Ho
             } else {
                 StorageNode::restore_into(n, Box::new(store), &records).map_err(|e| bad_spec("log", e))?
             };
-            RackHost::Store(if spec.variant == "transkv-log" { node.logging_to(CONTROLLER) } else { node })
+            RackHost::Store(if logging { node.logging_to(CONTROLLER) } else { node })
         }
         c if (CLIENT0..CLIENT0 + CLIENTS).contains(&c) => RackHost::Client(Box::new(
             client_host(c - CLIENT0, path, &spec.rack, &hierarchy).map_err(|e| bad_spec(&spec.variant, e))?,
         )),
+        CONTROLLER if logging => {
+            let own: Vec<ControllerRecord> = records
+                .iter()
+                .filter_map(|r| match r {
+                    NodeRecord::Controller(c) => Some(c.clone()),
+                    _ => None,
+                })
+                .collect();
+            let c = Controller::restore(CONTROLLER, std::sync::Arc::clone(&hierarchy), &own);
+            // Restarted from a log: it drives what it learns of itself (`Controller::restarted`).
+            RackHost::Controller(if records.is_empty() { c } else { c.restarted() })
+        }
         CONTROLLER => RackHost::Controller(Controller::new(CONTROLLER, std::sync::Arc::clone(&hierarchy))),
         _ => return Err(bad_id(id, "a host", HOSTS)),
     };

@@ -42,6 +42,7 @@
 //! Timestamps in the TSO are the transactions' T-TS, which are unique, so T-TS is also the
 //! engine's transaction id. The CPU time of each message comes from [`crate::costs`].
 
+use crate::control::ControllerRecord;
 use crate::costs;
 use crate::wire::{value_of, version_of, Message, OpType, Rejections, Status};
 use pisadb_core::{Nanos, TupleKey};
@@ -114,7 +115,9 @@ fn tuple_key(key: u128) -> TupleKey {
 }
 
 /// What a storage node writes to its log (its disk): enough to come back after a crash with
-/// every committed write, every recorded outcome and every vote it gave.
+/// every committed write, every recorded outcome and every vote it gave. It is also the
+/// rack's log record (`RackHost::Log`): the controller's records (variant `transkv-log`) go
+/// in as [`NodeRecord::Controller`], which a storage node never writes and skips.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum NodeRecord {
     /// A yes vote: the transaction as prepared (its pending writes are a promise).
@@ -126,6 +129,8 @@ pub enum NodeRecord {
     /// (its keys are handed to a switch) or a `TakeBack` (its keys are back, `ts` their
     /// floor). A restarted node keeps a handed key handed and a floor a floor.
     Refresh(Message),
+    /// The controller's record of its transaction log (`crate::control`); never a node's.
+    Controller(ControllerRecord),
 }
 
 /// Slots of 100 ns a restarted node's timestamp floor lies past its first message's time: more
@@ -269,6 +274,7 @@ impl StorageNode {
         for record in log {
             match record {
                 NodeRecord::Refresh(m) => node.apply_refresh(m),
+                NodeRecord::Controller(_) => {}
                 NodeRecord::Prepared(m) => {
                     node.prepared.insert(m.ts, m.clone());
                 }
@@ -749,8 +755,11 @@ impl std::fmt::Display for NodeLogError {
 
 impl std::error::Error for NodeLogError {}
 
-/// A record on disk (real mode's write-ahead log): a tag (1 `Prepared`, 2 `Outcome`, 3 `Refresh`), the
-/// message's length (2 bytes, big-endian) and the message's payload.
+/// A record on disk (real mode's write-ahead log): a tag (1 `Prepared`, 2 `Outcome`, 3
+/// `Refresh`, 4 the controller's `Copy`, 5 the controller's `Span`), the body's length (2
+/// bytes, big-endian) and the body: a message's payload, or for a `Span` its T-TS (4 bytes,
+/// big-endian) and its node count (1 byte). Tags 4 and 5 came with the controller's log:
+/// a log written before them reads as it did.
 impl pisadb_host::LogCodec for NodeRecord {
     type Error = NodeLogError;
 
@@ -759,6 +768,14 @@ impl pisadb_host::LogCodec for NodeRecord {
             NodeRecord::Prepared(m) => (1u8, m),
             NodeRecord::Outcome(m) => (2u8, m),
             NodeRecord::Refresh(m) => (3u8, m),
+            NodeRecord::Controller(ControllerRecord::Copy(m)) => (4u8, m),
+            NodeRecord::Controller(ControllerRecord::Span { ts, nodes }) => {
+                out.push(5);
+                out.extend_from_slice(&5u16.to_be_bytes());
+                out.extend_from_slice(&ts.to_be_bytes());
+                out.push(*nodes);
+                return;
+            }
         };
         out.push(tag);
         let len = u16::try_from(msg.payload_bytes()).unwrap_or(u16::MAX);
@@ -781,11 +798,18 @@ impl pisadb_host::LogCodec for NodeRecord {
                 break Some("a record cut short");
             }
             let body = &bytes[at + 3..at + 3 + len];
-            let msg = Message::decode(body).map_err(|e| NodeLogError { at, why: e.to_string() })?;
+            let msg = || Message::decode(body).map_err(|e| NodeLogError { at, why: e.to_string() });
             records.push(match bytes[at] {
-                1 => NodeRecord::Prepared(msg),
-                2 => NodeRecord::Outcome(msg),
-                3 => NodeRecord::Refresh(msg),
+                1 => NodeRecord::Prepared(msg()?),
+                2 => NodeRecord::Outcome(msg()?),
+                3 => NodeRecord::Refresh(msg()?),
+                4 => NodeRecord::Controller(ControllerRecord::Copy(msg()?)),
+                5 => match *body {
+                    [a, b, c, d, nodes] => {
+                        NodeRecord::Controller(ControllerRecord::Span { ts: u32::from_be_bytes([a, b, c, d]), nodes })
+                    }
+                    _ => return Err(NodeLogError { at, why: format!("a span record of {len} bytes, not 5") }),
+                },
                 tag => return Err(NodeLogError { at, why: format!("unknown tag {tag}") }),
             });
             at += 3 + len;
@@ -1033,5 +1057,47 @@ mod tests {
         let mut out = HostOutbox::<StorageNode>::default();
         node.handle_datagram(0, &[1, 2, 3], &mut out);
         assert_eq!(node.rejections.total(), 1);
+    }
+
+    #[test]
+    fn the_log_codec_reads_old_node_records_as_before_and_the_controllers_records_back() {
+        use pisadb_host::LogCodec;
+        let m = |ts: u32, status| msg(ts, status, vec![Op::write(5, value_of(5, 3))]);
+        // A node's log as written before the controller's records existed: tag, length, payload.
+        let mut old = Vec::new();
+        for (tag, record) in [(1u8, m(8, Status::Voted)), (2, m(8, Status::Committed)), (3, m(9, Status::HandOff))] {
+            old.push(tag);
+            old.extend_from_slice(&u16::try_from(record.payload_bytes()).unwrap().to_be_bytes());
+            record.encode(&mut old);
+        }
+        let node_records = vec![
+            NodeRecord::Prepared(m(8, Status::Voted)),
+            NodeRecord::Outcome(m(8, Status::Committed)),
+            NodeRecord::Refresh(m(9, Status::HandOff)),
+        ];
+        let mut now = Vec::new();
+        node_records.iter().for_each(|r| r.append_to(&mut now));
+        assert_eq!(now, old, "a node's records are written as before");
+        assert_eq!(NodeRecord::read_log(&old).unwrap().records, node_records);
+        // The controller's records, between a node's, come back; a span cut short is a torn tail.
+        let mut log = node_records.clone();
+        log.insert(1, NodeRecord::Controller(ControllerRecord::Span { ts: 0x0102_0304, nodes: 3 }));
+        log.push(NodeRecord::Controller(ControllerRecord::Copy(m(12, Status::CommitLog))));
+        let mut bytes = Vec::new();
+        log.iter().for_each(|r| r.append_to(&mut bytes));
+        let decoded = NodeRecord::read_log(&bytes).unwrap();
+        assert_eq!((decoded.records, decoded.torn_tail), (log.clone(), None));
+        let mut torn = bytes.clone();
+        NodeRecord::Controller(ControllerRecord::Span { ts: 7, nodes: 2 }).append_to(&mut torn);
+        torn.pop();
+        let decoded = NodeRecord::read_log(&torn).unwrap();
+        assert_eq!(
+            (decoded.records, decoded.valid_bytes, decoded.torn_tail),
+            (log, bytes.len(), Some("a record cut short"))
+        );
+        // A storage node restored from a log with the controller's records skips them.
+        let mut mixed = vec![NodeRecord::Controller(ControllerRecord::Copy(m(12, Status::CommitLog)))];
+        mixed.push(NodeRecord::Outcome(msg(8, Status::Committed, vec![decided(Op::write(5, value_of(5, 8)))])));
+        assert_eq!(StorageNode::restore(3, &mixed).unwrap().version(5), 8);
     }
 }
