@@ -320,6 +320,39 @@ fn a_transkv_data_center_on_loopback_with_a_storage_node_killed_passes_the_simul
 }
 
 #[test]
+fn a_transkv_log_controller_killed_on_loopback_comes_back_with_its_transaction_log() {
+    // Variant transkv-log: the switches copy every transaction they accept to the controller
+    // and the nodes every commit; the controller writes each copy to its write-ahead log. It
+    // is killed with `kill -9` mid-run and must come back with the transaction log rebuilt
+    // from that file, and the run must pass the simulator's checks.
+    use pisadb_transkv::control::Controller;
+    use pisadb_transkv::layout::{Hierarchy, CONTROLLER};
+    use pisadb_transkv::store::NodeRecord;
+    let dir = tempfile::tempdir().unwrap();
+    let v = cluster_json(dir.path(), "--system transkv --variant transkv-log --seconds 2 --kill-node 20@0.7 --down 0.3 --set records=20000 --set cache_per_switch=64 --set write_ratio=0.5 --set txns_per_client=1000000");
+    assert_eq!(v["failure"], Value::Null, "{}", v["failure"]);
+    assert_eq!(v["killed"][0][0], u64::from(CONTROLLER), "the controller was killed");
+    assert!(v["commits"][1].as_u64().unwrap() > 50, "writes committed: {}", v["commits"]);
+    let controller = &v["hosts"][usize::from(CONTROLLER)];
+    assert_eq!(controller["id"], u64::from(CONTROLLER));
+    let (restored, at_end) = (controller["txn_log"][0].as_u64().unwrap(), controller["txn_log"][1].as_u64().unwrap());
+    assert!(restored > 0, "it came back with the transactions logged before the kill");
+    assert!(at_end > restored, "and logged more after: {restored} then {at_end}");
+    // Its log file holds only its own records and rebuilds the log it ended with.
+    let records: Vec<NodeRecord> =
+        pisadb_runtime::wal_file::read_dir_log(&dir.path().join(format!("host-{CONTROLLER}"))).unwrap();
+    let own: Vec<_> = records
+        .iter()
+        .map(|r| match r {
+            NodeRecord::Controller(c) => c.clone(),
+            other => panic!("a node's record in the controller's log: {other:?}"),
+        })
+        .collect();
+    let hierarchy = std::sync::Arc::new(Hierarchy::new(20_000, 64).unwrap());
+    assert_eq!(Controller::restore(CONTROLLER, hierarchy, &own).logged() as u64, at_end);
+}
+
+#[test]
 fn a_switchtx_rack_of_eight_server_and_four_switch_processes_commits_and_passes_the_simulators_checks() {
     // Eight servers (2 threads each) on three ToR processes under an S0 process, the tree
     // gathering and scattering every phase across the processes: the merged history must be

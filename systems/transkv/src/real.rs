@@ -31,6 +31,11 @@
 //! floor for the rest (`crate::store`). Its earlier incarnation's report died with it; the
 //! restarted node counts the commits its log holds ([`RackObserver::count_logged_commits`]),
 //! so the history check covers them, and nothing committed may be missing from a store.
+//! In `transkv-log` the controller logs too (its transaction log's records,
+//! `crate::control::ControllerRecord`) and may be killed the same way: it comes back with its
+//! transaction log rebuilt from its write-ahead log ([`Controller::restore`]) and drives what it
+//! learns of itself ([`Controller::restarted`]); its report says how many records it came back
+//! with ([`HostReport::txn_log`]).
 //!
 //! **Checks** ([`run_cluster`]), as in the simulator: the hosts' ledgers merged, the
 //! committed history serializable in timestamp order, the clients' and the nodes' commits
@@ -205,6 +210,9 @@ pub struct HostReport {
     pub open_transactions: usize,
     /// A storage node's keys in its store and failed store reads.
     pub store: Option<(u64, u64)>,
+    /// The controller of `transkv-log`: records in its transaction log when it started (those
+    /// rebuilt from its write-ahead log: none unless it was restarted) and when it left.
+    pub txn_log: Option<(usize, usize)>,
     /// Whether it drained: nothing in flight when it left.
     pub drained: bool,
     /// Seconds it ran: until it finished (a client host), else until the stop time.
@@ -240,6 +248,7 @@ pub fn serve_host(cfg: &RealConfig<Spec>, id: u16, data_dir: &Path) -> Result<Ho
     let durable = id < NODES || (id == CONTROLLER && logging);
     let (mut wal, records) = host_proc::open_log::<NodeRecord>(durable, data_dir, &name)?;
     let store_dir = data_dir.join("store");
+    let mut restored = None;
     let mut host = match id {
         n if n < NODES => {
             let store = FjallStore::open(&store_dir).map_err(|e| bad_spec("store", e))?;
@@ -262,6 +271,7 @@ pub fn serve_host(cfg: &RealConfig<Spec>, id: u16, data_dir: &Path) -> Result<Ho
                 })
                 .collect();
             let c = Controller::restore(CONTROLLER, std::sync::Arc::clone(&hierarchy), &own);
+            restored = Some(c.logged());
             // Restarted from a log: it drives what it learns of itself (`Controller::restarted`).
             RackHost::Controller(if records.is_empty() { c } else { c.restarted() })
         }
@@ -304,6 +314,10 @@ pub fn serve_host(cfg: &RealConfig<Spec>, id: u16, data_dir: &Path) -> Result<Ho
         cached_versions,
         open_transactions,
         store,
+        txn_log: match &host {
+            RackHost::Controller(c) => restored.map(|r| (r, c.logged())),
+            _ => None,
+        },
         drained: run.drained,
         seconds: report_seconds,
     };
@@ -355,7 +369,8 @@ pub struct ClusterOptions {
     pub data_dir: PathBuf,
     /// The `pisadb` binary to start the processes from.
     pub exe: PathBuf,
-    /// Storage nodes to `kill -9` and restart: (node, seconds into the run).
+    /// Storage nodes (or, in `transkv-log`, the controller) to `kill -9` and restart: (host,
+    /// seconds into the run).
     pub kills: Vec<(u16, f64)>,
     /// Seconds a killed node stays down.
     pub down_s: f64,
@@ -409,8 +424,17 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult, RuntimeError>
     let addrs = free_ports(usize::from(SWITCHES) + usize::from(HOSTS))?;
     let (switch_addrs, host_addrs) = addrs.split_at(usize::from(SWITCHES));
     let network = network(switch_addrs.to_vec(), host_addrs.to_vec())?;
-    if let Some(&(node, _)) = opts.kills.iter().find(|&&(node, _)| node >= NODES) {
-        return Err(RuntimeError::bad_setting("--kill-node", node, format!("a storage node: 0..{NODES}")));
+    // The controller of `transkv-log` comes back from its write-ahead log (and, finding
+    // records there, knows it restarted); any other keeps no log to tell it so.
+    let controller_logs = opts.spec.variant == "transkv-log";
+    if let Some(&(node, _)) =
+        opts.kills.iter().find(|&&(node, _)| node >= NODES && !(node == CONTROLLER && controller_logs))
+    {
+        return Err(RuntimeError::bad_setting(
+            "--kill-node",
+            node,
+            format!("a storage node: 0..{NODES} (or the controller, {CONTROLLER}, in transkv-log)"),
+        ));
     }
     let mut supervisor = ConfigLaunch::start(SYSTEM, opts.spec.clone(), network, &opts.data_dir, opts.exe.clone())?;
     let go = supervisor.start_together(opts.seconds)?;
@@ -574,6 +598,7 @@ mod tests {
             cached_versions,
             open_transactions: 0,
             store: (id < NODES).then_some((1, 0)),
+            txn_log: None,
             drained: true,
             seconds: 1.0,
         }

@@ -43,7 +43,10 @@
 //! records with the same log (`Controller::restore`: the simulator's `Restarter`, real mode's
 //! restarted controller process). The copies sent to it while it is down are lost; their
 //! commits stay `Unknown`. The test `a_controller_crashed_mid_run_…` crashes the controller of
-//! a simulated run and holds its final log to the oracle as the no-crash test does.
+//! a simulated run and holds its final log to the oracle as the no-crash test does; real mode's
+//! `a_transkv_log_controller_killed_on_loopback_…` (`tests/real_mode.rs`) kills the controller
+//! process and checks that it came back with its log and that its log file rebuilds the log it
+//! ended with.
 
 use crate::rack::Ledger;
 use pisadb_check::{CommittedTxn, History};
