@@ -18,7 +18,7 @@
 //! the transaction: every share that voted gets `Aborted`, which releases the switches'
 //! claims on its way and the node's prepared state, and a share not heard from yet is left to
 //! answer by itself (an `Aborted` overtaking its `Prepare` could release claims the `Prepare`
-//! takes later, [`Controller::push`]); the client gets the refusal's status once every share
+//! takes later, `Controller::push`); the client gets the refusal's status once every share
 //! has ended, so a retry never meets its own earlier attempt. A share is never
 //! answered by a switch, even if it only reads cached keys (`program.rs`, `verdict`): its
 //! node's vote is what lets a restarted controller find out how the transaction ended.
