@@ -104,9 +104,9 @@ impl pisadb_core::TraceBytes for ControllerTimer {
 /// rebuild its transaction log after a crash ([`Controller::restore`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ControllerRecord {
-    /// A transaction coordinated over `nodes` storage nodes (more than one), written before
-    /// its `Prepare`s leave, so before any copy of it can arrive: a commit is confirmed once
-    /// each of them confirmed its share.
+    /// A transaction coordinated over `nodes` storage nodes, written before its `Prepare`s
+    /// leave, so before any copy of it can arrive: a commit is confirmed once each of its
+    /// nodes confirmed its share.
     Span {
         /// Its T-TS.
         ts: u32,
@@ -173,11 +173,12 @@ pub struct Controller {
     waiting: BTreeMap<u32, Coordination>,
     /// Transactions decided: T-TS → the final answer sent to the client.
     decided: BTreeMap<u32, Message>,
-    /// Nodes spanned by each transaction this controller coordinated over more than one
-    /// (a commit is confirmed in the log once each of them confirmed its share).
+    /// Nodes spanned by each transaction this controller coordinated (a commit is confirmed
+    /// in the log once each of them confirmed its share, by the node's copy).
     spans: BTreeMap<u32, u8>,
-    /// Shares confirmed in the log so far, per T-TS.
-    confirmed: BTreeMap<u32, u8>,
+    /// Shares confirmed in the log so far, per T-TS: the nodes whose share a copy confirmed
+    /// (a share's switch copy and its node's copy confirm the same share once).
+    confirmed: BTreeMap<u32, std::collections::BTreeSet<u16>>,
     /// The transaction log (§IV-E, variant `transkv-log`; `crate::recovery`).
     log: TxnLog,
     /// The cache refresh, if the run has one.
@@ -271,7 +272,7 @@ impl Controller {
     }
 
     /// This controller keeping its transaction log durable (variant `transkv-log`): it writes
-    /// a [`ControllerRecord::Span`] for each transaction it coordinates over several nodes and
+    /// a [`ControllerRecord::Span`] for each transaction it coordinates and
     /// a [`ControllerRecord::Copy`] for each copy it appends, each before the handler's sends.
     pub fn logging(mut self) -> Self {
         self.durable = true;
@@ -324,7 +325,12 @@ impl Controller {
         // in, but no copy of one share can confirm the transaction, so it stays `Unknown`
         // (rolled back by any recovery, which for a reader undoes nothing).
         let share = msg.ops.iter().any(|o| o.flags & crate::wire::FLAG_SHARE != 0);
-        if !(from_node || answered) {
+        // A switch's answered copy confirms only a client's request the switch answered
+        // whole; a share this controller coordinates goes on to its node even when every op
+        // was served there (`program.rs`, `verdict`), and the node may still refuse it, so
+        // only the node's copy confirms it.
+        let coordinated = self.spans.contains_key(&msg.ts);
+        if !(from_node || (answered && !coordinated)) {
             return;
         }
         for op in &msg.ops {
@@ -340,8 +346,8 @@ impl Controller {
         record.reads.sort_unstable();
         record.writes.sort_unstable();
         let confirmed = self.confirmed.entry(msg.ts).or_default();
-        *confirmed += 1;
-        if !share && *confirmed >= self.spans.get(&msg.ts).copied().unwrap_or(1) {
+        confirmed.insert(self.hierarchy.node_of(msg.ops[0].key as u64));
+        if !share && confirmed.len() >= usize::from(self.spans.get(&msg.ts).copied().unwrap_or(1)) {
             record.outcome = Outcome::Committed;
         }
     }
@@ -462,11 +468,11 @@ impl Controller {
                     return self.push(c, true, out);
                 }
                 let parts = self.shares(&msg);
-                if parts.len() > 1 {
-                    self.spans.insert(msg.ts, parts.len() as u8);
-                    if self.durable {
-                        out.log.push(ControllerRecord::Span { ts: msg.ts, nodes: parts.len() as u8 });
-                    }
+                // Every coordinated transaction's span, one node or several: its shares are
+                // confirmed by their nodes' copies only (below, `append`).
+                self.spans.insert(msg.ts, parts.len() as u8);
+                if self.durable {
+                    out.log.push(ControllerRecord::Span { ts: msg.ts, nodes: parts.len() as u8 });
                 }
                 let status = if msg.status == Status::Coordinate { Status::Prepare } else { Status::Resolve };
                 for (&node, (share, _)) in &parts {
@@ -724,8 +730,9 @@ mod tests {
         let served = |key, version| Op { op_type: OpType::Read, ..served(key, version) };
         let msg = |ts: u32, status, ops: Vec<Op>| Message { ts, status, client: 16, seq: 1, ops };
         // T8 writes 5 and 1_599 (two nodes); T12 writes 5 alone and reads 7 from a switch;
-        // T16 is a reader over both nodes, sent as shares; T20 a share a switch accepted that
-        // never committed. Each message comes from the host that would send it.
+        // T16 is a reader over both nodes, sent as shares by its client (never coordinated); T20
+        // a share a switch accepted that never committed. Each message comes from the host that
+        // would send it.
         let w = |key: u128, before: u64| Op::write(key, value_of(key, before));
         let share = |op: Op| Op { flags: op.flags | FLAG_SHARE, ..op };
         let inputs: Vec<(Message, u16)> = vec![
@@ -733,7 +740,6 @@ mod tests {
             (msg(8, Status::CommitLog, vec![w(5, 0)]), a),
             (msg(12, Status::Log, vec![served(7, 4)]), 0),
             (msg(12, Status::CommitLog, vec![w(5, 8)]), a),
-            (msg(16, Status::Coordinate, vec![Op::read(6), Op::read(1_598)]), 16),
             (msg(16, Status::Log, vec![share(served(6, 0))]), 0),
             (msg(8, Status::CommitLog, vec![w(1_599, 0)]), b),
             (msg(16, Status::Log, vec![share(served(1_598, 0))]), 0),
@@ -754,7 +760,7 @@ mod tests {
         assert_eq!(live.txn_log().records[&12].outcome, Outcome::Committed);
         assert_eq!(live.txn_log().records[&16].outcome, Outcome::Unknown, "a reader's shares confirm nothing");
         assert_eq!(live.txn_log().records[&20].outcome, Outcome::Unknown);
-        assert_eq!(records.len(), 2 + 7, "a span per transaction over several nodes, a copy per copy");
+        assert_eq!(records.len(), 1 + 7, "a span per coordinated transaction, a copy per copy");
         // A crash after any input: the restored controller has the log the live one had then…
         for (k, (n, log, spans, confirmed)) in states.iter().enumerate() {
             let mut back = Controller::restore(20, Arc::clone(&h), &records[..*n]).restarted();
