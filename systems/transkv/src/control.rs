@@ -41,8 +41,9 @@
 //! cascading rollback runs over it (`crate::recovery`). The log survives a controller crash
 //! ([`Controller::logging`]): the controller writes a [`ControllerRecord`] through its host's
 //! write-ahead log for each copy it appends, and one with the node count for each transaction
-//! it coordinates over several nodes (before its `Prepare`s leave, so before any copy of it
-//! can arrive: a restored controller never confirms such a commit by one share). A restarted
+//! it coordinates (before its `Prepare`s leave, so before any copy of it can arrive: a
+//! restored controller never confirms a commit by one share, nor a coordinated share by a
+//! switch's copy). A restarted
 //! controller replays them ([`Controller::restore`]) into the same records, spans and shares
 //! confirmed; what it coordinated is not logged (the nodes hold every vote and outcome, above).
 //! Copies that reach it while it is down are lost, as on a lossy link: their commits stay
