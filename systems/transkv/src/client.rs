@@ -167,15 +167,6 @@ struct Txn {
     shares: BTreeMap<u16, Option<Message>>,
 }
 
-/// The ops of `ops` on each node, in op order.
-fn by_node(h: &Hierarchy, ops: &[Op]) -> BTreeMap<u16, Vec<Op>> {
-    let mut shares: BTreeMap<u16, Vec<Op>> = BTreeMap::new();
-    for op in ops {
-        shares.entry(h.node_of(op.key as u64)).or_default().push(*op);
-    }
-    shares
-}
-
 /// A client host.
 #[derive(Debug)]
 pub struct ClientHost {
@@ -311,7 +302,7 @@ impl ClientHost {
         if self.cfg.path == Path::TransKv && all_cached && read_only && !one_node {
             // Read-only over cached keys of several nodes: one request per node, each decided
             // by the switches on that node's path; no commit needs coordinating (below).
-            for (node, mut ops) in by_node(&h, &txn.ops) {
+            for (node, mut ops) in h.ops_by_node(&txn.ops) {
                 ops.iter_mut().for_each(|o| o.flags |= FLAG_SHARE);
                 let msg = Message { ts, status: Status::Request, client: self.cfg.address, seq, ops };
                 out.cpu_ns += costs::CLIENT_MESSAGE_NS;
@@ -458,7 +449,7 @@ impl Host for ClientHost {
             resolve(txn.dst, txn.ops.clone(), out);
         } else {
             // Each unanswered share is resolved at its node (its outcome, or refused for good).
-            for (node, mut ops) in by_node(&self.cfg.hierarchy, &txn.ops) {
+            for (node, mut ops) in self.cfg.hierarchy.ops_by_node(&txn.ops) {
                 if txn.shares.get(&node).is_some_and(Option::is_none) {
                     ops.iter_mut().for_each(|o| o.flags |= FLAG_SHARE);
                     resolve(node, ops, out);

@@ -370,14 +370,8 @@ impl Controller {
 
     /// Splits a transaction into its shares, one per node its keys live on, in key order.
     fn shares(&self, msg: &Message) -> BTreeMap<u16, (Message, Part)> {
-        let mut parts: BTreeMap<u16, (Message, Part)> = BTreeMap::new();
-        for op in &msg.ops {
-            let node = self.hierarchy.node_of(op.key as u64);
-            let share =
-                parts.entry(node).or_insert_with(|| (Message { ops: Vec::new(), ..msg.clone() }, Part::Preparing));
-            share.0.ops.push(*op);
-        }
-        parts
+        let shares = self.hierarchy.ops_by_node(&msg.ops);
+        shares.into_iter().map(|(node, ops)| (node, (Message { ops, ..msg.clone() }, Part::Preparing))).collect()
     }
 
     /// Sends each unfinished share what moves it on: `Commit` to a voted one once all voted,

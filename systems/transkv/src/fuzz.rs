@@ -25,7 +25,7 @@
 //! duplicated request would cross the switches twice and be decided twice; the switches
 //! cannot tell copies apart) and crashes of the clients.
 
-use crate::control::{Controller, ControllerRecord};
+use crate::control::Controller;
 use crate::layout::{Hierarchy, CONTROLLER, NODES, SWITCHES};
 use crate::program::{entry_value, Mode, TransKvProgram, CACHE_TABLE, R_TS, T_TS, W_TS};
 use crate::rack::{build, check, variant_of, RackConfig, RackHost, RackObserver};
@@ -100,14 +100,7 @@ impl Restarts<RackHost, Switch<TransKvProgram>> for Restarter {
             CONTROLLER => {
                 let hierarchy = Arc::clone(&self.hierarchy);
                 let controller = if self.logging {
-                    let records: Vec<ControllerRecord> = log
-                        .iter()
-                        .filter_map(|r| match r {
-                            NodeRecord::Controller(c) => Some(c.clone()),
-                            _ => None,
-                        })
-                        .collect();
-                    Controller::restore(CONTROLLER, hierarchy, &records)
+                    Controller::restore(CONTROLLER, hierarchy, &crate::store::controller_records(log))
                 } else {
                     Controller::new(CONTROLLER, hierarchy)
                 };

@@ -152,6 +152,15 @@ impl Hierarchy {
         Self::node_of_key(self.records, key)
     }
 
+    /// The ops of `ops` on each storage node, in op order (a transaction's shares).
+    pub fn ops_by_node(&self, ops: &[crate::wire::Op]) -> BTreeMap<u16, Vec<crate::wire::Op>> {
+        let mut shares: BTreeMap<u16, Vec<crate::wire::Op>> = BTreeMap::new();
+        for op in ops {
+            shares.entry(self.node_of(op.key as u64)).or_default().push(*op);
+        }
+        shares
+    }
+
     /// The switch that caches `key`, if any.
     pub fn switch_of(&self, key: u64) -> Option<u16> {
         self.cached.get(&key).map(|&(switch, _)| switch)

@@ -43,7 +43,7 @@
 //! the controller coordinates none; every cached value a switch holds (read from its
 //! registers after it stopped) equals its node's, and no T-TS is left pending.
 
-use crate::control::{Controller, ControllerRecord};
+use crate::control::Controller;
 use crate::layout::{self, CLIENT0, CLIENTS, CONTROLLER, NODES, SWITCHES};
 use crate::program::{CACHE_TABLE, FULL_BITMAP, T_TS, VALUE0, VALUE_ARRAYS};
 use crate::rack::{client_host, placement, rack_switch, Ledger, RackConfig, RackFigures, RackHost, RackObserver};
@@ -263,13 +263,7 @@ pub fn serve_host(cfg: &RealConfig<Spec>, id: u16, data_dir: &Path) -> Result<Ho
             client_host(c - CLIENT0, path, &spec.rack, &hierarchy).map_err(|e| bad_spec(&spec.variant, e))?,
         )),
         CONTROLLER if logging => {
-            let own: Vec<ControllerRecord> = records
-                .iter()
-                .filter_map(|r| match r {
-                    NodeRecord::Controller(c) => Some(c.clone()),
-                    _ => None,
-                })
-                .collect();
+            let own = crate::store::controller_records(&records);
             let c = Controller::restore(CONTROLLER, std::sync::Arc::clone(&hierarchy), &own);
             restored = Some(c.logged());
             // Restarted from a log: it drives what it learns of itself (`Controller::restarted`).

@@ -133,6 +133,16 @@ pub enum NodeRecord {
     Controller(ControllerRecord),
 }
 
+/// The controller's records in a rack log (what `Controller::restore` replays).
+pub fn controller_records(log: &[NodeRecord]) -> Vec<ControllerRecord> {
+    log.iter()
+        .filter_map(|r| match r {
+            NodeRecord::Controller(c) => Some(c.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Slots of 100 ns a restarted node's timestamp floor lies past its first message's time: more
 /// than any client's timestamps run ahead of time (`client.rs`).
 pub const FLOOR_MARGIN_SLOTS: u64 = 10_000;
