@@ -31,6 +31,7 @@ fn server() -> Server {
         costs: COSTS,
         eris: false,
         durable: false,
+        lease_ns: 0,
     })
 }
 

@@ -117,6 +117,7 @@ impl FuzzCase {
             timeout_us: rng.random_range(50..=300),
             buffer_kb: [16, 4_096][rng.random_range(0..2)],
             durable: false,
+            lease_us: 0,
         };
         let heal_at_ns: Nanos = config.measure_us * 1_000 * 3 / 4;
         let loss = if rng.random_bool(0.7) { rng.random_range(0.001..0.05) } else { 0.0 };
@@ -144,6 +145,21 @@ impl FuzzCase {
         }
         let mut config = config;
         config.durable = crashes.iter().any(|c| matches!(c.target, Target::Node(_)));
+        // Promotion (drawn last again): in half the cases that crash a server, leases are on,
+        // and a server down longer than its lease is removed and its backup promoted
+        // (`crate::config`). There only one server crashes, never the manager's: two adjacent
+        // ones would lose a shard, and the manager is assumed not to fail.
+        if config.durable && rng.random_bool(0.5) {
+            config.lease_us = rng.random_range(20..=100);
+            let mut first = true;
+            crashes.retain(|c| !matches!(c.target, Target::Node(_)) || std::mem::take(&mut first));
+            let manager = u16::from(crate::config::ShardMap::manager(8));
+            for c in &mut crashes {
+                if c.target == Target::Node(manager) {
+                    c.target = Target::Node(rng.random_range(0..manager));
+                }
+            }
+        }
         let faults = Faults { seed, loss, duplicate: 0.0, jitter_ns, reorder, slow: Vec::new(), crashes, heal_at_ns };
         FuzzCase { seed, variant, config, faults }
     }
@@ -152,7 +168,7 @@ impl FuzzCase {
     pub fn describe_rack(&self) -> String {
         let c = &self.config;
         format!(
-            "{} {} {}×{} threads mpl {} {} timeout {} µs",
+            "{} {} {}×{} threads mpl {} {} timeout {} µs{}",
             self.variant,
             if c.multi_rack { "3 racks" } else { "1 rack" },
             8,
@@ -163,7 +179,8 @@ impl FuzzCase {
             } else {
                 format!("θ {} {} keys/{} servers", c.workload.theta, c.workload.keys, c.workload.partitions)
             },
-            c.timeout_us
+            c.timeout_us,
+            if c.lease_us > 0 { format!(" lease {} µs", c.lease_us) } else { String::new() }
         )
     }
 }
@@ -234,6 +251,10 @@ mod tests {
         assert!(
             reports.iter().any(|r| r.server_crashes > 0 && r.committed > 0),
             "a server crashed and commits were checked"
+        );
+        assert!(
+            reports.iter().any(|r| r.server_crashes > 0 && r.rack.contains("lease")),
+            "a server crashed with leases on (its backup promoted)"
         );
     }
 

@@ -10,6 +10,7 @@
 //! - [`wire`]: the fixed control message and the data messages.
 //! - [`program`]: the gather-and-scatter switch program and its reference model.
 //! - [`tree`]: the racks, each transaction's coordination tree and its switch entries.
+//! - [`config`]: which server is primary and backup of each shard, leases, promotion.
 //! - [`admission`]: Listing 1's adaptive MPL.
 //! - [`server`]: the server host (store, backup, client and participant threads).
 //! - [`rack`]: the four-switch testbed on the simulator, its figures and end-of-run checks.
@@ -20,6 +21,7 @@
 //! - [`wal`]: a server's write-ahead log (what a restarted server recovers from).
 
 pub mod admission;
+pub mod config;
 pub mod experiments;
 pub mod fuzz;
 pub mod program;

@@ -33,6 +33,7 @@
 //! as the primaries installed them); no primary installed for a transaction its client never
 //! saw commit; every shard's backup equals its primary; no lock is left held.
 
+use crate::config::ShardMap;
 use crate::program::GatherScatter;
 use crate::server::{AbortReason, Costs, Mpl, Server, ServerConfig, ServerEvent, Workload, COSTS};
 use crate::tree::{Coordination, Layout};
@@ -79,6 +80,11 @@ pub struct RackConfig {
     /// system logs nothing, so the figures' runs do not).
     #[serde(default)]
     pub durable: bool,
+    /// Leases from a configuration manager and promotion of a failed server's backup, in
+    /// microseconds of lease (`crate::config`; 0: off, the initial shard map for good). Needs
+    /// `durable`.
+    #[serde(default)]
+    pub lease_us: u64,
 }
 
 impl Default for RackConfig {
@@ -96,6 +102,7 @@ impl Default for RackConfig {
             timeout_us: 2_000,
             buffer_kb: 4_096,
             durable: false,
+            lease_us: 0,
         }
     }
 }
@@ -244,9 +251,7 @@ impl Ledger {
                     return Err(format!("transaction {txn:#x} committed twice"));
                 }
             }
-            ServerEvent::Installed(txn, key, overwritten) => {
-                self.installed.entry(*txn).or_default().push((*key, *overwritten))
-            }
+            ServerEvent::Installed(txn, key, overwritten) => add_install(&mut self.installed, *txn, *key, *overwritten),
             _ => {}
         }
         Ok(())
@@ -261,9 +266,21 @@ impl Ledger {
         }
         self.read_only.extend(other.read_only);
         for (txn, writes) in other.installed {
-            self.installed.entry(txn).or_default().extend(writes);
+            for (key, overwritten) in writes {
+                add_install(&mut self.installed, txn, key, overwritten);
+            }
         }
         Ok(())
+    }
+}
+
+/// Notes that `txn` installed `key` over `overwritten`, once: a write can be installed twice,
+/// by a primary that then failed and by its promoted backup when it finds the transaction
+/// committed ([`crate::config`]).
+fn add_install(installed: &mut BTreeMap<u64, Vec<(u64, u64)>>, txn: u64, key: u64, overwritten: u64) {
+    let writes = installed.entry(txn).or_default();
+    if writes.iter().all(|w| w.0 != key) {
+        writes.push((key, overwritten));
     }
 }
 
@@ -375,6 +392,7 @@ pub(crate) fn server_config(id: u8, v: &Variant, cfg: &RackConfig, layout: &Layo
         costs,
         eris: v.eris,
         durable: cfg.durable && !v.eris,
+        lease_ns: cfg.lease_us * 1_000,
     }
 }
 
@@ -430,6 +448,17 @@ pub fn run_with(
     faults: Option<Faults>,
     max_events: u64,
 ) -> Result<(RackFigures, FaultStats), String> {
+    let (world, f) = run_world(variant, cfg, faults, max_events)?;
+    Ok((f, world.fault_stats()))
+}
+
+/// [`run_with`], keeping the drained world for a closer look (its servers' stores and maps).
+pub fn run_world(
+    variant: &str,
+    cfg: &RackConfig,
+    faults: Option<Faults>,
+    max_events: u64,
+) -> Result<(RackWorld, RackFigures), String> {
     let mut world = build(variant, cfg)?;
     if let Some(f) = faults {
         let (v, layout) = (variant_of(variant)?, layout_of(cfg));
@@ -442,7 +471,7 @@ pub fn run_with(
     f.checked_commits = check(&world, !variant_of(variant)?.eris)?;
     f.events = world.events_processed();
     f.trace_hash = format!("{:016x}", world.trace_hash());
-    Ok((f, world.fault_stats()))
+    Ok((world, f))
 }
 
 /// The window's figures.
@@ -490,14 +519,32 @@ pub fn figures(world: &RackWorld, cfg: &RackConfig) -> RackFigures {
 /// The end-of-run checks (after a drain); the number of committed transactions checked.
 /// `replicated`: whether backups must equal primaries (the Eris baseline keeps no backups).
 pub fn check(world: &RackWorld, replicated: bool) -> Result<u64, String> {
-    let shards: Vec<ShardImage> = world.hosts().iter().map(ShardImage::of).collect();
-    check_ledger(&world.observer().ledger, &shards, replicated)
+    let images: Vec<ShardImage> = world.hosts().iter().map(ShardImage::of).collect();
+    let map = final_map(world.hosts().iter().map(Server::map));
+    check_ledger(&world.observer().ledger, &images, &map, replicated)
+}
+
+/// The newest of the servers' shard maps (the manager's, unless a grant is still on its way).
+pub fn final_map<'a>(maps: impl Iterator<Item = &'a ShardMap>) -> ShardMap {
+    let mut newest: Option<&ShardMap> = None;
+    for m in maps {
+        if newest.is_none_or(|n| m.epoch > n.epoch) {
+            newest = Some(m);
+        }
+    }
+    newest.cloned().unwrap_or_else(|| ShardMap::initial(1))
+}
+
+/// The records of `shard` among `records`.
+fn shard_part<V: Clone>(records: &BTreeMap<u64, V>, shard: u8) -> BTreeMap<u64, V> {
+    let first = u64::from(shard) << 40;
+    records.range(first..first + (1 << 40)).map(|(&k, v)| (k, v.clone())).collect()
 }
 
 /// No lost commit: every write of every transaction a client counted committed is in the
 /// final state, or was overwritten by a later committed transaction (one that installed over
 /// it). A crash that loses a committed write fails here even if what is left is serializable.
-pub fn no_lost_commit(o: &Ledger, shards: &[ShardImage]) -> Result<(), String> {
+pub fn no_lost_commit(o: &Ledger, images: &[ShardImage], map: &ShardMap) -> Result<(), String> {
     let overwritten: BTreeSet<(u64, u64)> = o
         .installed
         .iter()
@@ -506,8 +553,8 @@ pub fn no_lost_commit(o: &Ledger, shards: &[ShardImage]) -> Result<(), String> {
         .collect();
     for (&txn, writes) in o.installed.iter().filter(|(txn, _)| o.reads.contains_key(txn)) {
         for &(k, _) in writes {
-            let shard = usize::from(crate::server::shard_of(k));
-            let now = shards.get(shard).and_then(|s| s.primary.get(&k)).map_or(0, |v| v.1);
+            let primary = usize::from(map.primary_of(crate::server::shard_of(k)));
+            let now = images.get(primary).and_then(|s| s.primary.get(&k)).map_or(0, |v| v.1);
             if now != txn && !overwritten.contains(&(k, txn)) {
                 return Err(format!(
                     "lost commit: transaction {txn:#x} committed a write of key {k:#x}, but the key holds version {now:#x} and nothing committed over it"
@@ -519,11 +566,11 @@ pub fn no_lost_commit(o: &Ledger, shards: &[ShardImage]) -> Result<(), String> {
 }
 
 /// The end-of-run checks on a run's ledger and its servers' images (by server id, after a
-/// drain): the committed history is serializable, no primary installed for a transaction its
-/// client never saw commit, every backup (shard `i` on server `i + 1 mod n`) equals its primary
-/// if `replicated`, no lock is left, no lost commit ([`no_lost_commit`]). The number of
-/// committed transactions checked.
-pub fn check_ledger(o: &Ledger, shards: &[ShardImage], replicated: bool) -> Result<u64, String> {
+/// drain) under the final shard map: the committed history is serializable, no primary
+/// installed for a transaction its client never saw commit, every shard's backup (if it still
+/// has one) equals its primary if `replicated`, no lock is left at a shard's primary, no lost
+/// commit ([`no_lost_commit`]). The number of committed transactions checked.
+pub fn check_ledger(o: &Ledger, images: &[ShardImage], map: &ShardMap, replicated: bool) -> Result<u64, String> {
     let mut history = History::new();
     let key = |k: u64| TupleKey::new(u16::from(crate::server::shard_of(k)), k & ((1 << 40) - 1));
     for (&txn, reads) in &o.reads {
@@ -544,16 +591,19 @@ pub fn check_ledger(o: &Ledger, shards: &[ShardImage], replicated: bool) -> Resu
         return Err(format!("a primary installed transaction {txn:#x}, which its client never saw commit"));
     }
     history.check().map_err(|v| format!("the committed history is not serializable: {v}"))?;
-    no_lost_commit(o, shards)?;
-    let n = shards.len();
-    for (i, image) in shards.iter().enumerate() {
-        let copied = &shards[(i + 1) % n].backup;
-        if replicated && image.primary != *copied {
-            let diff = image.primary.iter().find(|(k, v)| copied.get(k) != Some(v)).map(|(k, _)| *k);
-            return Err(format!("shard {i}: backup differs from primary (first key {diff:?})"));
+    no_lost_commit(o, images, map)?;
+    for shard in 0..images.len() as u8 {
+        let Some(image) = images.get(usize::from(map.primary_of(shard))) else { continue };
+        let primary = shard_part(&image.primary, shard);
+        if let Some(copied) = map.backup_of(shard).and_then(|b| images.get(usize::from(b))).filter(|_| replicated) {
+            let copied = shard_part(&copied.backup, shard);
+            if primary != copied {
+                let diff = primary.iter().find(|(k, v)| copied.get(k) != Some(v)).map(|(k, _)| *k);
+                return Err(format!("shard {shard}: backup differs from primary (first key {diff:?})"));
+            }
         }
-        if let Some((k, holder)) = image.locked.first() {
-            return Err(format!("shard {i}: key {k:#x} still locked by {holder:?} after the drain"));
+        if let Some((k, holder)) = image.locked.iter().find(|(k, _)| crate::server::shard_of(*k) == shard) {
+            return Err(format!("shard {shard}: key {k:#x} still locked by {holder:?} after the drain"));
         }
     }
     Ok(o.reads.len() as u64)
@@ -570,16 +620,20 @@ mod tests {
         ledger.reads.insert(7, vec![(key, 0)]);
         ledger.installed.insert(7, vec![(key, 0)]);
         let mut shards = vec![ShardImage::default(); 8];
-        assert!(no_lost_commit(&ledger, &shards).unwrap_err().contains("lost commit"), "the key was never written");
+        let map = ShardMap::initial(8);
+        assert!(
+            no_lost_commit(&ledger, &shards, &map).unwrap_err().contains("lost commit"),
+            "the key was never written"
+        );
         shards[2].primary.insert(key, (1, 7));
-        assert_eq!(no_lost_commit(&ledger, &shards), Ok(()));
+        assert_eq!(no_lost_commit(&ledger, &shards, &map), Ok(()));
         // A later committed transaction 9 wrote over 7: the final version is 9's.
         ledger.reads.insert(9, vec![(key, 7)]);
         ledger.installed.insert(9, vec![(key, 7)]);
         shards[2].primary.insert(key, (2, 9));
-        assert_eq!(no_lost_commit(&ledger, &shards), Ok(()));
+        assert_eq!(no_lost_commit(&ledger, &shards, &map), Ok(()));
         // 9 only installed, never counted committed: 7's write is gone.
         ledger.reads.remove(&9);
-        assert!(no_lost_commit(&ledger, &shards).is_err());
+        assert!(no_lost_commit(&ledger, &shards, &map).is_err());
     }
 }

@@ -372,6 +372,13 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult, RuntimeError>
     let servers = configs(&opts.spec)?.len();
     let v =
         variant_of(&opts.spec.variant).map_err(|e| RuntimeError::bad_setting("--variant", &opts.spec.variant, e))?;
+    if opts.spec.rack.lease_us > 0 {
+        return Err(RuntimeError::bad_setting(
+            "lease_us",
+            opts.spec.rack.lease_us.to_string(),
+            "0 in real mode: leases and promotion run in the simulator only (a crashed server restarts from its log)",
+        ));
+    }
     let switches = layout_of(&opts.spec.rack).switches();
     let addrs = free_ports(switches + servers)?;
     opts.extra.validate()?;
@@ -401,7 +408,7 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult, RuntimeError>
     let mut failure = hosts.iter().try_for_each(|h| ledger.merge(h.ledger.clone())).err();
     if failure.is_none() {
         let images: Vec<ShardImage> = hosts.iter().map(|h| h.image.clone()).collect();
-        match check_ledger(&ledger, &images, !v.eris) {
+        match check_ledger(&ledger, &images, &crate::config::ShardMap::initial(servers as u8), !v.eris) {
             Ok(n) => figures.checked_commits = n,
             Err(why) => failure = Some(why),
         }

@@ -122,6 +122,7 @@
 //! would buy availability during the outage, not safety.
 
 use crate::admission::Admission;
+use crate::config::ShardMap;
 use crate::tree::{Coordination, Layout, Participants};
 use crate::wal::{LoggedParts, WalRecord};
 use crate::wire::{class_of, Control, Data, Item, Message, MsgType, FLAG_DOWN, FLAG_RETRY};
@@ -262,6 +263,10 @@ pub struct ServerConfig {
     /// Whether the server writes its write-ahead log ([`crate::wal`]): needed to survive a
     /// crash; off where no server crashes (the paper's system logs nothing).
     pub durable: bool,
+    /// How long a lease from the configuration manager lasts ([`crate::config`]); a server
+    /// whose lease lapsed for longer than this and a quarter is removed and its shard served
+    /// by its backup. 0: no leases, no manager, the initial shard map for good.
+    pub lease_ns: Nanos,
 }
 
 impl ServerConfig {
@@ -300,6 +305,12 @@ impl ServerConfig {
                 return Err("eris runs independent one-shot transactions (YCSB-T) only, not TPC-C".into());
             }
         }
+        if self.lease_ns > 0 && (!self.durable || self.timeout_ns == 0 || self.eris) {
+            return Err(format!(
+                "lease_us {}: promotion needs durable=true and timeout_us > 0, and eris has no backups to promote (a removed server answers for its in-flight transactions from its log, and they end by timeouts)",
+                self.lease_ns / 1_000
+            ));
+        }
         if w.tpcc_warehouses > 0 {
             return if (0.0..=1.0).contains(&w.remote_items) && w.tpcc_warehouses <= 1_000 {
                 Ok(())
@@ -333,6 +344,11 @@ pub enum ServerTimer {
     /// The lane whose attempt `attempt` timed out and was resolved as aborted has backed off
     /// long enough: retry ([`retry_backoff`]).
     Retry(u16, u8, u32),
+    /// Time to renew the lease (and, at the manager, to look for lapsed ones).
+    Lease,
+    /// A promoted primary's resolution of (slot, attempt) may need its query or decision sent
+    /// again.
+    Recover(u16, u32),
 }
 
 impl TraceBytes for ServerTimer {
@@ -350,6 +366,12 @@ impl TraceBytes for ServerTimer {
             ServerTimer::Retry(t, l, a) => {
                 hash.write(&[3, l]);
                 hash.write(&t.to_be_bytes());
+                hash.write(&a.to_be_bytes());
+            }
+            ServerTimer::Lease => hash.write(&[4]),
+            ServerTimer::Recover(slot, a) => {
+                hash.write(&[5]);
+                hash.write(&slot.to_be_bytes());
                 hash.write(&a.to_be_bytes());
             }
         }
@@ -450,10 +472,74 @@ struct Query {
     installed: bool,
     /// Backups that said they applied the redo record.
     replicated: u8,
+    /// A participant had moved on to a later attempt of the slot (only a promoted primary's
+    /// resolution of an old attempt hears this: [`Query::hear`]).
+    superseded: bool,
     /// The decision, once every participant answered: commit or not.
     decided: Option<bool>,
     /// Resends since the last progress (a new answer, or the decision): the backoff's exponent.
     resends: u32,
+}
+
+/// What a resolution does after an answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Step {
+    /// Decided (commit or not): tell every participant.
+    Decided(bool),
+    /// Every participant carried the decision out.
+    Done(bool),
+}
+
+impl Query {
+    /// Takes participant `from`'s answer (`msg` with its state bits `state`: 1 installed,
+    /// 2 replicated, 4 superseded) to the resolution of an attempt with `parts`.
+    ///
+    /// The decision needs only a primary that installed, or every backup's answer (§3.5:
+    /// committed iff some primary says committed or every backup does). A primary installs
+    /// only once every backup has applied the redo record, and a frozen backup that has not
+    /// applied it never will; so a crashed or silent primary (or read primary) does not hold
+    /// the decision up: its backup answers for it, and the live participants release their
+    /// locks. Where the shards written have no backup left ([`crate::config`]), every write
+    /// primary's answer is needed instead. A participant that moved on to a later attempt of
+    /// the slot answers "superseded": its client decided this attempt and went on. Only a
+    /// promoted primary asks about such an old attempt, and only one whose redo record it
+    /// applied and saw no abort for (a client waits for every participant's acknowledgement
+    /// of an abort before it moves on), so it was committed. The acknowledgements of the
+    /// decision are awaited from all.
+    fn hear(&mut self, msg: MsgType, state: u8, from: u8, parts: &Participants) -> Option<Step> {
+        if self.answered & (1 << from) == 0 {
+            // Progress: the next resend waits `timeout_ns` again.
+            self.resends = 0;
+        }
+        match (msg, self.decided) {
+            (MsgType::QueryReply, None) => {
+                self.answered |= 1 << from;
+                self.installed |= state & 1 != 0;
+                if state & 2 != 0 {
+                    self.replicated |= 1 << from;
+                }
+                self.superseded |= state & 4 != 0;
+            }
+            (MsgType::ResolveAck, Some(_)) => self.answered |= 1 << from,
+            _ => return None,
+        }
+        let (wp, wb) = (parts.wp, parts.wb);
+        match self.decided {
+            None => {
+                let heard_all = if wb != 0 { self.answered & wb == wb } else { self.answered & wp == wp };
+                if !(self.installed || self.superseded || heard_all) {
+                    return None;
+                }
+                // Committed iff a primary installed or every backup applied the redo record.
+                let commit = self.installed || self.superseded || (wb != 0 && self.replicated & wb == wb);
+                self.decided = Some(commit);
+                self.answered = 0;
+                self.resends = 0;
+                Some(Step::Decided(commit))
+            }
+            Some(commit) => (self.answered == self.asked).then_some(Step::Done(commit)),
+        }
+    }
 }
 
 /// The most the interval between a client's resends of a query or decision grows to, in
@@ -532,6 +618,9 @@ struct Part {
     replicated: bool,
     /// Requests that came before the prepare.
     early: Vec<MsgType>,
+    /// Keys whose redo record this backup had applied when it was promoted to their primary,
+    /// locked by this attempt until its outcome is known ([`Server::promote`]).
+    promoted: Vec<u64>,
 }
 
 /// The TPC-C generators of a server's threads (each its own stream over one database).
@@ -563,6 +652,20 @@ pub struct Server {
     eris: Vec<(u32, BTreeMap<u32, crate::wire::Sequenced>)>,
     /// Lanes rebuilt from the log whose attempt must be resolved when the server starts.
     recovered: Vec<(u16, u8, u32)>,
+    /// Which server is primary and backup of each shard ([`crate::config`]).
+    map: ShardMap,
+    /// Until when this server may serve as a primary or backup (with leases on).
+    lease_until: Nanos,
+    /// The configuration manager (the last server, with leases on): when it last heard each
+    /// server ask for a lease.
+    heard: Vec<Nanos>,
+    /// A promoted primary's resolutions of the attempts whose redo records it had applied:
+    /// (slot, attempt) → the query in progress.
+    recoveries: BTreeMap<(u16, u32), Query>,
+    /// The newest attempt of each slot this server has heard of as a participant: one older
+    /// than it was decided by its client ([`Query::hear`], "superseded"), even where its part
+    /// was dropped.
+    seen: BTreeMap<u16, u32>,
 }
 
 /// The key of (server, record, column).
@@ -646,6 +749,11 @@ impl Server {
             known: vec![0; n],
             eris: vec![(1, BTreeMap::new()); usize::from(cfg.threads)],
             recovered: Vec::new(),
+            map: ShardMap::initial(n as u8),
+            lease_until: 0,
+            heard: vec![0; n],
+            recoveries: BTreeMap::new(),
+            seen: BTreeMap::new(),
             cfg,
         }
     }
@@ -753,8 +861,15 @@ impl Server {
                 for &(k, v, _) in &writes {
                     let r = self.primary.entry(k).or_default();
                     (r.value, r.version) = (v, txn);
+                    if r.lock == Some((slot, attempt)) && self.parts.get(&slot).is_some_and(|p| p.promoted.contains(&k))
+                    {
+                        // A promoted redo record found committed ([`Server::finish_promoted`]).
+                        r.lock = None;
+                    }
                 }
-                replayed_part(&mut self.parts, slot, attempt).installed = true;
+                let part = replayed_part(&mut self.parts, slot, attempt);
+                part.promoted.retain(|k| !writes.iter().any(|w| w.0 == *k));
+                part.installed = true;
             }
             WalRecord::Replicated { slot, attempt, txn, client, thread, parts, redo, undo } => {
                 for &(k, v) in &redo {
@@ -770,7 +885,20 @@ impl Server {
             }
             WalRecord::RolledBack { slot, attempt, restored } => {
                 for (k, v, ver) in restored {
-                    self.backup.insert(k, (v, ver));
+                    if self.map.primary_of(shard_of(k)) == self.cfg.id {
+                        // A promoted redo record rolled back: its key is a primary's now.
+                        let r = self.primary.entry(k).or_default();
+                        (r.value, r.version) = (v, ver);
+                    } else {
+                        self.backup.insert(k, (v, ver));
+                    }
+                }
+                let promoted =
+                    self.parts.get_mut(&slot).filter(|p| p.attempt == attempt).map(|p| std::mem::take(&mut p.promoted));
+                for k in promoted.unwrap_or_default() {
+                    if let Some(r) = self.primary.get_mut(&k).filter(|r| r.lock == Some((slot, attempt))) {
+                        r.lock = None;
+                    }
                 }
                 let part = replayed_part(&mut self.parts, slot, attempt);
                 part.undo.clear();
@@ -778,6 +906,10 @@ impl Server {
                 part.aborted = true;
             }
             WalRecord::Frozen { slot, attempt } => replayed_part(&mut self.parts, slot, attempt).frozen = true,
+            WalRecord::Adopted { epoch, primary, backup, members } => {
+                let map = ShardMap { epoch, primary, backup, members };
+                self.take_over(map);
+            }
         }
     }
 
@@ -910,6 +1042,12 @@ impl Server {
         self.workers[t].attempts[l] += 1;
         let attempt = self.workers[t].attempts[l];
         let slot = self.cfg.slot(self.cfg.id, thread, lane);
+        if !self.map.is_member(self.cfg.id) {
+            // Removed from the map ([`crate::config`]): this server's clients start nothing
+            // more (what they had in flight was resolved on the way here).
+            self.workers[t].lanes[l] = None;
+            return;
+        }
         let Some(txn) = self.workers[t].lanes[l].as_mut() else { return };
         txn.attempt = attempt;
         txn.reads.clear();
@@ -919,7 +1057,8 @@ impl Server {
         txn.query = None;
         let retry = txn.retries > 0;
         let keys = txn.keys.clone();
-        let servers = keys.iter().fold(0u8, |m, &(k, _)| m | (1 << shard_of(k)));
+        let map = &self.map;
+        let servers = keys.iter().fold(0u8, |m, &(k, _)| m | (1 << map.primary_of(shard_of(k))));
         txn.awaiting = servers;
         out.cpu_ns += self.cfg.costs.begin_ns;
         if self.cfg.eris {
@@ -937,7 +1076,7 @@ impl Server {
             d.flags = if retry { FLAG_RETRY } else { 0 };
             d.items = keys
                 .iter()
-                .filter(|&&(k, _)| shard_of(k) == server)
+                .filter(|&&(k, _)| self.map.primary_of(shard_of(k)) == server)
                 .map(|&(key, _)| Item { key, value: 0, version: 0, locked: false })
                 .collect();
             self.send(out, server, d.datagram(u16::from(self.cfg.id), u16::from(server)));
@@ -1075,18 +1214,23 @@ impl Server {
     fn commit(&mut self, now: Nanos, thread: u16, lane: u8, out: &mut HostOutbox<Self>) {
         let me = self.cfg.id;
         let slot = self.cfg.slot(me, thread, lane);
-        let n = self.n();
         let coord = self.cfg.coord;
         let timeout = self.cfg.timeout_ns;
+        let map = self.map.clone();
+        let primary = |k: u64| 1u8 << map.primary_of(shard_of(k));
         let (attempt, keys, reads, retry, blind);
         {
             let Some(txn) = self.workers[usize::from(thread)].lanes[usize::from(lane)].as_mut() else { return };
             txn.committing = true;
-            let wp = txn.keys.iter().filter(|k| k.1).fold(0u8, |m, &(k, _)| m | (1 << shard_of(k)));
+            let wp = txn.keys.iter().filter(|k| k.1).fold(0u8, |m, &(k, _)| m | primary(k));
             // A blind write reads nothing: its write primaries stand in for the read primaries,
             // so gathering their `validate_ok` waits for every lock.
-            let rp = if txn.blind { wp } else { txn.keys.iter().fold(0u8, |m, &(k, _)| m | (1 << shard_of(k))) };
-            let wb = bits(wp).fold(0u8, |m, s| m | (1 << ((s + 1) % n)));
+            let rp = if txn.blind { wp } else { txn.keys.iter().fold(0u8, |m, &(k, _)| m | primary(k)) };
+            let wb = txn
+                .keys
+                .iter()
+                .filter(|k| k.1)
+                .fold(0u8, |m, &(k, _)| m | map.backup_of(shard_of(k)).map_or(0, |b| 1 << b));
             txn.parts = Participants { wp, wb, rp, client: me };
             txn.awaiting = rp;
             attempt = txn.attempt;
@@ -1116,17 +1260,16 @@ impl Server {
             d.flags = flags;
             d.coord = coord as u8;
             (d.wp, d.wb, d.rp) = (parts.wp, parts.wb, parts.rp);
-            let backs = (server + n - 1) % n;
             let value = |k: u64| reads.get(&k).map_or(0, |r| r.0) + 1;
             let mut items: Vec<Item> = keys
                 .iter()
                 .filter(|&&(k, w)| {
-                    w && (shard_of(k) == server || (parts.wb & (1 << server) != 0 && shard_of(k) == backs))
+                    w && (map.primary_of(shard_of(k)) == server || map.backup_of(shard_of(k)) == Some(server))
                 })
                 .map(|&(key, _)| Item { key, value: value(key), version: 0, locked: false })
                 .collect();
             d.writes = items.len() as u8;
-            items.extend(keys.iter().filter(|&&(k, _)| !blind && shard_of(k) == server).map(|&(key, _)| Item {
+            items.extend(keys.iter().filter(|&&(k, _)| !blind && primary(k) == 1 << server).map(|&(key, _)| Item {
                 key,
                 value: 0,
                 version: reads.get(&key).map_or(0, |r| r.1),
@@ -1221,55 +1364,25 @@ impl Server {
 
     /// A participant's answer to a query or a decision.
     fn query_answer(&mut self, now: Nanos, d: &Data, from: u8, out: &mut HostOutbox<Self>) {
-        let Some((thread, lane, txn)) = self.current(d.slot, d.attempt) else { return };
-        let wb = txn.parts.wb;
-        let Some(q) = txn.query.as_mut() else { return };
-        if q.answered & (1 << from) == 0 {
-            // Progress: the next resend waits `timeout_ns` again.
-            q.resends = 0;
-        }
-        match (d.msg, q.decided) {
-            (MsgType::QueryReply, None) => {
-                q.answered |= 1 << from;
-                q.installed |= d.wp & 1 != 0;
-                if d.wp & 2 != 0 {
-                    q.replicated |= 1 << from;
-                }
-            }
-            (MsgType::ResolveAck, Some(_)) => q.answered |= 1 << from,
-            _ => return,
-        }
-        // The decision needs only a primary that installed, or every backup's answer (§3.5:
-        // committed iff some primary says committed or every backup does). A primary installs
-        // only once every backup has applied the redo record, and a frozen backup that has not
-        // applied it never will; so a crashed or silent primary (or read primary) does not
-        // hold the decision up: its backup answers for it, and the live participants release
-        // their locks. The acknowledgements of the decision are still awaited from all.
-        let decidable = match q.decided {
-            None => q.installed || q.answered & wb == wb,
-            Some(_) => q.answered == q.asked,
+        let Some((thread, lane, txn)) = self.current(d.slot, d.attempt) else {
+            return self.recovery_answer(d, from, out);
         };
-        if !decidable {
-            return;
-        }
-        match q.decided {
-            None => {
-                // Committed iff a primary installed or every backup applied the redo record.
-                let commit = q.installed || (wb != 0 && q.replicated & wb == wb);
-                q.decided = Some(commit);
-                q.answered = 0;
-                q.resends = 0;
-                let (asked, attempt) = (q.asked, d.attempt);
+        let parts = txn.parts;
+        let Some(q) = txn.query.as_mut() else { return };
+        match q.hear(d.msg, d.wp, from, &parts) {
+            None => {}
+            Some(Step::Decided(commit)) => {
+                let asked = q.asked;
                 for server in bits(asked) {
-                    let mut r = Data::new(MsgType::Resolve, d.slot, d.tag, attempt, 0);
+                    let mut r = Data::new(MsgType::Resolve, d.slot, d.tag, d.attempt, 0);
                     r.client = self.cfg.id;
                     r.thread = thread as u8;
                     r.wp = u8::from(commit);
                     self.send(out, server, r.datagram(u16::from(self.cfg.id), u16::from(server)));
                 }
             }
-            Some(true) => self.committed(now, thread, lane, out),
-            Some(false) => {
+            Some(Step::Done(true)) => self.committed(now, thread, lane, out),
+            Some(Step::Done(false)) => {
                 out.events.push(ServerEvent::Aborted(AbortReason::Timeout));
                 self.retry_later(now, thread, lane, out);
             }
@@ -1280,8 +1393,22 @@ impl Server {
     fn query_serve(&mut self, now: Nanos, d: &Data, from: u8, out: &mut HostOutbox<Self>) {
         let me = self.cfg.id;
         let slot = d.slot;
+        let newest = self.parts.get(&slot).map(|p| p.attempt).max(self.seen.get(&slot).copied());
         match self.parts.get(&slot).map(|p| p.attempt) {
-            Some(a) if a > d.attempt => return,
+            _ if newest > Some(d.attempt) => {
+                // Its client has moved on: only a promoted primary resolving an old attempt
+                // asks this ([`Query::hear`]). Say so, and do nothing.
+                let mut reply = Data::new(
+                    if d.msg == MsgType::Query { MsgType::QueryReply } else { MsgType::ResolveAck },
+                    slot,
+                    d.tag,
+                    d.attempt,
+                    0,
+                );
+                (reply.client, reply.thread, reply.wp) = (d.client, d.thread, 4);
+                out.cpu_ns += self.cfg.costs.handler_ns;
+                return self.send(out, from, reply.datagram(u16::from(me), u16::from(from)));
+            }
             Some(a) if a == d.attempt => {}
             _ => {
                 if self.parts.contains_key(&slot) {
@@ -1311,6 +1438,7 @@ impl Server {
             if part.prepared && part.parts.wp & (1 << me) != 0 && !part.installed {
                 self.install(now, slot, out);
             }
+            self.unlock_promoted(slot, true, out);
         } else {
             let undo = std::mem::take(&mut part.undo);
             let was_replicated = part.replicated;
@@ -1321,7 +1449,13 @@ impl Server {
             for (k, before) in undo.into_iter().rev() {
                 // Only if no later transaction has written the key since (its primary lock
                 // was released by this same decision, possibly earlier than here).
-                if self.backup.get(&k).map(|v| v.1) == Some(txn) {
+                if self.map.primary_of(shard_of(k)) == me {
+                    // A redo record this server applied as a backup and was promoted over.
+                    if let Some(r) = self.primary.get_mut(&k).filter(|r| r.version == txn) {
+                        (r.value, r.version) = before;
+                        restored.push((k, before.0, before.1));
+                    }
+                } else if self.backup.get(&k).map(|v| v.1) == Some(txn) {
                     self.backup.insert(k, before);
                     restored.push((k, before.0, before.1));
                 }
@@ -1331,6 +1465,7 @@ impl Server {
                 // that it holds the redo of an attempt decided aborted.
                 self.log(out, || WalRecord::RolledBack { slot, attempt: d.attempt, restored });
             }
+            self.unlock_promoted(slot, false, out);
             self.release(now, slot, out);
         }
         out.cpu_ns += self.cfg.costs.handler_ns;
@@ -1439,6 +1574,12 @@ impl Server {
     fn committed(&mut self, now: Nanos, thread: u16, lane: u8, out: &mut HostOutbox<Self>) {
         let (t, l) = (usize::from(thread), usize::from(lane));
         let Some(txn) = self.workers[t].lanes[l].take() else { return };
+        let slot = self.cfg.slot(self.cfg.id, thread, lane);
+        if self.parts.get(&slot).is_some_and(|p| p.attempt == txn.attempt) {
+            // This server may hold the attempt's redo records as a promoted primary, and no
+            // one else will tell it the outcome.
+            self.unlock_promoted(slot, true, out);
+        }
         self.commits += 1;
         self.workers[t].timeouts_in_a_row = 0;
         let id = self.txn_id(thread, lane, txn.attempt);
@@ -1530,6 +1671,9 @@ impl Server {
     // ---- participant side ----
 
     fn serve_read(&mut self, now: Nanos, d: &Data, from: u8, out: &mut HostOutbox<Self>) {
+        if !self.serving(now) {
+            return;
+        }
         // A newer attempt of the slot: the client decided the older one aborted, so whatever
         // it still holds here (its `fail` was lost on the way) goes.
         if self.parts.get(&d.slot).is_some_and(|p| p.attempt < d.attempt) {
@@ -1545,15 +1689,22 @@ impl Server {
             .iter()
             .map(|i| {
                 let r = self.primary.get(&i.key).copied().unwrap_or_default();
-                Item { key: i.key, value: r.value, version: r.version, locked: r.lock.is_some() }
+                // A key this server is not (or no longer) primary of reads as locked: the
+                // client, routing by an older map, aborts and retries.
+                let foreign = self.map.primary_of(shard_of(i.key)) != self.cfg.id;
+                Item { key: i.key, value: r.value, version: r.version, locked: r.lock.is_some() || foreign }
             })
             .collect();
         out.cpu_ns += self.cfg.costs.handler_ns + self.cfg.costs.item_ns * d.items.len() as u64;
         self.send(out, from, reply.datagram(u16::from(self.cfg.id), u16::from(from)));
     }
 
-    /// Releases what `part` holds at this primary.
+    /// Releases what `part` holds at this primary. Keys it holds as a promoted redo record
+    /// still undecided are released as committed: a part is released undecided only when a
+    /// later attempt of its slot arrives, and its client moved on from this one either
+    /// committed or after every participant, this one included, carried out the abort.
     fn release(&mut self, now: Nanos, slot: u16, out: &mut HostOutbox<Self>) {
+        self.unlock_promoted(slot, true, out);
         let Some(part) = self.parts.get_mut(&slot) else { return };
         let owner = (slot, part.attempt);
         let locked = std::mem::take(&mut part.locked);
@@ -1575,6 +1726,9 @@ impl Server {
     fn prepare(&mut self, now: Nanos, d: &Data, out: &mut HostOutbox<Self>) {
         let me = self.cfg.id;
         let slot = d.slot;
+        if !self.serving(now) {
+            return;
+        }
         let existing = self.parts.get(&slot).map(|p| (p.attempt, p.prepared));
         match existing {
             Some((a, _)) if a > d.attempt => return,
@@ -1590,7 +1744,6 @@ impl Server {
             part.prepared = true;
             return;
         }
-        let backs = (me + self.cfg.layout.servers() - 1) % self.cfg.layout.servers();
         part.tag = d.tag;
         part.txn = d.txn;
         part.client = d.client;
@@ -1600,15 +1753,23 @@ impl Server {
         part.parts = Participants { wp: d.wp, wb: d.wb, rp: d.rp, client: d.client };
         part.prepared = true;
         let (writes, reads) = d.items.split_at(usize::from(d.writes));
-        part.writes = writes.iter().filter(|i| shard_of(i.key) == me).map(|i| (i.key, i.value)).collect();
-        part.redo = writes
-            .iter()
-            .filter(|i| shard_of(i.key) == backs && d.wb & (1 << me) != 0)
-            .map(|i| (i.key, i.value))
-            .collect();
+        let map = &self.map;
+        let primary = |k: u64| map.primary_of(shard_of(k)) == me;
+        let backup = |k: u64| map.backup_of(shard_of(k)) == Some(me);
+        // The client's map must agree with ours about every shard it hands us
+        // ([`crate::config`]); else the attempt fails here.
+        let agreed = writes.iter().all(|i| primary(i.key) || backup(i.key)) && reads.iter().all(|i| primary(i.key));
+        part.writes = writes.iter().filter(|i| primary(i.key)).map(|i| (i.key, i.value)).collect();
+        part.redo =
+            writes.iter().filter(|i| backup(i.key) && d.wb & (1 << me) != 0).map(|i| (i.key, i.value)).collect();
         part.reads = reads.iter().map(|i| (i.key, i.version)).collect();
         let early = std::mem::take(&mut part.early);
         out.cpu_ns += self.cfg.costs.prepare_ns + self.cfg.costs.item_ns * d.items.len() as u64;
+        if !agreed {
+            part.writes.clear();
+            part.redo.clear();
+            return self.fail(now, slot, out);
+        }
         if d.wp == 0 {
             self.version_copy(now, slot, out);
         } else if d.wp & (1 << me) != 0 {
@@ -1719,7 +1880,7 @@ impl Server {
         if c.client == self.cfg.id && matches!(msg, MsgType::CommitOk | MsgType::Fail) {
             self.at_client(now, c, out);
         }
-        if msg == MsgType::CommitOk {
+        if msg == MsgType::CommitOk || !self.serving(now) {
             return;
         }
         match self.parts.get(&slot).map(|p| p.attempt) {
@@ -1820,6 +1981,12 @@ impl Server {
                 self.install(now, slot, out);
                 self.reply(now, slot, MsgType::CommitOk, out);
             }
+            MsgType::ValidateOk if part.parts.wb == 0 && part.parts.wp & (1 << me) != 0 && !part.installed => {
+                // No backup left for the shards it writes ([`crate::config`]): commit primary
+                // straight after validation.
+                self.install(now, slot, out);
+                self.reply(now, slot, MsgType::CommitOk, out);
+            }
             _ => {}
         }
     }
@@ -1841,6 +2008,242 @@ impl Server {
         self.release(now, slot, out);
         if let Some(p) = self.parts.get_mut(&slot) {
             p.installed = true;
+        }
+    }
+}
+
+/// Leases, the shard map and promotion ([`crate::config`]).
+impl Server {
+    /// The shard map this server follows.
+    pub fn map(&self) -> &ShardMap {
+        &self.map
+    }
+
+    /// Notes that a participant heard of `attempt` of `slot` (with leases on: only a promoted
+    /// primary's resolution asks about old attempts).
+    fn note_attempt(&mut self, slot: u16, attempt: u32) {
+        if self.cfg.lease_ns > 0 {
+            let newest = self.seen.entry(slot).or_insert(0);
+            *newest = (*newest).max(attempt);
+        }
+    }
+
+    /// Whether this server may act as a primary or backup now: it is in the map and holds a
+    /// lease (or runs without leases). While draining the manager changes nothing any more, so
+    /// a member that was granted a lease since it (re)started needs no renewal to finish what
+    /// is in flight; one restarted while draining still waits for its first grant, which tells
+    /// it whether it is still in the map.
+    fn serving(&self, now: Nanos) -> bool {
+        if self.cfg.lease_ns == 0 {
+            return true;
+        }
+        let me = self.cfg.id;
+        let leased = now < self.lease_until || (self.stopping && self.lease_until > 0);
+        self.map.is_member(me) && (me == ShardMap::manager(self.n()) || leased)
+    }
+
+    /// Renews the lease (a quarter lease apart); the manager also removes the servers whose
+    /// leases have surely lapsed.
+    fn lease_tick(&mut self, now: Nanos, out: &mut HostOutbox<Self>) {
+        let me = self.cfg.id;
+        let manager = ShardMap::manager(self.n());
+        // While draining the manager removes no one, and only a server that has not heard from
+        // it since it restarted still asks.
+        if self.stopping && (me == manager || self.lease_until > 0 || !self.map.is_member(me)) {
+            return;
+        }
+        let lease = self.cfg.lease_ns;
+        if me == manager {
+            // A server's lease ends at most `lease` after the request the manager last heard
+            // (it counts from when it asked); a quarter lease more covers clock drift.
+            let lapsed: Vec<u8> = (0..self.n())
+                .filter(|&s| s != me && self.map.is_member(s))
+                .filter(|&s| now.saturating_sub(self.heard[usize::from(s)]) > lease + lease / 4)
+                .collect();
+            for server in lapsed {
+                if self.map.can_remove(server) {
+                    let next = self.map.without(server);
+                    self.adopt(now, next, out);
+                }
+            }
+        } else {
+            let mut d = Data::new(MsgType::Lease, 0, 0, self.map.epoch, now);
+            d.client = me;
+            self.send(out, manager, d.datagram(u16::from(me), u16::from(manager)));
+        }
+        out.timers.push((now + (lease / 4).max(1), ServerTimer::Lease));
+    }
+
+    /// The manager hears a lease request: it grants it to a member and sends its map.
+    fn lease_request(&mut self, now: Nanos, d: &Data, from: u8, out: &mut HostOutbox<Self>) {
+        let me = self.cfg.id;
+        if me != ShardMap::manager(self.n()) || self.cfg.lease_ns == 0 {
+            return out.events.push(ServerEvent::Rejected("lease_not_manager"));
+        }
+        out.cpu_ns += self.cfg.costs.handler_ns;
+        self.heard[usize::from(from)] = self.heard[usize::from(from)].max(now);
+        let mut g = Data::new(MsgType::Grant, 0, 0, self.map.epoch, d.txn);
+        g.client = from;
+        g.wp = u8::from(self.map.is_member(from));
+        g.items = self.map.to_items();
+        self.send(out, from, g.datagram(u16::from(me), u16::from(from)));
+    }
+
+    /// A grant reaches a server: adopt a newer map; extend the lease from the asking time.
+    fn grant(&mut self, now: Nanos, d: &Data, out: &mut HostOutbox<Self>) {
+        out.cpu_ns += self.cfg.costs.handler_ns;
+        let Some(map) = ShardMap::from_items(d.attempt, self.n(), &d.items) else {
+            return out.events.push(ServerEvent::Rejected("bad_map"));
+        };
+        if map.epoch > self.map.epoch {
+            self.adopt(now, map, out);
+        }
+        if d.wp == 1 && d.attempt == self.map.epoch && self.map.is_member(self.cfg.id) {
+            self.lease_until = self.lease_until.max(d.txn.saturating_add(self.cfg.lease_ns));
+        }
+    }
+
+    /// Adopts a newer map: logged, then the shards this server now leads are taken over and
+    /// the redo records it applied for them are resolved.
+    fn adopt(&mut self, now: Nanos, map: ShardMap, out: &mut HostOutbox<Self>) {
+        if map.epoch <= self.map.epoch {
+            return;
+        }
+        self.log(out, || WalRecord::Adopted {
+            epoch: map.epoch,
+            primary: map.primary.clone(),
+            backup: map.backup.clone(),
+            members: map.members,
+        });
+        for (slot, attempt) in self.take_over(map) {
+            self.start_recovery(now, slot, attempt, out);
+        }
+    }
+
+    /// Follows `map` (newer than this server's): every shard it now leads and only backed up
+    /// moves from its backup copy into its primary store. A redo record it applied for such a
+    /// shard may belong to an attempt still undecided (its old primary may not have installed
+    /// yet, or may never): its keys are locked by that attempt ([`Part::promoted`]) until the
+    /// outcome is known; the (slot, attempt)s to resolve are returned. A redo record it had
+    /// not applied yet never will be (its part is frozen, as if queried): a primary installs
+    /// only after every backup applied, so its attempt cannot have committed. Also the replay
+    /// of [`WalRecord::Adopted`].
+    fn take_over(&mut self, map: ShardMap) -> Vec<(u16, u32)> {
+        let me = self.cfg.id;
+        let gained: Vec<u8> =
+            (0..map.primary.len() as u8).filter(|&s| map.primary_of(s) == me && self.map.primary_of(s) != me).collect();
+        self.map = map;
+        let mut undecided = Vec::new();
+        for shard in gained {
+            let first = u64::from(shard) << 40;
+            let keys: Vec<u64> = self.backup.range(first..first + (1 << 40)).map(|(&k, _)| k).collect();
+            for k in keys {
+                let (value, version) = self.backup.remove(&k).expect("listed");
+                self.primary.insert(k, Record { value, version, lock: None });
+            }
+            for (&slot, part) in self.parts.iter_mut().filter(|(_, p)| !p.aborted) {
+                let redo: Vec<u64> = part.redo.iter().map(|r| r.0).filter(|&k| shard_of(k) == shard).collect();
+                if redo.is_empty() {
+                    continue;
+                }
+                if part.replicated {
+                    for &k in &redo {
+                        self.primary.entry(k).or_default().lock = Some((slot, part.attempt));
+                    }
+                    part.promoted.extend(redo);
+                    undecided.push((slot, part.attempt));
+                } else {
+                    part.frozen = true;
+                }
+            }
+        }
+        undecided.dedup();
+        undecided
+    }
+
+    /// Unlocks the keys `slot`'s part holds as promoted redo records, its outcome now known:
+    /// committed, they are this primary's installed writes (reported and logged as installs);
+    /// rolled back, their before-images were put back by the caller.
+    fn unlock_promoted(&mut self, slot: u16, committed: bool, out: &mut HostOutbox<Self>) {
+        let Some(part) = self.parts.get_mut(&slot) else { return };
+        let keys = std::mem::take(&mut part.promoted);
+        if keys.is_empty() {
+            return;
+        }
+        let (txn, attempt) = (part.txn, part.attempt);
+        let overwritten = |k: u64| part.undo.iter().find(|u| u.0 == k).map_or(0, |u| u.1 .1);
+        let mut installed = Vec::new();
+        for k in keys {
+            let Some(r) = self.primary.get_mut(&k) else { continue };
+            if r.lock == Some((slot, attempt)) {
+                r.lock = None;
+            }
+            if committed {
+                out.events.push(ServerEvent::Installed(txn, k, overwritten(k)));
+                installed.push((k, r.value, overwritten(k)));
+            }
+        }
+        if committed {
+            self.log(out, || WalRecord::Installed { slot, attempt, txn, writes: installed });
+        }
+    }
+
+    /// Starts resolving an attempt whose redo records this server applied before it was
+    /// promoted, unless it is one of its own client lanes' current attempts (the lane resolves
+    /// it itself).
+    fn start_recovery(&mut self, now: Nanos, slot: u16, attempt: u32, out: &mut HostOutbox<Self>) {
+        if self.current(slot, attempt).is_some() || self.recoveries.contains_key(&(slot, attempt)) {
+            return;
+        }
+        let Some(part) = self.parts.get(&slot).filter(|p| p.attempt == attempt) else { return };
+        let asked = part.parts.wp | part.parts.wb | part.parts.rp;
+        self.recoveries.insert((slot, attempt), Query { asked, ..Query::default() });
+        self.recovery_tick(now, slot, attempt, out);
+    }
+
+    /// Sends a recovery's query (or its decision) to those that have not answered, and waits.
+    fn recovery_tick(&mut self, now: Nanos, slot: u16, attempt: u32, out: &mut HostOutbox<Self>) {
+        let Some(part) = self.parts.get(&slot).filter(|p| p.attempt == attempt && !p.promoted.is_empty()) else {
+            // Released by a later attempt or decided by its client: nothing left to resolve.
+            self.recoveries.remove(&(slot, attempt));
+            return;
+        };
+        let (client, thread) = (part.client, part.thread);
+        let Some(q) = self.recoveries.get_mut(&(slot, attempt)) else { return };
+        let sent = *q;
+        q.resends = q.resends.saturating_add(1);
+        let msg = if sent.decided.is_some() { MsgType::Resolve } else { MsgType::Query };
+        for server in bits(sent.asked & !sent.answered) {
+            let mut d = Data::new(msg, slot, Self::tag(attempt), attempt, 0);
+            (d.client, d.thread, d.wp) = (client, thread, u8::from(sent.decided == Some(true)));
+            self.send(out, server, d.datagram(u16::from(self.cfg.id), u16::from(server)));
+        }
+        out.timers
+            .push((now + requery_interval(self.cfg.timeout_ns, sent.resends), ServerTimer::Recover(slot, attempt)));
+    }
+
+    /// An answer to a recovery's query or decision.
+    fn recovery_answer(&mut self, d: &Data, from: u8, out: &mut HostOutbox<Self>) {
+        let key = (d.slot, d.attempt);
+        let Some(part) = self.parts.get(&d.slot).filter(|p| p.attempt == d.attempt) else {
+            // Released by a later attempt: its client decided and told everyone.
+            self.recoveries.remove(&key);
+            return;
+        };
+        let (parts, client, thread) = (part.parts, part.client, part.thread);
+        let Some(q) = self.recoveries.get_mut(&key) else { return };
+        match q.hear(d.msg, d.wp, from, &parts) {
+            None => {}
+            Some(Step::Decided(commit)) => {
+                for server in bits(q.asked) {
+                    let mut r = Data::new(MsgType::Resolve, d.slot, d.tag, d.attempt, 0);
+                    (r.client, r.thread, r.wp) = (client, thread, u8::from(commit));
+                    self.send(out, server, r.datagram(u16::from(self.cfg.id), u16::from(server)));
+                }
+            }
+            Some(Step::Done(_)) => {
+                self.recoveries.remove(&key);
+            }
         }
     }
 }
@@ -1895,6 +2298,16 @@ impl Host for Server {
         for (thread, lane, attempt) in std::mem::take(&mut self.recovered) {
             out.timers.push((now, ServerTimer::Timeout(thread, lane, attempt)));
         }
+        if self.cfg.lease_ns > 0 {
+            // Serve nothing until the first grant; the manager counts everyone from now.
+            self.heard.iter_mut().for_each(|h| *h = now);
+            out.timers.push((now, ServerTimer::Lease));
+            let promoted: Vec<(u16, u32)> =
+                self.parts.iter().filter(|(_, p)| !p.promoted.is_empty()).map(|(&s, p)| (s, p.attempt)).collect();
+            for (slot, attempt) in promoted {
+                self.start_recovery(now, slot, attempt, out);
+            }
+        }
         for thread in 0..self.cfg.threads {
             self.fill_lanes(now, thread, out);
             if let Mpl::Adaptive { epoch_ns, .. } = self.cfg.mpl {
@@ -1931,6 +2344,10 @@ impl Host for Server {
             ServerTimer::Epoch(t) | ServerTimer::Timeout(t, _, _) | ServerTimer::Retry(t, _, _) => {
                 t.min(self.cfg.threads - 1)
             }
+            ServerTimer::Lease => 0,
+            ServerTimer::Recover(slot, _) => {
+                self.parts.get(&slot).map_or(0, |p| u16::from(p.thread)).min(self.cfg.threads - 1)
+            }
         }
     }
 
@@ -1950,6 +2367,7 @@ impl Host for Server {
                 }
                 out.cpu_ns += self.cfg.costs.handler_ns;
                 if c.flags & FLAG_DOWN != 0 {
+                    self.note_attempt(c.slot.get(), c.attempt.get());
                     self.down(now, &c, out);
                 } else {
                     self.at_client(now, &c, out);
@@ -1957,12 +2375,18 @@ impl Host for Server {
             }
             Message::Data(_) if from >= self.n() => out.events.push(ServerEvent::Rejected("unknown_source")),
             Message::Data(d) => match d.msg {
-                MsgType::Read => self.serve_read(now, &d, from, out),
+                MsgType::Read => {
+                    self.note_attempt(d.slot, d.attempt);
+                    self.serve_read(now, &d, from, out)
+                }
+                MsgType::Prepare => {
+                    self.note_attempt(d.slot, d.attempt);
+                    self.prepare(now, &d, out)
+                }
                 MsgType::ReadReply => {
                     out.cpu_ns += self.cfg.costs.handler_ns;
                     self.read_reply(now, &d, from, out)
                 }
-                MsgType::Prepare => self.prepare(now, &d, out),
                 MsgType::Query | MsgType::Resolve => self.query_serve(now, &d, from, out),
                 MsgType::QueryReply | MsgType::ResolveAck => {
                     out.cpu_ns += self.cfg.costs.handler_ns;
@@ -1972,6 +2396,8 @@ impl Host for Server {
                     out.cpu_ns += self.cfg.costs.handler_ns;
                     self.eris_reply(now, &d, out)
                 }
+                MsgType::Lease => self.lease_request(now, &d, from, out),
+                MsgType::Grant => self.grant(now, &d, out),
                 _ => out.events.push(ServerEvent::Rejected("unexpected_type")),
             },
             Message::Sequenced(q) => {
@@ -1986,6 +2412,8 @@ impl Host for Server {
             ServerTimer::Epoch(t) => self.epoch(now, t, out),
             ServerTimer::Timeout(t, l, a) => self.timeout(now, t, l, a, out),
             ServerTimer::Retry(t, l, a) => self.backed_off(now, t, l, a, out),
+            ServerTimer::Lease => self.lease_tick(now, out),
+            ServerTimer::Recover(slot, a) => self.recovery_tick(now, slot, a, out),
         }
     }
 

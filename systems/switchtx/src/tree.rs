@@ -92,6 +92,9 @@ impl Participants {
     pub fn scatter(&self, msg: MsgType) -> u8 {
         match msg {
             MsgType::LockOk | MsgType::VersionCopyOk => self.rp,
+            // With no backup left for the shards written ([`crate::config`]), straight to commit
+            // primary.
+            MsgType::ValidateOk if self.wb == 0 => self.wp,
             MsgType::ValidateOk => self.wb,
             MsgType::ReplicateOk => self.wp,
             MsgType::CommitOk => 1 << self.client,

@@ -163,6 +163,18 @@ pub enum WalRecord {
         /// Attempt.
         attempt: u32,
     },
+    /// The server adopted a new shard map ([`crate::config`]); the shards it became primary
+    /// of moved from its backup copy to its primary store at this point of the log.
+    Adopted {
+        /// The map's epoch.
+        epoch: u32,
+        /// Shard → primary.
+        primary: Vec<u8>,
+        /// Shard → backup.
+        backup: Vec<Option<u8>>,
+        /// Servers in the map.
+        members: u8,
+    },
 }
 
 /// Why a SwitchTx log cannot be read.

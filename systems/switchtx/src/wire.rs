@@ -98,6 +98,13 @@ pub enum MsgType {
     /// Eris baseline: a shard executed its part (`coord` names the shard; items: what it
     /// read).
     ErisReply = 23,
+    /// A server asks the configuration manager for a lease ([`crate::config`]): `attempt`
+    /// the epoch of its map, `txn` when it asked (its clock, echoed in the grant).
+    Lease = 24,
+    /// The manager's answer: `attempt` its map's epoch, `txn` the echoed asking time, `wp` 1
+    /// if the lease is granted (the server is in the map), items the map
+    /// ([`crate::config::ShardMap::to_items`]).
+    Grant = 25,
 }
 
 impl MsgType {
@@ -119,6 +126,8 @@ impl MsgType {
             21 => MsgType::Resolve,
             22 => MsgType::ResolveAck,
             23 => MsgType::ErisReply,
+            24 => MsgType::Lease,
+            25 => MsgType::Grant,
             other => return Err(DecodeError::BadField { field: "msg_type", value: u64::from(other) }),
         })
     }
@@ -596,6 +605,7 @@ pub fn class_of(msg: MsgType, retry: bool) -> u8 {
         MsgType::Read | MsgType::ReadReply | MsgType::CommitOk => 0,
         MsgType::ValidateOk | MsgType::Prepare => 1,
         MsgType::Query | MsgType::QueryReply | MsgType::Resolve | MsgType::ResolveAck => 2,
+        MsgType::Lease | MsgType::Grant => 2,
         MsgType::ErisTxn | MsgType::ErisReply => 1,
     }
 }
