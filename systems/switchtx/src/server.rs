@@ -106,20 +106,29 @@
 //!   above every logged one, so no transaction id (slot, attempt) is reused.
 //!
 //! The restarted server rejoins as what it was (primary of its shard, backup of the previous
-//! one): while it was down no other server wrote its shard, so there is nothing to catch up.
-//! While it is down, transactions that touch it time out; those that need it only as a primary
-//! (or read primary) are decided without it, from its backup's answer, and the live
-//! participants' locks are released; the restarted server learns the decision from the
-//! client's resent `Resolve`. **Not built: promotion of the backup to serve new
-//! transactions.** A transaction that reads or writes the crashed server's shard cannot commit
-//! until it returns. Promotion would need what the paper leaves to "prior work" (FaRM): a
-//! configuration (which server is primary of each shard) with an epoch carried by every
-//! message, leases so that a primary cut off from its backup stops validating before the
-//! backup takes over, clients re-routing by the configuration, the promoted backup treating
-//! every key with an undecided redo record as locked, and, at rejoin, a snapshot transfer from
-//! the promoted primary fenced by the epoch (or a hand-back). With a write-ahead log that
-//! survives every crash the fuzz cases inject, restart alone keeps every commit; promotion
-//! would buy availability during the outage, not safety.
+//! one) unless it was removed meanwhile (below): while it was down no other server wrote its
+//! shard, so there is nothing to catch up. While it is down, transactions that touch it time
+//! out; those that need it only as a primary (or read primary) are decided without it, from
+//! its backup's answer, and the live participants' locks are released; the restarted server
+//! learns the decision from the client's resent `Resolve`.
+//!
+//! **Backup promotion** (§3.5: "SwitchTx can select a backup participant as the new primary
+//! participant"; with `lease_ns`, [`crate::config`]). A configuration manager grants leases
+//! and removes a server whose lease lapsed; every grant carries the shard map. A server acts
+//! as a primary or backup only while it holds a lease, and only in the roles its map gives it:
+//! a prepare whose roles disagree with its map fails, a read of a shard it does not lead reads
+//! as locked. When a server's map makes it primary of the shard it backed up it takes the
+//! shard over ([`Server::take_over`]): its backup copy becomes the primary store, keys whose
+//! redo record it applied for an attempt it cannot know decided stay locked by that attempt
+//! ([`Part::promoted`]) while it resolves it with the same query and rule as a client, and a
+//! redo record it had not applied yet is frozen (that attempt cannot have committed). A
+//! shard left without a backup commits straight after validation. The removed server, when it
+//! restarts, learns from its first grant that it is out: it answers for what it took part in
+//! (from its log) and starts nothing new. Transactions that were in flight with it as a
+//! backup, or as their client, are decided when it restarts (the rule needs every backup's
+//! answer); new transactions do not wait for it. Not built: deciding those in-flight
+//! transactions without it (FaRM's recovery coordinator), re-replicating a shard that lost its
+//! backup, and a removed server rejoining.
 
 use crate::admission::Admission;
 use crate::config::ShardMap;
@@ -666,6 +675,8 @@ pub struct Server {
     /// than it was decided by its client ([`Query::hear`], "superseded"), even where its part
     /// was dropped.
     seen: BTreeMap<u16, u32>,
+    /// When a draining server stops renewing its lease.
+    drain_renewals_until: Option<Nanos>,
 }
 
 /// The key of (server, record, column).
@@ -754,6 +765,7 @@ impl Server {
             heard: vec![0; n],
             recoveries: BTreeMap::new(),
             seen: BTreeMap::new(),
+            drain_renewals_until: None,
             cfg,
         }
     }
@@ -906,9 +918,9 @@ impl Server {
                 part.aborted = true;
             }
             WalRecord::Frozen { slot, attempt } => replayed_part(&mut self.parts, slot, attempt).frozen = true,
-            WalRecord::Adopted { epoch, primary, backup, members } => {
+            WalRecord::Adopted { epoch, primary, backup, members, undecided } => {
                 let map = ShardMap { epoch, primary, backup, members };
-                self.take_over(map);
+                self.take_over(map, Some(&undecided));
             }
         }
     }
@@ -1393,8 +1405,10 @@ impl Server {
     fn query_serve(&mut self, now: Nanos, d: &Data, from: u8, out: &mut HostOutbox<Self>) {
         let me = self.cfg.id;
         let slot = d.slot;
-        let newest = self.parts.get(&slot).map(|p| p.attempt).max(self.seen.get(&slot).copied());
-        match self.parts.get(&slot).map(|p| p.attempt) {
+        let held = self.parts.get(&slot).map(|p| p.attempt);
+        let newest = held.max(self.seen.get(&slot).copied());
+        match held {
+            Some(a) if a == d.attempt => {}
             _ if newest > Some(d.attempt) => {
                 // Its client has moved on: only a promoted primary resolving an old attempt
                 // asks this ([`Query::hear`]). Say so, and do nothing.
@@ -1409,7 +1423,6 @@ impl Server {
                 out.cpu_ns += self.cfg.costs.handler_ns;
                 return self.send(out, from, reply.datagram(u16::from(me), u16::from(from)));
             }
-            Some(a) if a == d.attempt => {}
             _ => {
                 if self.parts.contains_key(&slot) {
                     self.release(now, slot, out);
@@ -1552,8 +1565,9 @@ impl Server {
             let txn = self.txn_id(thread, lane, attempt);
             self.log(out, || WalRecord::Closed { thread, lane, attempt, txn, committed: None, read_only });
         }
-        if self.stopping {
-            // No retry while draining; but an attempt aborted by a `fail` may have left locks
+        if self.stopping || !self.map.is_member(self.cfg.id) {
+            // No retry while draining (or once removed from the map); but an attempt aborted
+            // by a `fail` may have left locks
             // where that `fail` was lost, and no later attempt will release them: tell every
             // participant (the timeout path's decision, with its resends) before leaving.
             // (Any earlier attempt that reached the commit protocol may have: the participants
@@ -1603,7 +1617,7 @@ impl Server {
 
     /// Starts transactions in idle lanes up to the thread's MPL.
     fn fill_lanes(&mut self, now: Nanos, thread: u16, out: &mut HostOutbox<Self>) {
-        if self.stopping {
+        if self.stopping || !self.knows_its_map() {
             return;
         }
         let w = &self.workers[usize::from(thread)];
@@ -2019,6 +2033,12 @@ impl Server {
         &self.map
     }
 
+    /// Whether this server's clients may start transactions: without leases always; with
+    /// them once a grant told it the map (at the manager, always).
+    fn knows_its_map(&self) -> bool {
+        self.cfg.lease_ns == 0 || self.lease_until > 0 || self.cfg.id == ShardMap::manager(self.n())
+    }
+
     /// Notes that a participant heard of `attempt` of `slot` (with leases on: only a promoted
     /// primary's resolution asks about old attempts).
     fn note_attempt(&mut self, slot: u16, attempt: u32) {
@@ -2029,17 +2049,17 @@ impl Server {
     }
 
     /// Whether this server may act as a primary or backup now: it is in the map and holds a
-    /// lease (or runs without leases). While draining the manager changes nothing any more, so
-    /// a member that was granted a lease since it (re)started needs no renewal to finish what
-    /// is in flight; one restarted while draining still waits for its first grant, which tells
-    /// it whether it is still in the map.
+    /// lease (or runs without leases). Draining changes nothing here: a server removed just
+    /// before the drain may not have heard yet, and only its lapsed lease keeps it from
+    /// serving next to its promoted backup. (Leases are renewed for a while into the drain,
+    /// [`Server::lease_tick`]; what is still in flight after that times out and is resolved,
+    /// and queries and decisions need no lease.)
     fn serving(&self, now: Nanos) -> bool {
         if self.cfg.lease_ns == 0 {
             return true;
         }
         let me = self.cfg.id;
-        let leased = now < self.lease_until || (self.stopping && self.lease_until > 0);
-        self.map.is_member(me) && (me == ShardMap::manager(self.n()) || leased)
+        self.map.is_member(me) && (me == ShardMap::manager(self.n()) || now < self.lease_until)
     }
 
     /// Renews the lease (a quarter lease apart); the manager also removes the servers whose
@@ -2047,12 +2067,16 @@ impl Server {
     fn lease_tick(&mut self, now: Nanos, out: &mut HostOutbox<Self>) {
         let me = self.cfg.id;
         let manager = ShardMap::manager(self.n());
-        // While draining the manager removes no one, and only a server that has not heard from
-        // it since it restarted still asks.
-        if self.stopping && (me == manager || self.lease_until > 0 || !self.map.is_member(me)) {
-            return;
-        }
         let lease = self.cfg.lease_ns;
+        // While draining the manager removes no one, and the others keep asking for four leases
+        // more (a map the manager made just before the drain must still reach them; then the
+        // timers stop, or the drain would never end).
+        if self.stopping {
+            let until = *self.drain_renewals_until.get_or_insert(now + 4 * lease);
+            if me == manager || !self.map.is_member(me) || now >= until {
+                return;
+            }
+        }
         if me == manager {
             // A server's lease ends at most `lease` after the request the manager last heard
             // (it counts from when it asked); a quarter lease more covers clock drift.
@@ -2099,7 +2123,14 @@ impl Server {
             self.adopt(now, map, out);
         }
         if d.wp == 1 && d.attempt == self.map.epoch && self.map.is_member(self.cfg.id) {
+            let first = self.lease_until == 0;
             self.lease_until = self.lease_until.max(d.txn.saturating_add(self.cfg.lease_ns));
+            if first {
+                // The clients waited for the map (a restarted server may have been removed).
+                for thread in 0..self.cfg.threads {
+                    self.fill_lanes(now, thread, out);
+                }
+            }
         }
     }
 
@@ -2109,13 +2140,16 @@ impl Server {
         if map.epoch <= self.map.epoch {
             return;
         }
+        let logged = (map.epoch, map.primary.clone(), map.backup.clone(), map.members);
+        let undecided = self.take_over(map, None);
         self.log(out, || WalRecord::Adopted {
-            epoch: map.epoch,
-            primary: map.primary.clone(),
-            backup: map.backup.clone(),
-            members: map.members,
+            epoch: logged.0,
+            primary: logged.1,
+            backup: logged.2,
+            members: logged.3,
+            undecided: undecided.clone(),
         });
-        for (slot, attempt) in self.take_over(map) {
+        for (slot, attempt) in undecided {
             self.start_recovery(now, slot, attempt, out);
         }
     }
@@ -2127,8 +2161,10 @@ impl Server {
     /// outcome is known; the (slot, attempt)s to resolve are returned. A redo record it had
     /// not applied yet never will be (its part is frozen, as if queried): a primary installs
     /// only after every backup applied, so its attempt cannot have committed. Also the replay
-    /// of [`WalRecord::Adopted`].
-    fn take_over(&mut self, map: ShardMap) -> Vec<(u16, u32)> {
+    /// of [`WalRecord::Adopted`], which names the attempts found undecided (`logged`): a part
+    /// replaced live by a later attempt that was never logged would otherwise be taken for
+    /// undecided again.
+    fn take_over(&mut self, map: ShardMap, logged: Option<&[(u16, u32)]>) -> Vec<(u16, u32)> {
         let me = self.cfg.id;
         let gained: Vec<u8> =
             (0..map.primary.len() as u8).filter(|&s| map.primary_of(s) == me && self.map.primary_of(s) != me).collect();
@@ -2146,13 +2182,14 @@ impl Server {
                 if redo.is_empty() {
                     continue;
                 }
-                if part.replicated {
+                let listed = logged.is_none_or(|l| l.contains(&(slot, part.attempt)));
+                if part.replicated && listed {
                     for &k in &redo {
                         self.primary.entry(k).or_default().lock = Some((slot, part.attempt));
                     }
                     part.promoted.extend(redo);
                     undecided.push((slot, part.attempt));
-                } else {
+                } else if !part.replicated {
                     part.frozen = true;
                 }
             }

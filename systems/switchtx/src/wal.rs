@@ -174,6 +174,8 @@ pub enum WalRecord {
         backup: Vec<Option<u8>>,
         /// Servers in the map.
         members: u8,
+        /// The (slot, attempt)s whose redo records it found undecided and locked.
+        undecided: Vec<(u16, u32)>,
     },
 }
 
