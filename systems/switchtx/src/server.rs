@@ -118,17 +118,23 @@
 //! as a primary or backup only while it holds a lease, and only in the roles its map gives it:
 //! a prepare whose roles disagree with its map fails, a read of a shard it does not lead reads
 //! as locked. When a server's map makes it primary of the shard it backed up it takes the
-//! shard over ([`Server::take_over`]): its backup copy becomes the primary store, keys whose
+//! shard over (`Server::take_over`): its backup copy becomes the primary store; keys whose
 //! redo record it applied for an attempt it cannot know decided stay locked by that attempt
-//! ([`Part::promoted`]) while it resolves it with the same query and rule as a client, and a
-//! redo record it had not applied yet is frozen (that attempt cannot have committed). A
-//! shard left without a backup commits straight after validation. The removed server, when it
-//! restarts, learns from its first grant that it is out: it answers for what it took part in
-//! (from its log) and starts nothing new. Transactions that were in flight with it as a
-//! backup, or as their client, are decided when it restarts (the rule needs every backup's
-//! answer); new transactions do not wait for it. Not built: deciding those in-flight
-//! transactions without it (FaRM's recovery coordinator), re-replicating a shard that lost its
-//! backup, and a removed server rejoining.
+//! (`Part::promoted`) while it resolves the attempt itself, with the same query as a client;
+//! a redo record it had not applied yet never will be (that attempt cannot have committed, and
+//! the part answers "aborted"). A shard left without a backup commits straight after
+//! validation.
+//!
+//! Transactions in flight when a server fails are decided without it (`Query::hear`): once
+//! it is out of the map, the rule no longer waits for its answer as a backup (commit iff a
+//! primary installed, or a backup applied its redo record and every remaining write
+//! participant holds its part; FaRM's rule), and the participants of a removed client's
+//! attempts resolve those themselves. Resolvers and participants carry their map's epoch, and
+//! a participant answers and acts only at its own epoch, so two resolvers under different maps
+//! never carry out different outcomes. The removed server, when it restarts, learns from its
+//! first grant that it is out: it answers for what it took part in (from its log), resolves
+//! its own lanes under the new map, and starts nothing new. Not built: re-replicating a shard
+//! that lost its backup, and a removed server rejoining.
 
 use crate::admission::Admission;
 use crate::config::ShardMap;
@@ -484,6 +490,21 @@ struct Query {
     /// A participant had moved on to a later attempt of the slot (only a promoted primary's
     /// resolution of an old attempt hears this: [`Query::hear`]).
     superseded: bool,
+    /// A participant had carried out an abort of the attempt (or failed it).
+    aborted: bool,
+    /// The decision was known before any answer (a participant failed the attempt): kept
+    /// under a newer map, where a decision taken by the rule is taken again.
+    certain: bool,
+    /// The shard-map epoch the answers were gathered under: a resolver whose map changes
+    /// starts over ([`Query::follow`]).
+    epoch: u32,
+    /// What a participant's "superseded" answer decides: only a participant's own resolution
+    /// asks about an attempt its client may have moved on from, and its own part tells which
+    /// way that went ([`Server::start_recovery`]).
+    if_superseded: bool,
+    /// Participants that hold their part of the attempt (a primary its locked writes, a
+    /// backup its redo record), so could carry out a commit.
+    prepared: u8,
     /// The decision, once every participant answered: commit or not.
     decided: Option<bool>,
     /// Resends since the last progress (a new answer, or the decision): the backoff's exponent.
@@ -499,23 +520,58 @@ enum Step {
     Done(bool),
 }
 
+/// A participant's answer to a query, as bits of its `wp` byte.
+mod answer {
+    /// A primary installed the attempt's writes.
+    pub(super) const INSTALLED: u8 = 1;
+    /// A backup applied its redo record.
+    pub(super) const REPLICATED: u8 = 2;
+    /// The participant has moved on to a later attempt of the slot.
+    pub(super) const SUPERSEDED: u8 = 4;
+    /// The resolver's shard map is older than the participant's: nothing was done.
+    pub(super) const STALE_RESOLVER: u8 = 8;
+    /// The participant carried out an abort of the attempt (or failed it).
+    pub(super) const ABORTED: u8 = 16;
+    /// The participant holds its part (locked writes or a redo record).
+    pub(super) const PREPARED: u8 = 32;
+    /// The participant's shard map is older than the resolver's: nothing was done.
+    pub(super) const BEHIND: u8 = 64;
+}
+
 impl Query {
-    /// Takes participant `from`'s answer (`msg` with its state bits `state`: 1 installed,
-    /// 2 replicated, 4 superseded) to the resolution of an attempt with `parts`.
+    /// Takes participant `from`'s answer (`msg` with its [`answer`] bits `state`) to the
+    /// resolution of an attempt with `parts`, under a shard map whose members are `members`.
     ///
-    /// The decision needs only a primary that installed, or every backup's answer (§3.5:
-    /// committed iff some primary says committed or every backup does). A primary installs
-    /// only once every backup has applied the redo record, and a frozen backup that has not
-    /// applied it never will; so a crashed or silent primary (or read primary) does not hold
-    /// the decision up: its backup answers for it, and the live participants release their
-    /// locks. Where the shards written have no backup left ([`crate::config`]), every write
-    /// primary's answer is needed instead. A participant that moved on to a later attempt of
-    /// the slot answers "superseded": its client decided this attempt and went on. Only a
-    /// promoted primary asks about such an old attempt, and only one whose redo record it
-    /// applied and saw no abort for (a client waits for every participant's acknowledgement
-    /// of an abort before it moves on), so it was committed. The acknowledgements of the
-    /// decision are awaited from all.
-    fn hear(&mut self, msg: MsgType, state: u8, from: u8, parts: &Participants) -> Option<Step> {
+    /// While every write participant is in the map, the decision needs only a primary that
+    /// installed, or every backup's answer (§3.5: committed iff some primary says committed or
+    /// every backup does). A primary installs only once every backup has applied the redo
+    /// record, and a frozen backup that has not applied it never will; so a crashed or silent
+    /// primary (or read primary) does not hold the decision up: its backup answers for it, and
+    /// the live participants release their locks. Where the shards written have no backup left
+    /// ([`crate::config`]), every write primary's answer is needed instead.
+    ///
+    /// Once a write participant has been removed from the map its answer never comes, and the
+    /// decision is taken from the others (FaRM's rule): commit if a primary installed, or if a
+    /// backup applied its redo record (so validation passed everywhere) and every remaining
+    /// write participant holds its part and none carried out an abort; else abort. Resolvers
+    /// of one attempt may differ in rule only across maps, and a participant answers and acts
+    /// only for a resolver at its own map's epoch, so an older resolver's decision is either
+    /// carried out where a newer one will see it, or refused (and the older resolver starts
+    /// over under the newer map).
+    ///
+    /// A participant that moved on to a later attempt of the slot answers "superseded": its
+    /// client decided this attempt and went on. Only a participant resolving an attempt itself
+    /// (a promoted primary, or one whose client was removed) asks about such an old attempt,
+    /// and its own part tells the outcome: a client moves on from a commit only once every
+    /// write primary installed (or carried out the decision) and from an abort only once every
+    /// participant acknowledged it, so an attempt whose resolver holds an applied redo record
+    /// or installed writes and saw no abort was committed, and one whose resolver is a write
+    /// primary that did not install was not. The acknowledgements of the decision are awaited
+    /// from all members.
+    fn hear(&mut self, msg: MsgType, state: u8, from: u8, parts: &Participants, members: u8) -> Option<Step> {
+        if state & (answer::STALE_RESOLVER | answer::BEHIND) != 0 {
+            return None;
+        }
         if self.answered & (1 << from) == 0 {
             // Progress: the next resend waits `timeout_ns` again.
             self.resends = 0;
@@ -523,31 +579,67 @@ impl Query {
         match (msg, self.decided) {
             (MsgType::QueryReply, None) => {
                 self.answered |= 1 << from;
-                self.installed |= state & 1 != 0;
-                if state & 2 != 0 {
+                self.installed |= state & answer::INSTALLED != 0;
+                if state & answer::REPLICATED != 0 {
                     self.replicated |= 1 << from;
                 }
-                self.superseded |= state & 4 != 0;
+                if state & answer::PREPARED != 0 {
+                    self.prepared |= 1 << from;
+                }
+                self.superseded |= state & answer::SUPERSEDED != 0;
+                self.aborted |= state & answer::ABORTED != 0;
             }
             (MsgType::ResolveAck, Some(_)) => self.answered |= 1 << from,
             _ => return None,
         }
         let (wp, wb) = (parts.wp, parts.wb);
+        let writers = wp | wb;
         match self.decided {
-            None => {
+            None if self.superseded => Some(self.decide(self.if_superseded && !self.aborted)),
+            None if writers & !members == 0 => {
                 let heard_all = if wb != 0 { self.answered & wb == wb } else { self.answered & wp == wp };
-                if !(self.installed || self.superseded || heard_all) {
+                if !(self.installed || heard_all) {
                     return None;
                 }
                 // Committed iff a primary installed or every backup applied the redo record.
-                let commit = self.installed || self.superseded || (wb != 0 && self.replicated & wb == wb);
-                self.decided = Some(commit);
-                self.answered = 0;
-                self.resends = 0;
-                Some(Step::Decided(commit))
+                let commit = self.installed || (wb != 0 && self.replicated & wb == wb);
+                Some(self.decide(commit))
             }
-            Some(commit) => (self.answered == self.asked).then_some(Step::Done(commit)),
+            None => {
+                let live = writers & members;
+                if !(self.installed || self.aborted || self.answered & live == live) {
+                    return None;
+                }
+                let validated = self.replicated != 0 && self.prepared & live == live && !self.aborted;
+                Some(self.decide(self.installed || validated))
+            }
+            // A removed participant's acknowledgement never comes (nor is it needed: its copy
+            // no longer counts).
+            Some(commit) => (self.answered & members == self.asked & members).then_some(Step::Done(commit)),
         }
+    }
+
+    /// Follows the resolver's map to `epoch`: answers gathered under another map do not count
+    /// (a participant acts only for a resolver at its own epoch), so a decision taken by the
+    /// rule is taken again; a certain one is only sent again.
+    fn follow(&mut self, epoch: u32) {
+        if self.epoch == epoch {
+            return;
+        }
+        if self.certain {
+            self.answered = 0;
+        } else {
+            let (asked, resends, if_superseded) = (self.asked, self.resends, self.if_superseded);
+            *self = Query { asked, resends, if_superseded, ..Query::default() };
+        }
+        self.epoch = epoch;
+    }
+
+    fn decide(&mut self, commit: bool) -> Step {
+        self.decided = Some(commit);
+        self.answered = 0;
+        self.resends = 0;
+        Step::Decided(commit)
     }
 }
 
@@ -806,7 +898,12 @@ impl Server {
                 parts,
                 counter: 0,
                 aborted: false,
-                query: closed_aborted.then_some(Query { asked, decided: Some(false), ..Query::default() }),
+                query: closed_aborted.then_some(Query {
+                    asked,
+                    decided: Some(false),
+                    certain: true,
+                    ..Query::default()
+                }),
                 read_only,
                 shards: 0,
                 blind,
@@ -1310,6 +1407,7 @@ impl Server {
         }
         let parts = txn.parts;
         let query = txn.query.get_or_insert(Query { asked: parts.wp | parts.wb | parts.rp, ..Query::default() });
+        query.follow(self.map.epoch);
         let q = *query;
         query.resends = query.resends.saturating_add(1);
         if q.answered == 0 && q.decided.is_none() {
@@ -1319,7 +1417,7 @@ impl Server {
         let slot = self.cfg.slot(self.cfg.id, thread, lane);
         let msg = if q.decided.is_some() { MsgType::Resolve } else { MsgType::Query };
         for server in bits(q.asked & !q.answered) {
-            let mut d = Data::new(msg, slot, Self::tag(attempt), attempt, 0);
+            let mut d = Data::new(msg, slot, Self::tag(attempt), attempt, u64::from(self.map.epoch));
             d.client = self.cfg.id;
             d.thread = thread as u8;
             d.wp = u8::from(q.decided == Some(true));
@@ -1360,11 +1458,11 @@ impl Server {
         self.log_begin(thread, lane, out);
         let Some(txn) = self.workers[usize::from(thread)].lanes[usize::from(lane)].as_mut() else { return };
         let asked = txn.parts.wp | txn.parts.wb | txn.parts.rp;
-        txn.query = Some(Query { asked, decided: Some(false), ..Query::default() });
+        txn.query = Some(Query { asked, decided: Some(false), certain: true, ..Query::default() });
         txn.committing = true;
         let attempt = txn.attempt;
         for server in bits(asked) {
-            let mut r = Data::new(MsgType::Resolve, slot, Self::tag(attempt), attempt, 0);
+            let mut r = Data::new(MsgType::Resolve, slot, Self::tag(attempt), attempt, u64::from(self.map.epoch));
             r.client = me;
             r.thread = thread as u8;
             self.send(out, server, r.datagram(u16::from(me), u16::from(server)));
@@ -1376,17 +1474,25 @@ impl Server {
 
     /// A participant's answer to a query or a decision.
     fn query_answer(&mut self, now: Nanos, d: &Data, from: u8, out: &mut HostOutbox<Self>) {
+        if d.wp & answer::STALE_RESOLVER != 0 && self.cfg.lease_ns > 0 {
+            self.ask_for_map(now, out);
+        }
+        let (members, epoch) = (self.map.members, self.map.epoch);
         let Some((thread, lane, txn)) = self.current(d.slot, d.attempt) else {
             return self.recovery_answer(d, from, out);
         };
         let parts = txn.parts;
         let Some(q) = txn.query.as_mut() else { return };
-        match q.hear(d.msg, d.wp, from, &parts) {
+        q.follow(epoch);
+        if d.txn != u64::from(epoch) {
+            return;
+        }
+        match q.hear(d.msg, d.wp, from, &parts, members) {
             None => {}
             Some(Step::Decided(commit)) => {
                 let asked = q.asked;
                 for server in bits(asked) {
-                    let mut r = Data::new(MsgType::Resolve, d.slot, d.tag, d.attempt, 0);
+                    let mut r = Data::new(MsgType::Resolve, d.slot, d.tag, d.attempt, u64::from(self.map.epoch));
                     r.client = self.cfg.id;
                     r.thread = thread as u8;
                     r.wp = u8::from(commit);
@@ -1405,6 +1511,24 @@ impl Server {
     fn query_serve(&mut self, now: Nanos, d: &Data, from: u8, out: &mut HostOutbox<Self>) {
         let me = self.cfg.id;
         let slot = d.slot;
+        let epoch = u64::from(self.map.epoch);
+        if d.txn != epoch {
+            // A resolver under another shard map ([`Query::hear`]): do nothing, say why.
+            let mut reply = Data::new(
+                if d.msg == MsgType::Query { MsgType::QueryReply } else { MsgType::ResolveAck },
+                slot,
+                d.tag,
+                d.attempt,
+                0,
+            );
+            let why = if d.txn < epoch { answer::STALE_RESOLVER } else { answer::BEHIND };
+            (reply.client, reply.thread, reply.wp) = (d.client, d.thread, why);
+            out.cpu_ns += self.cfg.costs.handler_ns;
+            if why == answer::BEHIND {
+                self.ask_for_map(now, out);
+            }
+            return self.send(out, from, reply.datagram(u16::from(me), u16::from(from)));
+        }
         let held = self.parts.get(&slot).map(|p| p.attempt);
         let newest = held.max(self.seen.get(&slot).copied());
         match held {
@@ -1417,9 +1541,9 @@ impl Server {
                     slot,
                     d.tag,
                     d.attempt,
-                    0,
+                    epoch,
                 );
-                (reply.client, reply.thread, reply.wp) = (d.client, d.thread, 4);
+                (reply.client, reply.thread, reply.wp) = (d.client, d.thread, answer::SUPERSEDED);
                 out.cpu_ns += self.cfg.costs.handler_ns;
                 return self.send(out, from, reply.datagram(u16::from(me), u16::from(from)));
             }
@@ -1441,15 +1565,29 @@ impl Server {
             slot,
             d.tag,
             d.attempt,
-            0,
+            epoch,
         );
         reply.client = d.client;
         reply.thread = d.thread;
         if d.msg == MsgType::Query {
-            reply.wp = u8::from(part.installed) | (u8::from(part.replicated) << 1);
+            let holds = !part.locked.is_empty() || !part.redo.is_empty() || part.installed || part.replicated;
+            reply.wp = (if part.installed { answer::INSTALLED } else { 0 })
+                | (if part.replicated { answer::REPLICATED } else { 0 });
+            if self.cfg.lease_ns > 0 {
+                // What only the rule for removed participants reads ([`Query::hear`]).
+                reply.wp |= (if part.aborted { answer::ABORTED } else { 0 })
+                    | (if holds && !part.aborted { answer::PREPARED } else { 0 });
+            }
         } else if d.wp == 1 {
-            if part.prepared && part.parts.wp & (1 << me) != 0 && !part.installed {
+            let unapplied =
+                part.parts.wb & (1 << me) != 0 && !part.replicated && !part.redo.is_empty() && !part.aborted;
+            if part.prepared && part.parts.wp & (1 << me) != 0 && !part.installed && !part.aborted {
                 self.install(now, slot, out);
+            }
+            if unapplied {
+                // Committed without this backup's `replicate_ok` (its primary's other backup
+                // was removed, [`Query::hear`]): apply the redo record now.
+                self.apply_redo(slot, out);
             }
             self.unlock_promoted(slot, true, out);
         } else {
@@ -1971,24 +2109,7 @@ impl Server {
                 self.send(out, client, d.datagram(u16::from(me), u16::from(client)));
             }
             MsgType::ValidateOk if part.parts.wb & (1 << me) != 0 && !part.replicated => {
-                let txn = part.txn;
-                let redo = part.redo.clone();
-                out.cpu_ns += self.cfg.costs.item_ns * redo.len() as u64;
-                let undo: Vec<(u64, (u64, u64))> =
-                    redo.iter().map(|&(k, v)| (k, self.backup.insert(k, (v, txn)).unwrap_or((0, 0)))).collect();
-                self.log(out, || WalRecord::Replicated {
-                    slot,
-                    attempt: part.attempt,
-                    txn,
-                    client: part.client,
-                    thread: part.thread,
-                    parts: logged(&part.parts),
-                    redo: redo.clone(),
-                    undo: undo.iter().map(|&(k, (v, ver))| (k, v, ver)).collect(),
-                });
-                let part = self.parts.get_mut(&slot).expect("present");
-                part.undo = undo;
-                part.replicated = true;
+                self.apply_redo(slot, out);
                 self.reply(now, slot, MsgType::ReplicateOk, out);
             }
             MsgType::ReplicateOk if part.parts.wp & (1 << me) != 0 && !part.installed => {
@@ -2003,6 +2124,30 @@ impl Server {
             }
             _ => {}
         }
+    }
+
+    /// Commit backup: apply the part's redo record to the backup copy (keeping the
+    /// before-images for a rollback).
+    fn apply_redo(&mut self, slot: u16, out: &mut HostOutbox<Self>) {
+        let Some(part) = self.parts.get(&slot) else { return };
+        let txn = part.txn;
+        let redo = part.redo.clone();
+        out.cpu_ns += self.cfg.costs.item_ns * redo.len() as u64;
+        let undo: Vec<(u64, (u64, u64))> =
+            redo.iter().map(|&(k, v)| (k, self.backup.insert(k, (v, txn)).unwrap_or((0, 0)))).collect();
+        self.log(out, || WalRecord::Replicated {
+            slot,
+            attempt: part.attempt,
+            txn,
+            client: part.client,
+            thread: part.thread,
+            parts: logged(&part.parts),
+            redo: redo.clone(),
+            undo: undo.iter().map(|&(k, (v, ver))| (k, v, ver)).collect(),
+        });
+        let part = self.parts.get_mut(&slot).expect("present");
+        part.undo = undo;
+        part.replicated = true;
     }
 
     /// Commit primary: install the writes, unlock.
@@ -2062,6 +2207,17 @@ impl Server {
         self.map.is_member(me) && (me == ShardMap::manager(self.n()) || now < self.lease_until)
     }
 
+    /// Asks the manager for its map now (a participant or resolver met a newer one), also while
+    /// draining, when leases are no longer renewed.
+    fn ask_for_map(&mut self, now: Nanos, out: &mut HostOutbox<Self>) {
+        let manager = ShardMap::manager(self.n());
+        if self.cfg.id != manager {
+            let mut d = Data::new(MsgType::Lease, 0, 0, self.map.epoch, now);
+            d.client = self.cfg.id;
+            self.send(out, manager, d.datagram(u16::from(self.cfg.id), u16::from(manager)));
+        }
+    }
+
     /// Renews the lease (a quarter lease apart); the manager also removes the servers whose
     /// leases have surely lapsed.
     fn lease_tick(&mut self, now: Nanos, out: &mut HostOutbox<Self>) {
@@ -2091,9 +2247,7 @@ impl Server {
                 }
             }
         } else {
-            let mut d = Data::new(MsgType::Lease, 0, 0, self.map.epoch, now);
-            d.client = me;
-            self.send(out, manager, d.datagram(u16::from(me), u16::from(manager)));
+            self.ask_for_map(now, out);
         }
         out.timers.push((now + (lease / 4).max(1), ServerTimer::Lease));
     }
@@ -2141,6 +2295,7 @@ impl Server {
             return;
         }
         let logged = (map.epoch, map.primary.clone(), map.backup.clone(), map.members);
+        let removed = self.map.members & !map.members;
         let undecided = self.take_over(map, None);
         self.log(out, || WalRecord::Adopted {
             epoch: logged.0,
@@ -2149,7 +2304,15 @@ impl Server {
             members: logged.3,
             undecided: undecided.clone(),
         });
-        for (slot, attempt) in undecided {
+        // Attempts of a removed client are resolved by every participant holding a part of
+        // them (the same rule under the same map decides the same).
+        let orphans: Vec<(u16, u32)> = self
+            .parts
+            .iter()
+            .filter(|(_, p)| removed & (1 << p.client) != 0 && !p.aborted && (!p.locked.is_empty() || p.replicated))
+            .map(|(&slot, p)| (slot, p.attempt))
+            .collect();
+        for (slot, attempt) in undecided.into_iter().chain(orphans) {
             self.start_recovery(now, slot, attempt, out);
         }
     }
@@ -2190,6 +2353,10 @@ impl Server {
                     part.promoted.extend(redo);
                     undecided.push((slot, part.attempt));
                 } else if !part.replicated {
+                    // Never applied: its attempt cannot have committed (no primary installs
+                    // without this backup), and applying it now could overwrite what this
+                    // server commits as primary from here on. Its resolution will say so.
+                    part.aborted = true;
                     part.frozen = true;
                 }
             }
@@ -2225,33 +2392,38 @@ impl Server {
         }
     }
 
-    /// Starts resolving an attempt whose redo records this server applied before it was
-    /// promoted, unless it is one of its own client lanes' current attempts (the lane resolves
-    /// it itself).
+    /// Starts resolving an attempt this server holds a part of and cannot leave to its client:
+    /// one whose redo records it applied before it was promoted, or one whose client was
+    /// removed. Not one of its own client lanes' current attempts (the lane resolves it).
     fn start_recovery(&mut self, now: Nanos, slot: u16, attempt: u32, out: &mut HostOutbox<Self>) {
         if self.current(slot, attempt).is_some() || self.recoveries.contains_key(&(slot, attempt)) {
             return;
         }
         let Some(part) = self.parts.get(&slot).filter(|p| p.attempt == attempt) else { return };
         let asked = part.parts.wp | part.parts.wb | part.parts.rp;
-        self.recoveries.insert((slot, attempt), Query { asked, ..Query::default() });
+        let me = 1 << self.cfg.id;
+        let (writes, backs) = (part.parts.wp & me != 0, part.parts.wb & me != 0);
+        let if_superseded =
+            !part.aborted && (writes || backs) && (!writes || part.installed) && (!backs || part.replicated);
+        self.recoveries.insert((slot, attempt), Query { asked, if_superseded, ..Query::default() });
         self.recovery_tick(now, slot, attempt, out);
     }
 
     /// Sends a recovery's query (or its decision) to those that have not answered, and waits.
     fn recovery_tick(&mut self, now: Nanos, slot: u16, attempt: u32, out: &mut HostOutbox<Self>) {
-        let Some(part) = self.parts.get(&slot).filter(|p| p.attempt == attempt && !p.promoted.is_empty()) else {
-            // Released by a later attempt or decided by its client: nothing left to resolve.
+        let Some(part) = self.parts.get(&slot).filter(|p| p.attempt == attempt) else {
+            // Released by a later attempt: its client decided and told everyone.
             self.recoveries.remove(&(slot, attempt));
             return;
         };
         let (client, thread) = (part.client, part.thread);
         let Some(q) = self.recoveries.get_mut(&(slot, attempt)) else { return };
+        q.follow(self.map.epoch);
         let sent = *q;
         q.resends = q.resends.saturating_add(1);
         let msg = if sent.decided.is_some() { MsgType::Resolve } else { MsgType::Query };
         for server in bits(sent.asked & !sent.answered) {
-            let mut d = Data::new(msg, slot, Self::tag(attempt), attempt, 0);
+            let mut d = Data::new(msg, slot, Self::tag(attempt), attempt, u64::from(self.map.epoch));
             (d.client, d.thread, d.wp) = (client, thread, u8::from(sent.decided == Some(true)));
             self.send(out, server, d.datagram(u16::from(self.cfg.id), u16::from(server)));
         }
@@ -2269,11 +2441,15 @@ impl Server {
         };
         let (parts, client, thread) = (part.parts, part.client, part.thread);
         let Some(q) = self.recoveries.get_mut(&key) else { return };
-        match q.hear(d.msg, d.wp, from, &parts) {
+        q.follow(self.map.epoch);
+        if d.txn != u64::from(self.map.epoch) {
+            return;
+        }
+        match q.hear(d.msg, d.wp, from, &parts, self.map.members) {
             None => {}
             Some(Step::Decided(commit)) => {
                 for server in bits(q.asked) {
-                    let mut r = Data::new(MsgType::Resolve, d.slot, d.tag, d.attempt, 0);
+                    let mut r = Data::new(MsgType::Resolve, d.slot, d.tag, d.attempt, u64::from(self.map.epoch));
                     (r.client, r.thread, r.wp) = (client, thread, u8::from(commit));
                     self.send(out, server, r.datagram(u16::from(self.cfg.id), u16::from(server)));
                 }
