@@ -19,14 +19,19 @@
 //!
 //! - `fig17b`: TPC-C at 24 warehouses per server against the share of remote NewOrder items.
 //!
+//! - `failover` (not a paper figure; §3.5): server 2 fails as the window opens and stays down;
+//!   throughput and latency during the outage with promotion of its backup (against the lease
+//!   the manager grants) and without (the transactions that touch it wait for its restart).
+//!
 //! Eris is not covered. Every point is an independent
 //! seeded simulation, so the thread count changes only the wall time. `quick` runs 8 threads
 //! per server and shorter windows; the full runs use the paper's 24.
 
-use crate::rack::{run, RackConfig, RackFigures, ABLATION};
+use crate::rack::{run, run_with, RackConfig, RackFigures, ABLATION, EVENTS_MAX};
 use crate::server::Workload;
 use pisadb_harness::{ExperimentName, ExperimentOptions};
 use pisadb_report::{run_all, write_csv, write_svg, Panel, Series, Unit};
+use pisadb_sim::{Crash, Faults, Target};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -60,6 +65,11 @@ pub const EXPERIMENTS: &[ExperimentName] = &[
         summary: "Fig. 17a: throughput against servers per transaction, FaSST vs SwitchTx",
     },
     ExperimentName {
+        name: "failover",
+        summary:
+            "§3.5: a server fails; throughput during the outage with backup promotion (against the lease) and without",
+    },
+    ExperimentName {
         name: "fig17b",
         summary: "Fig. 17b: TPC-C throughput against the share of remote NewOrder items, FaSST vs SwitchTx",
     },
@@ -81,6 +91,8 @@ struct Point {
     x: f64,
     /// The rack.
     cfg: RackConfig,
+    /// What goes wrong in it, if anything.
+    faults: Option<Faults>,
 }
 
 /// What a chart shows of each point.
@@ -146,7 +158,7 @@ fn plan(name: &str, options: &ExperimentOptions) -> Result<Plan, String> {
     let base = base(options);
     let mut points = Vec::new();
     let mut add = |panel: &str, series: &str, variant: &'static str, x: f64, cfg: RackConfig| {
-        points.push(Point { panel: panel.into(), series: series.into(), variant, x, cfg });
+        points.push(Point { panel: panel.into(), series: series.into(), variant, x, cfg, faults: None });
     };
     let all = |x: f64| ABLATION.iter().map(move |&v| (v, x));
     let (title, x_label, x_unit, metrics) = match name {
@@ -284,6 +296,52 @@ fn plan(name: &str, options: &ExperimentOptions) -> Result<Plan, String> {
                 vec![Metric::Throughput, Metric::P50],
             )
         }
+        "failover" => {
+            // Server 2 fails as the window opens and is down until well after the drain; the
+            // servers log (a restart needs it). The window is twice the usual, and the timeout a
+            // quarter of it (1 ms in the full run: the default 2 ms would outlast half of it,
+            // and much less than 1 ms times out loaded transactions that are only slow).
+            let base = RackConfig { measure_us: 2 * base.measure_us, ..base.clone() };
+            let down_ns = 20 * base.measure_us * 1_000;
+            let crash = Crash { target: Target::Node(2), at_ns: base.warmup_us * 1_000, down_ns };
+            let faults = Faults {
+                seed: options.seed,
+                loss: 0.0,
+                duplicate: 0.0,
+                jitter_ns: 0,
+                reorder: false,
+                slow: Vec::new(),
+                crashes: vec![crash],
+                heal_at_ns: 0,
+            };
+            let cfg = RackConfig { durable: true, timeout_us: base.measure_us / 4, ..base.clone() };
+            let leases: &[u64] = if options.quick { &[25, 100, 400] } else { &[25, 50, 100, 200, 400] };
+            let panel = "YCSB-T θ 0.8, server 2 down";
+            let mut with = |series: &str, x: u64, lease_us: u64| {
+                let cfg = RackConfig { lease_us, ..cfg.clone() };
+                points.push(Point {
+                    panel: panel.into(),
+                    series: series.into(),
+                    variant: "switchtx",
+                    x: x as f64,
+                    cfg,
+                    faults: Some(faults.clone()),
+                });
+            };
+            for &lease in leases {
+                with("promotion", lease, lease);
+            }
+            // Without leases the run does not depend on x: one run, drawn across the range.
+            for x in [leases[0], leases[leases.len() - 1]] {
+                with("restart from the log", x, 0);
+            }
+            (
+                "SwitchTx failover (§3.5): a server fails, with and without promotion of its backup".to_string(),
+                "lease, µs",
+                Unit::Count,
+                vec![Metric::Throughput, Metric::P50, Metric::P99],
+            )
+        }
         "fig17" => {
             for n in 1..=8u8 {
                 let workload = Workload { partitions: n, ..base.workload.clone() };
@@ -311,7 +369,11 @@ fn plan(name: &str, options: &ExperimentOptions) -> Result<Plan, String> {
 fn run_plan(plan: &Plan, threads: usize) -> Result<Vec<RackFigures>, String> {
     let describe = |p: &Point| format!("{} {} x={}", p.panel, p.series, p.x);
     run_all(&plan.points, threads, plan.name, describe, |p| {
-        run(p.variant, &p.cfg).map_err(|e| format!("{} {} {} x={}: {e}", plan.name, p.panel, p.series, p.x))
+        let f = match &p.faults {
+            None => run(p.variant, &p.cfg),
+            Some(faults) => run_with(p.variant, &p.cfg, Some(faults.clone()), EVENTS_MAX).map(|(f, _)| f),
+        };
+        f.map_err(|e| format!("{} {} {} x={}: {e}", plan.name, p.panel, p.series, p.x))
     })
     .into_iter()
     .collect()
@@ -605,6 +667,6 @@ mod tests {
         for name in QUICK {
             assert!(EXPERIMENTS.iter().any(|e| e.name == name), "{name} is not listed");
         }
-        assert_eq!(EXPERIMENTS.len(), 9);
+        assert_eq!(EXPERIMENTS.len(), 10);
     }
 }

@@ -629,9 +629,10 @@ impl Query {
         if self.certain {
             self.answered = 0;
         } else {
-            let (asked, resends, if_superseded) = (self.asked, self.resends, self.if_superseded);
-            *self = Query { asked, resends, if_superseded, ..Query::default() };
+            let (asked, if_superseded) = (self.asked, self.if_superseded);
+            *self = Query { asked, if_superseded, ..Query::default() };
         }
+        self.resends = 0;
         self.epoch = epoch;
     }
 
@@ -2315,6 +2316,24 @@ impl Server {
         for (slot, attempt) in undecided.into_iter().chain(orphans) {
             self.start_recovery(now, slot, attempt, out);
         }
+        // A new map is news to every lane waiting out a timeout: what timed out before it says
+        // nothing about the servers now in the map. Resolutions resend under it at once, lanes
+        // backing off retry at once, and the backoff starts over.
+        for (t, w) in self.workers.iter_mut().enumerate() {
+            w.timeouts_in_a_row = 0;
+            for (l, txn) in w.lanes.iter().enumerate() {
+                let Some(txn) = txn else { continue };
+                let (thread, lane) = (t as u16, l as u8);
+                if txn.paused {
+                    out.timers.push((now, ServerTimer::Retry(thread, lane, txn.attempt)));
+                } else if txn.query.is_some() {
+                    out.timers.push((now, ServerTimer::Timeout(thread, lane, txn.attempt)));
+                }
+            }
+        }
+        for &(slot, attempt) in self.recoveries.keys() {
+            out.timers.push((now, ServerTimer::Recover(slot, attempt)));
+        }
     }
 
     /// Follows `map` (newer than this server's): every shard it now leads and only backed up
@@ -2401,11 +2420,7 @@ impl Server {
         }
         let Some(part) = self.parts.get(&slot).filter(|p| p.attempt == attempt) else { return };
         let asked = part.parts.wp | part.parts.wb | part.parts.rp;
-        let me = 1 << self.cfg.id;
-        let (writes, backs) = (part.parts.wp & me != 0, part.parts.wb & me != 0);
-        let if_superseded =
-            !part.aborted && (writes || backs) && (!writes || part.installed) && (!backs || part.replicated);
-        self.recoveries.insert((slot, attempt), Query { asked, if_superseded, ..Query::default() });
+        self.recoveries.insert((slot, attempt), Query { asked, ..Query::default() });
         self.recovery_tick(now, slot, attempt, out);
     }
 
@@ -2440,7 +2455,14 @@ impl Server {
             return;
         };
         let (parts, client, thread) = (part.parts, part.client, part.thread);
+        // What a "superseded" answer means is read off this server's part as it is now: its
+        // client moved on only once this server had carried the outcome out.
+        let me = 1 << self.cfg.id;
+        let (writes, backs) = (parts.wp & me != 0, parts.wb & me != 0);
+        let if_superseded =
+            !part.aborted && (writes || backs) && (!writes || part.installed) && (!backs || part.replicated);
         let Some(q) = self.recoveries.get_mut(&key) else { return };
+        q.if_superseded = if_superseded;
         q.follow(self.map.epoch);
         if d.txn != u64::from(self.map.epoch) {
             return;
@@ -2499,7 +2521,10 @@ impl Host for Server {
     type Event = ServerEvent;
 
     fn cores(&self) -> u16 {
-        self.cfg.threads
+        // With leases, one more core does nothing but lease requests and grants (FaRM's
+        // dedicated lease thread): behind a loaded worker's queue a renewal would come late
+        // and the manager would remove a live server.
+        self.cfg.threads + u16::from(self.cfg.lease_ns > 0)
     }
 
     fn start(&mut self, now: Nanos, out: &mut HostOutbox<Self>) {
@@ -2536,6 +2561,13 @@ impl Host for Server {
             let first = (0..threads).find(|t| q.header.mask.get() & (1 << (self.cfg.id * threads + t)) != 0);
             return first.map_or(Route::AnyCore, |t| Route::Core(u16::from(t)));
         }
+        if self.cfg.lease_ns > 0 {
+            if let Ok((_, Message::Data(d))) = Message::open(bytes) {
+                if matches!(d.msg, MsgType::Lease | MsgType::Grant) {
+                    return Route::Core(self.cfg.threads);
+                }
+            }
+        }
         match thread_of(bytes) {
             Some(t) if t < self.cfg.threads => Route::Core(t),
             _ => Route::AnyCore,
@@ -2557,7 +2589,7 @@ impl Host for Server {
             ServerTimer::Epoch(t) | ServerTimer::Timeout(t, _, _) | ServerTimer::Retry(t, _, _) => {
                 t.min(self.cfg.threads - 1)
             }
-            ServerTimer::Lease => 0,
+            ServerTimer::Lease => self.cfg.threads,
             ServerTimer::Recover(slot, _) => {
                 self.parts.get(&slot).map_or(0, |p| u16::from(p.thread)).min(self.cfg.threads - 1)
             }
