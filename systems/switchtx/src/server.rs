@@ -364,6 +364,8 @@ pub enum ServerTimer {
     /// A promoted primary's resolution of (slot, attempt) may need its query or decision sent
     /// again.
     Recover(u16, u32),
+    /// Thread `0`'s clients may start transactions (the server's first lease grant came).
+    Fill(u16),
 }
 
 impl TraceBytes for ServerTimer {
@@ -388,6 +390,10 @@ impl TraceBytes for ServerTimer {
                 hash.write(&[5]);
                 hash.write(&slot.to_be_bytes());
                 hash.write(&a.to_be_bytes());
+            }
+            ServerTimer::Fill(t) => {
+                hash.write(&[6]);
+                hash.write(&t.to_be_bytes());
             }
         }
     }
@@ -770,6 +776,8 @@ pub struct Server {
     seen: BTreeMap<u16, u32>,
     /// When a draining server stops renewing its lease.
     drain_renewals_until: Option<Nanos>,
+    /// The manager: when its last lease tick ran.
+    last_tick: Option<Nanos>,
 }
 
 /// The key of (server, record, column).
@@ -859,6 +867,7 @@ impl Server {
             recoveries: BTreeMap::new(),
             seen: BTreeMap::new(),
             drain_renewals_until: None,
+            last_tick: None,
             cfg,
         }
     }
@@ -2236,8 +2245,13 @@ impl Server {
         }
         if me == manager {
             // A server's lease ends at most `lease` after the request the manager last heard
-            // (it counts from when it asked); a quarter lease more covers clock drift.
+            // (it counts from when it asked); a quarter lease more covers clock drift. A
+            // manager that was itself held up (its tick late by more than a quarter lease)
+            // cannot tell a late renewal from a missing one, and removes no one this time.
+            let held_up = self.last_tick.is_some_and(|t| now.saturating_sub(t) > lease / 2);
+            self.last_tick = Some(now);
             let lapsed: Vec<u8> = (0..self.n())
+                .filter(|_| !held_up)
                 .filter(|&s| s != me && self.map.is_member(s))
                 .filter(|&s| now.saturating_sub(self.heard[usize::from(s)]) > lease + lease / 4)
                 .collect();
@@ -2281,9 +2295,10 @@ impl Server {
             let first = self.lease_until == 0;
             self.lease_until = self.lease_until.max(d.txn.saturating_add(self.cfg.lease_ns));
             if first {
-                // The clients waited for the map (a restarted server may have been removed).
+                // The clients waited for the map (a restarted server may have been removed);
+                // each thread starts its own (on its core, not on the lease core).
                 for thread in 0..self.cfg.threads {
-                    self.fill_lanes(now, thread, out);
+                    out.timers.push((now, ServerTimer::Fill(thread)));
                 }
             }
         }
@@ -2332,7 +2347,9 @@ impl Server {
             }
         }
         for &(slot, attempt) in self.recoveries.keys() {
-            out.timers.push((now, ServerTimer::Recover(slot, attempt)));
+            if self.recoveries.get(&(slot, attempt)).is_some_and(|q| q.epoch != 0 || q.answered != 0) {
+                out.timers.push((now, ServerTimer::Recover(slot, attempt)));
+            }
         }
     }
 
@@ -2414,6 +2431,8 @@ impl Server {
     /// Starts resolving an attempt this server holds a part of and cannot leave to its client:
     /// one whose redo records it applied before it was promoted, or one whose client was
     /// removed. Not one of its own client lanes' current attempts (the lane resolves it).
+    /// The queries go out from the attempt's thread's core (a timer), not from the core that
+    /// adopted the map: that is the lease core, which must stay free for renewals.
     fn start_recovery(&mut self, now: Nanos, slot: u16, attempt: u32, out: &mut HostOutbox<Self>) {
         if self.current(slot, attempt).is_some() || self.recoveries.contains_key(&(slot, attempt)) {
             return;
@@ -2421,7 +2440,7 @@ impl Server {
         let Some(part) = self.parts.get(&slot).filter(|p| p.attempt == attempt) else { return };
         let asked = part.parts.wp | part.parts.wb | part.parts.rp;
         self.recoveries.insert((slot, attempt), Query { asked, ..Query::default() });
-        self.recovery_tick(now, slot, attempt, out);
+        out.timers.push((now, ServerTimer::Recover(slot, attempt)));
     }
 
     /// Sends a recovery's query (or its decision) to those that have not answered, and waits.
@@ -2586,9 +2605,10 @@ impl Host for Server {
 
     fn timer_core(&self, timer: &ServerTimer) -> u16 {
         match *timer {
-            ServerTimer::Epoch(t) | ServerTimer::Timeout(t, _, _) | ServerTimer::Retry(t, _, _) => {
-                t.min(self.cfg.threads - 1)
-            }
+            ServerTimer::Epoch(t)
+            | ServerTimer::Timeout(t, _, _)
+            | ServerTimer::Retry(t, _, _)
+            | ServerTimer::Fill(t) => t.min(self.cfg.threads - 1),
             ServerTimer::Lease => self.cfg.threads,
             ServerTimer::Recover(slot, _) => {
                 self.parts.get(&slot).map_or(0, |p| u16::from(p.thread)).min(self.cfg.threads - 1)
@@ -2659,6 +2679,7 @@ impl Host for Server {
             ServerTimer::Retry(t, l, a) => self.backed_off(now, t, l, a, out),
             ServerTimer::Lease => self.lease_tick(now, out),
             ServerTimer::Recover(slot, a) => self.recovery_tick(now, slot, a, out),
+            ServerTimer::Fill(t) => self.fill_lanes(now, t, out),
         }
     }
 
