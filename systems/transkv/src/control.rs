@@ -63,7 +63,7 @@ use crate::costs;
 use crate::layout::Hierarchy;
 use crate::recovery::{LogRecord, Outcome, TxnLog};
 use crate::refresh::Refresher;
-use crate::wire::{Message, OpType, Rejections, Status};
+use crate::wire::{Message, OpType, Rejections, Status, LEASE_CLIENT};
 use pisadb_core::Nanos;
 use pisadb_host::{Host, HostOutbox, Route, Send};
 use std::collections::BTreeMap;
@@ -442,6 +442,11 @@ impl Controller {
         }
         if msg.ts == 0 || msg.ops.is_empty() {
             return self.reject("bad_coordinate", out);
+        }
+        if msg.client == LEASE_CLIENT {
+            // The answer to a switch's lease query, which passed the switches on its way
+            // here because a request of ours met the claim: nothing for the coordinator.
+            return;
         }
         match msg.status {
             Status::Log | Status::CommitLog => {

@@ -9,7 +9,13 @@
 //! a while. A client resolves an unanswered attempt (`Status::Resolve`, `client.rs`); the
 //! storage node decides each timestamp's outcome once and answers every later message for it
 //! with that outcome (`store.rs`), and its `Aborted` on the way back releases any T-TS the
-//! transaction left in a switch: a lost `Committed` or abort never wedges a key. Storage
+//! transaction left in a switch: a lost `Committed` or abort never wedges a key. A request
+//! delayed past its own resolution that claims a key and is then lost is the one case no
+//! answer comes back for; a switch's lease asks the node about such a claim once it is old
+//! (`crate::program`). A quarter of the transactional cases with a cache (unrefreshed, drawn
+//! last) aim at that window: uniform keys (a late request still finds its key unclaimed), at
+//! least half writes, at least 1% loss, and jitter of twice the resolve time per hop with
+//! reordering until at least 3 ms. Storage
 //! nodes crash (up to two per case) and restart from their logs (`store.rs`: committed writes,
 //! outcomes and votes survive; a timestamp floor replaces the lost TSO timestamps), so a
 //! crash loses no committed write. Switches crash too and are rebuilt from the nodes' logs
@@ -27,7 +33,7 @@
 
 use crate::control::Controller;
 use crate::layout::{Hierarchy, CONTROLLER, NODES, SWITCHES};
-use crate::program::{entry_value, Mode, TransKvProgram, CACHE_TABLE, R_TS, T_TS, W_TS};
+use crate::program::{entry_value, TransKvProgram, CACHE_TABLE, R_TS, T_TS, W_TS};
 use crate::rack::{build, check, variant_of, RackConfig, RackHost, RackObserver};
 use crate::store::{NodeRecord, StorageNode, FLOOR_MARGIN_SLOTS};
 use crate::wire::{Message, OpType};
@@ -46,8 +52,8 @@ use std::sync::Arc;
 /// [`Controller::restore`]), a switch rebuilt from the storage nodes' logs
 /// ([`rebuild_switch`]) at the time the plan restarts it.
 pub struct Restarter {
-    /// The switches' mode.
-    mode: Mode,
+    /// The switches' program (mode, log, lease), as the rack built them.
+    program: TransKvProgram,
     /// The cache placement.
     hierarchy: Arc<Hierarchy>,
     /// Restart times of each switch's crashes, in order.
@@ -65,6 +71,7 @@ impl Restarter {
     /// The restarts of `faults` for `variant`'s switches over `hierarchy`.
     pub fn new(variant: &str, hierarchy: Arc<Hierarchy>, faults: &Faults) -> Result<Self, String> {
         let (mode, _) = variant_of(variant)?;
+        let program = crate::rack::rack_program(variant, mode, RackConfig::default().lease_ns());
         let mut restarts_ns: BTreeMap<u16, Vec<Nanos>> = BTreeMap::new();
         let mut crashes = faults.crashes.clone();
         crashes.sort_by_key(|c| c.at_ns);
@@ -74,7 +81,7 @@ impl Restarter {
             }
         }
         Ok(Restarter {
-            mode,
+            program,
             hierarchy,
             restarts_ns,
             done: BTreeMap::new(),
@@ -83,8 +90,10 @@ impl Restarter {
         })
     }
 
-    /// These restarts for a run of `cfg` (its nodes' setup hand-offs, if it refreshes).
+    /// These restarts for a run of `cfg` (its nodes' setup hand-offs, if it refreshes; its
+    /// switches' lease).
     pub fn for_config(mut self, cfg: &RackConfig) -> Self {
+        self.program = self.program.clone().with_lease(cfg.lease_ns());
         self.handed = (0..NODES).map(|n| (n, crate::rack::initially_handed(cfg, &self.hierarchy, n))).collect();
         self
     }
@@ -121,7 +130,7 @@ impl Restarts<RackHost, Switch<TransKvProgram>> for Restarter {
         let at_ns = *self.restarts_ns.get(&id).and_then(|r| r.get(*k)).ok_or("a restart the plan does not have")?;
         *k += 1;
         let floor = u32::try_from((at_ns / 100 + FLOOR_MARGIN_SLOTS) << 2).map_err(|e| e.to_string())?;
-        rebuild_switch(id, self.mode, &self.hierarchy, logs, floor)
+        rebuild_switch(id, self.program.clone(), &self.hierarchy, logs, floor)
     }
 }
 
@@ -137,12 +146,12 @@ impl Restarts<RackHost, Switch<TransKvProgram>> for Restarter {
 /// values are not given back.
 pub fn rebuild_switch(
     id: u16,
-    mode: Mode,
+    program: TransKvProgram,
     hierarchy: &Hierarchy,
     logs: &[Vec<NodeRecord>],
     floor: u32,
 ) -> Result<Switch<TransKvProgram>, String> {
-    let mut switch = Switch::new(SwitchProfile::tofino1(), TransKvProgram::new(mode)).map_err(|e| e.to_string())?;
+    let mut switch = Switch::new(SwitchProfile::tofino1(), program).map_err(|e| e.to_string())?;
     let mut prepared: BTreeMap<u32, &Message> = BTreeMap::new();
     for record in logs.iter().flatten() {
         match record {
@@ -190,6 +199,7 @@ pub fn case(seed: u64) -> (&'static str, RackConfig, Faults) {
         txns_per_client: 60,
         seed,
         resolve_us: [200, 1_000, 10_000][rng.random_range(0..3)],
+        lease_us: 0,
         refresh_epoch_us: 0,
         hot_shift_at_us: 0,
         hot_shift_ranks: 0,
@@ -242,6 +252,18 @@ pub fn case(seed: u64) -> (&'static str, RackConfig, Faults) {
     // controller's transaction log (§IV-E), whose crashes restore it from its records.
     let variant =
         if variant == "transkv" && cfg.refresh_epoch_us == 0 && rng.random_bool(0.4) { "transkv-log" } else { variant };
+    // Drawn last: some transactional cases delay messages past their own resolution (jitter
+    // of half a resolve time per hop, reordering, loss), so that a request can claim a key
+    // after its client resolved it and then be lost: only the lease frees such a claim.
+    if transactional && cfg.cache_per_switch > 0 && cfg.refresh_epoch_us == 0 && rng.random_bool(0.25) {
+        // Uniform keys: a cached key is seldom touched, so a late request still claims it.
+        cfg.zipf = 0.0;
+        cfg.write_ratio = cfg.write_ratio.max(0.5);
+        faults.loss = faults.loss.max(0.01);
+        faults.jitter_ns = cfg.resolve_us * 1_000 * 2;
+        faults.reorder = true;
+        faults.heal_at_ns = faults.heal_at_ns.max(3_000_000);
+    }
     (variant, cfg, faults)
 }
 
@@ -325,9 +347,13 @@ pub fn fuzz_report(seed: u64) -> FuzzReport {
         RackHost::Controller(c) => c.refresher().map(|r| r.figures.inserted),
         _ => None,
     });
+    let leases = match observer.figures().lease_queries {
+        0 => String::new(),
+        n => format!(", {n} lease queries"),
+    };
     report.detail = match moved {
-        Some(moved) => format!("{} switch aborts, {moved} keys moved by the refresh", observer.switch_aborts()),
-        None => format!("{} switch aborts", observer.switch_aborts()),
+        Some(moved) => format!("{} switch aborts{leases}, {moved} keys moved by the refresh", observer.switch_aborts()),
+        None => format!("{} switch aborts{leases}", observer.switch_aborts()),
     };
     report.report = serde_json::json!({
         "variant": variant,
@@ -344,6 +370,7 @@ pub fn fuzz_report(seed: u64) -> FuzzReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::program::Mode;
 
     #[test]
     fn a_small_campaign_passes_every_check() {
@@ -368,7 +395,7 @@ mod tests {
         let voted = Message { ts: 40, status: Status::Voted, client: 16, seq: 1, ops: vec![vote] };
         let committed = Message { ts: 20, status: Status::Committed, ..voted.clone() };
         let logs = vec![vec![NodeRecord::Outcome(committed), NodeRecord::Prepared(voted)]];
-        let switch = rebuild_switch(id, Mode::Tso, &hierarchy, &logs, 1_000).unwrap();
+        let switch = rebuild_switch(id, TransKvProgram::new(Mode::Tso), &hierarchy, &logs, 1_000).unwrap();
         let cell = |r: u8| switch.registers().read(r, u32::from(slot)).unwrap().0;
         assert_eq!((cell(W_TS), cell(R_TS), cell(T_TS)), (1_000, 1_000, 40));
         let entry = switch.tables().get(CACHE_TABLE, key).unwrap().unwrap();

@@ -12,7 +12,9 @@
 //! cache).
 //!
 //! Faults: the storage node is where each transaction's outcome is decided once; clients
-//! resolve unanswered attempts with it, so lost messages never lose a commit or wedge a key.
+//! resolve unanswered attempts with it, so lost messages never lose a commit, and a switch's
+//! lease on each claim has the node asked about a claim nobody answered for (a request lost
+//! after it claimed, delayed past its own resolution), so none wedges a key.
 //! Nodes restart from their logs, a crashed switch is rebuilt from the nodes' logs with safe
 //! timestamps, and the controller restarts with nothing to coordinate (`store.rs`,
 //! `fuzz.rs`). The variant `transkv-log` clones every accepted transaction and every commit

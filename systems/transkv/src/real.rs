@@ -333,7 +333,8 @@ pub fn serve_switch(cfg: &RealConfig<Spec>, id: u16, report: Option<&Path>) -> R
     }
     let spec = &cfg.spec;
     let (mode, _, hierarchy) = placement(&spec.variant, &spec.rack).map_err(|e| bad_spec(&spec.variant, e))?;
-    let mut switch = rack_switch(&spec.variant, mode, &hierarchy, id).map_err(|e| bad_spec(&spec.variant, e))?;
+    let mut switch = rack_switch(&spec.variant, mode, &hierarchy, id, spec.rack.lease_ns())
+        .map_err(|e| bad_spec(&spec.variant, e))?;
     let out = switch_proc::serve_and_report(cfg, id, &mut switch, spec.rack.seed ^ u64::from(id), report)?;
     if let Some(dir) = report.and_then(Path::parent) {
         let mut entries = Vec::new();

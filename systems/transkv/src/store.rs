@@ -24,6 +24,11 @@
 //!   one place a transaction's outcome is decided, whatever copies the network delays or
 //!   loses. Its `Aborted` passes the switches on the way back and releases any claim the
 //!   transaction left there, which is how a lost reply never wedges a key.
+//! - `Lease` (a switch, about a claim met past its lease, `crate::program`): the recorded
+//!   commit again (the switches install it), or `Aborted` with the query's ops (deciding a
+//!   never-seen timestamp aborted, as `Resolve` does), or nothing for a prepared share. An abort
+//!   a lease query decided holds only the query's key, so a later message of that timestamp
+//!   is answered `Aborted` with its own ops, releasing whatever it claimed on its way.
 //!
 //! **Crashes.** The node logs each vote and each outcome before answering
 //! ([`NodeRecord`]); the simulator keeps the log as its disk. A restarted node
@@ -44,7 +49,7 @@
 
 use crate::control::ControllerRecord;
 use crate::costs;
-use crate::wire::{value_of, version_of, Message, OpType, Rejections, Status};
+use crate::wire::{value_of, version_of, Message, OpType, Rejections, Status, LEASE_CLIENT};
 use pisadb_core::{Nanos, TupleKey};
 use pisadb_engine::{Concurrency, Intent, Read, Storage, StorageError, TimestampOrdering, Tuple, TxnId, Work};
 
@@ -169,6 +174,8 @@ pub enum StoreEvent {
     },
     /// A transaction aborted here (TSO).
     Aborted,
+    /// A switch's lease query answered (`Status::Lease`).
+    LeaseQuery,
     /// A datagram rejected, with the reason.
     Rejected(&'static str),
 }
@@ -489,6 +496,11 @@ impl StorageNode {
         self.prepared.len()
     }
 
+    /// The outcome this node decided for timestamp `ts` (`Committed` or `Aborted`), if any.
+    pub fn outcome(&self, ts: u32) -> Option<Status> {
+        self.outcomes.get(&ts).map(|m| m.status)
+    }
+
     /// Runs TSO on the undecided ops; fills read values; `false` (and nothing pending) if an
     /// op is late.
     fn check(&mut self, msg: &mut Message, work: &mut Work, io: &mut StoreWork) -> bool {
@@ -595,6 +607,28 @@ impl StorageNode {
         out.sends.push(Send { dst: to, bytes: msg.datagram(self.address, to) });
     }
 
+    /// A switch's lease query (`Status::Lease`): the outcome of the claiming timestamp, to the
+    /// switches on the way back. Committed: the recorded commit again (they install it).
+    /// Aborted, or never seen (decided aborted now, as a client's `Resolve` would): `Aborted`
+    /// with the query's ops (they release the claim). Prepared: nothing; the coordinator ends
+    /// it, and its answer passes the same switches. The answer names [`LEASE_CLIENT`], so the
+    /// host it reaches takes it for no transaction of its own.
+    fn lease(&mut self, src: u16, msg: Message, out: &mut HostOutbox<Self>) {
+        out.events.push(StoreEvent::LeaseQuery);
+        match self.outcomes.get(&msg.ts) {
+            Some(outcome) if outcome.status == Status::Committed => {
+                let again = Message { client: msg.client, seq: msg.seq, ..outcome.clone() };
+                self.answer(again, Status::Committed, src, out);
+            }
+            Some(_) => self.answer(msg, Status::Aborted, src, out),
+            None if self.prepared.contains_key(&msg.ts) => {}
+            None => {
+                out.events.push(StoreEvent::Aborted);
+                self.decide(msg, Status::Aborted, src, out);
+            }
+        }
+    }
+
     fn serve(&mut self, now: Nanos, src: u16, mut msg: Message, out: &mut HostOutbox<Self>) {
         let mut work = Work::default();
         let mut io = StoreWork::default();
@@ -603,6 +637,7 @@ impl StorageNode {
         }
         match msg.status {
             Status::HandOff | Status::TakeBack | Status::Report => self.refresh_step(now, src, msg, out),
+            Status::Lease => self.lease(src, msg, out),
             Status::Request if msg.ts == 0 => {
                 for op in msg.ops.iter_mut() {
                     if op.op_type == OpType::Read && !op.served() {
@@ -621,8 +656,14 @@ impl StorageNode {
                 if self.outcomes.contains_key(&msg.ts) =>
             {
                 // Decided before: the same answer again (a late copy, or a client resolving).
+                // An abort a lease query decided holds only the query's key: the message is
+                // answered with its own ops instead (releasing whatever it claimed on the way).
                 let outcome = self.outcomes[&msg.ts].clone();
-                self.answer(outcome.clone(), outcome.status, src, out);
+                if outcome.client == LEASE_CLIENT {
+                    self.answer(msg, Status::Aborted, src, out);
+                } else {
+                    self.answer(outcome.clone(), outcome.status, src, out);
+                }
             }
             Status::Request => {
                 if self.check(&mut msg, &mut work, &mut io) {
