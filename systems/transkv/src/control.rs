@@ -116,6 +116,9 @@ pub enum ControllerRecord {
     },
     /// A copy appended to the log: a switch's (`Status::Log`) or a node's (`Status::CommitLog`).
     Copy(Message),
+    /// A change of the cache refresh's placement (`crate::refresh`), written whatever the
+    /// variant when the run refreshes.
+    Placement(crate::refresh::PlacementRecord),
 }
 
 /// How often a restarted controller asks the nodes again about the transactions it still
@@ -241,6 +244,14 @@ impl Controller {
             out.timers.push((at, ControllerTimer::Refresh));
         }
         out.cpu_ns += costs::CONTROLLER_MESSAGE_NS * (out.sends.len() - before) as u64;
+        self.log_placement(out);
+    }
+
+    /// Writes the refresh's placement records, ahead of the handler's sends.
+    fn log_placement(&mut self, out: &mut HostOutbox<Self>) {
+        if let Some(r) = self.refresh.as_mut() {
+            out.log.extend(r.take_log().into_iter().map(ControllerRecord::Placement));
+        }
     }
 
     /// A control reply (`Kind::Control`) for the refresh.
@@ -249,7 +260,10 @@ impl Controller {
             Ok((frame, pisadb_wire::control::ControlMessage::decode(payload).map_err(|e| e.reason())?))
         });
         match (decoded, self.refresh.as_mut()) {
-            (Ok((frame, reply)), Some(r)) => r.on_control(now, frame.src, reply, &mut out.sends),
+            (Ok((frame, reply)), Some(r)) => {
+                r.on_control(now, frame.src, reply, &mut out.sends);
+                self.log_placement(out);
+            }
             (Ok(_), None) => self.reject("control_reply_without_refresh", out),
             (Err(reason), _) => self.reject(reason, out),
         }
@@ -292,9 +306,22 @@ impl Controller {
                     c.spans.insert(*ts, *nodes);
                 }
                 ControllerRecord::Copy(msg) => c.append(msg),
+                // The refresh's: `Refresher::restore`.
+                ControllerRecord::Placement(_) => {}
             }
         }
         c
+    }
+
+    /// The refresh's placement records among `records`, in log order.
+    pub fn placement_records(records: &[ControllerRecord]) -> Vec<crate::refresh::PlacementRecord> {
+        records
+            .iter()
+            .filter_map(|r| match r {
+                ControllerRecord::Placement(p) => Some(*p),
+                _ => None,
+            })
+            .collect()
     }
 
     /// Transactions in the log.
@@ -432,7 +459,10 @@ impl Controller {
     fn coordinate(&mut self, now: Nanos, src: u16, msg: Message, out: &mut HostOutbox<Self>) {
         if matches!(msg.status, Status::HandedOff | Status::TookBack | Status::Misses) {
             match self.refresh.as_mut() {
-                Some(r) => r.on_node(now, src, &msg, &mut out.sends),
+                Some(r) => {
+                    r.on_node(now, src, &msg, &mut out.sends);
+                    self.log_placement(out);
+                }
                 None => self.reject("refresh_reply_without_refresh", out),
             }
             return;
@@ -543,9 +573,9 @@ impl Host for Controller {
         costs::CONTROLLER_CORES
     }
 
-    fn start(&mut self, _now: Nanos, out: &mut HostOutbox<Self>) {
+    fn start(&mut self, now: Nanos, out: &mut HostOutbox<Self>) {
         if let Some(r) = &self.refresh {
-            out.timers.push((r.first_tick(), ControllerTimer::Refresh));
+            out.timers.push((r.first_tick(now), ControllerTimer::Refresh));
         }
     }
 

@@ -20,9 +20,10 @@
 //! `fuzz.rs`). The variant `transkv-log` clones every accepted transaction and every commit
 //! with its before images to the controller's log, over which [`recovery`] undoes and redoes
 //! with cascading rollback (§IV-E); the controller writes that log ahead and a crashed one
-//! comes back with it ([`control::Controller::restore`]). Not built yet (issue 19): running the cache refresh in the rack ([`refresh`]
-//! has its statistics, placement and protocol, tested on switches; missing are the control
-//! channel to every switch and messages for the storage node's hand-off), tolerance of duplicated packets.
+//! comes back with it ([`control::Controller::restore`]). The cache refresh ([`refresh`])
+//! runs in the simulator; its placement is logged by the controller, so a restarted
+//! controller finishes or undoes the moves under way and a rebuilt switch gets the current
+//! placement. Not built yet: the refresh in real mode, tolerance of duplicated packets.
 //!
 //! - [`wire`]: the message format behind the shared frame.
 //! - [`program`]: the switch program (cache table, timestamps, values, basic TSO).
@@ -36,8 +37,8 @@
 //!   storage nodes over fjall on disk.
 //! - [`recovery`]: the controller's log with before and after images, undo/redo recovery with
 //!   cascading rollback (§IV-E).
-//! - [`refresh`]: the controller's hot-key statistics, the placement they call for and the
-//!   safe eviction/insertion protocol (built and tested on switches; not yet run in the rack).
+//! - [`refresh`]: the controller's hot-key statistics, the placement they call for, the safe
+//!   eviction/insertion protocol and its recovery from controller and switch crashes.
 //! - [`system`]: the harness's view (variants, settings, one point).
 //! - [`experiments`]: Figs. 9–11 and Tables I–II, their CSVs, charts and report.
 //! - [`fuzz`]: seeded fault-injection cases and their oracles (`pisadb fuzz --system transkv`).

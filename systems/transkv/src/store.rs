@@ -49,6 +49,7 @@
 
 use crate::control::ControllerRecord;
 use crate::costs;
+use crate::refresh::PlacementRecord;
 use crate::wire::{value_of, version_of, Message, OpType, Rejections, Status, LEASE_CLIENT};
 use pisadb_core::{Nanos, TupleKey};
 use pisadb_engine::{Concurrency, Intent, Read, Storage, StorageError, TimestampOrdering, Tuple, TxnId, Work};
@@ -809,8 +810,11 @@ impl std::error::Error for NodeLogError {}
 /// A record on disk (real mode's write-ahead log): a tag (1 `Prepared`, 2 `Outcome`, 3
 /// `Refresh`, 4 the controller's `Copy`, 5 the controller's `Span`), the body's length (2
 /// bytes, big-endian) and the body: a message's payload, or for a `Span` its T-TS (4 bytes,
-/// big-endian) and its node count (1 byte). Tags 4 and 5 came with the controller's log:
-/// a log written before them reads as it did.
+/// big-endian) and its node count (1 byte); tag 6, the controller's `Placement` (the cache
+/// refresh), a 13-byte body: kind (0/1 `Begin` eviction/insertion, 2 `Evicted`, 3
+/// `Inserted`, 4 `Settled`), switch (2 bytes), key (8), slot (2), big-endian. Tags 4 and 5
+/// came with the controller's log, tag 6 with the refresh's: a log written before them reads
+/// as it did.
 impl pisadb_host::LogCodec for NodeRecord {
     type Error = NodeLogError;
 
@@ -825,6 +829,22 @@ impl pisadb_host::LogCodec for NodeRecord {
                 out.extend_from_slice(&5u16.to_be_bytes());
                 out.extend_from_slice(&ts.to_be_bytes());
                 out.push(*nodes);
+                return;
+            }
+            NodeRecord::Controller(ControllerRecord::Placement(p)) => {
+                // Tag 6: kind (1 byte), switch (2), key (8), slot (2), all big-endian.
+                let (kind, switch, key, slot) = match *p {
+                    PlacementRecord::Begin { switch, key, slot, insert } => (u8::from(insert), switch, key, slot),
+                    PlacementRecord::Evicted { key } => (2, 0, key, 0),
+                    PlacementRecord::Inserted { key } => (3, 0, key, 0),
+                    PlacementRecord::Settled => (4, 0, 0, 0),
+                };
+                out.push(6);
+                out.extend_from_slice(&13u16.to_be_bytes());
+                out.push(kind);
+                out.extend_from_slice(&switch.to_be_bytes());
+                out.extend_from_slice(&key.to_be_bytes());
+                out.extend_from_slice(&slot.to_be_bytes());
                 return;
             }
         };
@@ -861,6 +881,19 @@ impl pisadb_host::LogCodec for NodeRecord {
                     }
                     _ => return Err(NodeLogError { at, why: format!("a span record of {len} bytes, not 5") }),
                 },
+                6 if len == 13 => {
+                    let switch = u16::from_be_bytes([body[1], body[2]]);
+                    let key = u64::from_be_bytes(body[3..11].try_into().expect("8 bytes"));
+                    let slot = u16::from_be_bytes([body[11], body[12]]);
+                    NodeRecord::Controller(ControllerRecord::Placement(match body[0] {
+                        0 | 1 => PlacementRecord::Begin { switch, key, slot, insert: body[0] == 1 },
+                        2 => PlacementRecord::Evicted { key },
+                        3 => PlacementRecord::Inserted { key },
+                        4 => PlacementRecord::Settled,
+                        kind => return Err(NodeLogError { at, why: format!("a placement record of kind {kind}") }),
+                    }))
+                }
+                6 => return Err(NodeLogError { at, why: format!("a placement record of {len} bytes, not 13") }),
                 tag => return Err(NodeLogError { at, why: format!("unknown tag {tag}") }),
             });
             at += 3 + len;
@@ -1133,6 +1166,15 @@ mod tests {
         // The controller's records, between a node's, come back; a span cut short is a torn tail.
         let mut log = node_records.clone();
         log.insert(1, NodeRecord::Controller(ControllerRecord::Span { ts: 0x0102_0304, nodes: 3 }));
+        for p in [
+            PlacementRecord::Begin { switch: 7, key: 0x0102_0304_0506_0708, slot: 0xfffe, insert: true },
+            PlacementRecord::Begin { switch: 0, key: 9, slot: 3, insert: false },
+            PlacementRecord::Evicted { key: 9 },
+            PlacementRecord::Inserted { key: u64::MAX },
+            PlacementRecord::Settled,
+        ] {
+            log.insert(2, NodeRecord::Controller(ControllerRecord::Placement(p)));
+        }
         log.push(NodeRecord::Controller(ControllerRecord::Copy(m(12, Status::CommitLog))));
         let mut bytes = Vec::new();
         log.iter().for_each(|r| r.append_to(&mut bytes));
