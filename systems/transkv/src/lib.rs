@@ -21,9 +21,9 @@
 //! with its before images to the controller's log, over which [`recovery`] undoes and redoes
 //! with cascading rollback (§IV-E); the controller writes that log ahead and a crashed one
 //! comes back with it ([`control::Controller::restore`]). The cache refresh ([`refresh`])
-//! runs in the simulator; its placement is logged by the controller, so a restarted
-//! controller finishes or undoes the moves under way and a rebuilt switch gets the current
-//! placement. Not built yet: the refresh in real mode, tolerance of duplicated packets.
+//! runs in the simulator and in real mode; its placement is logged by the controller, so a
+//! restarted controller finishes or undoes the moves under way and a rebuilt switch gets the
+//! current placement. Not built yet: tolerance of duplicated packets.
 //!
 //! - [`wire`]: the message format behind the shared frame.
 //! - [`program`]: the switch program (cache table, timestamps, values, basic TSO).

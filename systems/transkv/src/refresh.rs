@@ -2,7 +2,7 @@
 //! epoch, where they should live, and the safe protocol that moves them.
 //!
 //! **Status: runs refresh** when `RackConfig::refresh_epoch_us` is set (variant `transkv`,
-//! simulator): the controller host drives a [`Refresher`] from its timer and the replies it
+//! simulator and real mode): the controller host drives a [`Refresher`] from its timer and the replies it
 //! gets; its control operations reach every switch by id, hop by hop
 //! (`pisadb_wire::control::switch_address`); the node's side of a move travels as TransKV
 //! messages (`Status::HandOff`, `TakeBack`, `Report` and their answers) and is logged at the
@@ -11,7 +11,7 @@
 //! under way or failed, every switch holds exactly the placement, published, every node hands
 //! exactly its placed keys, and the history and cached values as in every run; the fuzz cases
 //! refresh under loss, jitter, reordering and crashes of nodes, switches and the controller.
-//! Not built: real mode refuses the setting.
+//! Real mode (`crate::real`) runs it too, with the same end checks.
 //!
 //! ## Crashes ([`PlacementRecord`], [`Logged`], [`Refresher::restore`])
 //!
