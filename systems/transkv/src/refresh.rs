@@ -26,7 +26,9 @@
 //!   key whose move was under way: an eviction is finished; an insertion that may have
 //!   started (every eviction of its epoch was done) is undone — an eviction is safe from any
 //!   state of the entry (mark migrating, wait for the pending writer, carry the floor to the
-//!   node), and an insertion not yet published accepted nothing. Then it refreshes as before.
+//!   node), and an insertion not yet published accepted nothing. Then it refreshes as before,
+//!   its first epoch only reading the hit counters again (their last readings were lost, and
+//!   an epoch counted from nothing would see every cached key unrequested).
 //! - A **rebuilt switch** gets the logged placement (`crate::fuzz::rebuild_switch`), the keys
 //!   under way migrating, as the controller left them; an insertion whose hand-off the node's
 //!   log shows gets its handed value back, since the controller's answered writes died with
@@ -651,6 +653,10 @@ pub struct Refresher {
     /// Recovery moves to run before any epoch: evictions of the keys whose move was under way
     /// (an eviction finished, an insertion undone), as (switch, key, slot).
     recovery: Vec<(u16, u64, u16)>,
+    /// Restored: the first epoch only takes the hit counters' readings (their last readings
+    /// died with the crashed controller) and moves nothing; planning on its counts would see
+    /// every cached key unrequested and churn the cache.
+    rebaseline: bool,
     /// What it did.
     pub figures: RefreshFigures,
 }
@@ -676,6 +682,7 @@ impl Refresher {
         let mut r = Refresher::new(address, placement, epoch_ns, report_keys);
         r.stats = HitStats::default();
         r.restored = true;
+        r.rebaseline = true;
         r.recovery = logged
             .pending
             .iter()
@@ -721,6 +728,7 @@ impl Refresher {
             log: Vec::new(),
             restored: false,
             recovery: Vec::new(),
+            rebaseline: false,
             figures: RefreshFigures::default(),
         }
     }
@@ -1063,6 +1071,10 @@ impl Refresher {
         if counts.values().all(|&c| c == 0) {
             self.phase = Phase::Idle;
             self.dormant = true;
+            return;
+        }
+        if std::mem::take(&mut self.rebaseline) {
+            self.phase = Phase::Idle;
             return;
         }
         let (target, plans) = plan(&self.placement, &counts);
