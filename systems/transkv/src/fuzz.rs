@@ -13,9 +13,12 @@
 //! delayed past its own resolution that claims a key and is then lost is the one case no
 //! answer comes back for; a switch's lease asks the node about such a claim once it is old
 //! (`crate::program`). A quarter of the transactional cases with a cache (unrefreshed, drawn
-//! last) aim at that window: uniform keys (a late request still finds its key unclaimed), at
-//! least half writes, at least 1% loss, and jitter of twice the resolve time per hop with
-//! reordering until at least 3 ms. Storage
+//! last) aim at it: uniform keys (a late request still finds its key unclaimed), at least half
+//! writes, at least 1% loss, and jitter of twice the resolve time per hop with reordering
+//! until at least 3 ms. They make switches send lease queries (claims held long by lost
+//! answers); the window itself needs one datagram delayed past a whole resolve round trip,
+//! which per-hop uniform jitter almost never produces, so the wedge is reproduced by targeted
+//! tests (`program.rs`, `rack.rs`). Storage
 //! nodes crash (up to two per case) and restart from their logs (`store.rs`: committed writes,
 //! outcomes and votes survive; a timestamp floor replaces the lost TSO timestamps), so a
 //! crash loses no committed write. Switches crash too and are rebuilt from the nodes' logs
