@@ -702,6 +702,35 @@ pub fn controller(variant: &str, cfg: &RackConfig, hierarchy: &Arc<Hierarchy>) -
     ))
 }
 
+/// The controller of a run of `variant` restarted from its `records` (its write-ahead log): in
+/// `transkv-log` with its transaction log ([`Controller::restore`]), with a cache refresh with
+/// its placement ([`crate::refresh::Refresher::restore`]), driving what it learns of itself
+/// ([`Controller::restarted`]).
+pub fn restored_controller(
+    variant: &str,
+    cfg: &RackConfig,
+    hierarchy: &Arc<Hierarchy>,
+    records: &[ControllerRecord],
+) -> Controller {
+    let c = if variant == "transkv-log" {
+        Controller::restore(CONTROLLER, Arc::clone(hierarchy), records)
+    } else {
+        Controller::new(CONTROLLER, Arc::clone(hierarchy))
+    };
+    let c = if cfg.refresh_epoch_us == 0 {
+        c
+    } else {
+        c.refreshing(crate::refresh::Refresher::restore(
+            CONTROLLER,
+            (**hierarchy).clone(),
+            &Controller::placement_records(records),
+            cfg.refresh_epoch_us.saturating_mul(1_000),
+            cfg.cache_per_switch.max(6),
+        ))
+    };
+    c.restarted()
+}
+
 /// Storage node `node` of a run of `variant` (empty, in memory; in `transkv-log` it copies
 /// every commit to the controller's log).
 pub fn storage_node(variant: &str, node: u16) -> StorageNode {

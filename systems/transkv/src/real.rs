@@ -42,10 +42,10 @@
 //! control requests reaching each switch by id, hop by hop, and the nodes start with the
 //! setup fill's keys handed. The controller reports its final placement
 //! ([`RefreshReport`]), each node the keys it hands, each switch its whole table
-//! ([`CacheReport::table`]), and the checks add the simulator's refresh checks. Not built: a
-//! kill of the controller in a refreshed run (its placement records would need its
-//! write-ahead log, which only `transkv-log`'s controller keeps; kills of the controller are
-//! refused outside `transkv-log`, and `transkv-log` does not refresh).
+//! ([`CacheReport::table`]), and the checks add the simulator's refresh checks. The
+//! refreshing controller keeps a write-ahead log of its placement records, so it may be
+//! killed (`--kill-node 20@S`) and comes back with its placement
+//! ([`crate::rack::restored_controller`]), finishing or undoing the moves under way.
 //!
 //! **Checks** ([`run_cluster`]), as in the simulator: the hosts' ledgers merged, the
 //! committed history serializable in timestamp order, the clients' and the nodes' commits
@@ -279,9 +279,11 @@ pub fn serve_host(cfg: &RealConfig<Spec>, id: u16, data_dir: &Path) -> Result<Ho
     std::fs::create_dir_all(data_dir).map_err(|e| RuntimeError::io(data_dir, e))?;
     let name = format!("transkv host {id}");
     // Storage nodes always log (the answer of a node killed with `kill -9` must survive it);
-    // the controller of `transkv-log` logs its transaction log's records.
+    // the controller of `transkv-log` logs its transaction log's records, a refreshing one its
+    // placement's.
     let logging = spec.variant == "transkv-log";
-    let durable = id < NODES || (id == CONTROLLER && logging);
+    let refreshing = spec.rack.refresh_epoch_us > 0;
+    let durable = id < NODES || (id == CONTROLLER && (logging || refreshing));
     let (mut wal, records) = host_proc::open_log::<NodeRecord>(durable, data_dir, &name)?;
     let store_dir = data_dir.join("store");
     let mut restored = None;
@@ -307,8 +309,15 @@ pub fn serve_host(cfg: &RealConfig<Spec>, id: u16, data_dir: &Path) -> Result<Ho
             // Restarted from a log: it drives what it learns of itself (`Controller::restarted`).
             RackHost::Controller(if records.is_empty() { c } else { c.restarted() })
         }
-        // With a cache refresh (`refresh_epoch_us`), it refreshes as in the simulator.
-        CONTROLLER => RackHost::Controller(rack_controller(&spec.variant, &spec.rack, &hierarchy)),
+        // With a cache refresh (`refresh_epoch_us`), it refreshes as in the simulator; killed,
+        // it comes back with its placement (moves under way finished or undone).
+        CONTROLLER if records.is_empty() => {
+            RackHost::Controller(rack_controller(&spec.variant, &spec.rack, &hierarchy))
+        }
+        CONTROLLER => {
+            let own = crate::store::controller_records(&records);
+            RackHost::Controller(crate::rack::restored_controller(&spec.variant, &spec.rack, &hierarchy, &own))
+        }
         _ => return Err(bad_id(id, "a host", HOSTS)),
     };
     let mut observer = RackObserver::new();
@@ -475,16 +484,18 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult, RuntimeError>
     let addrs = free_ports(usize::from(SWITCHES) + usize::from(HOSTS))?;
     let (switch_addrs, host_addrs) = addrs.split_at(usize::from(SWITCHES));
     let network = network(switch_addrs.to_vec(), host_addrs.to_vec())?;
-    // The controller of `transkv-log` comes back from its write-ahead log (and, finding
-    // records there, knows it restarted); any other keeps no log to tell it so.
-    let controller_logs = opts.spec.variant == "transkv-log";
+    // The controller of `transkv-log` or of a refreshed run comes back from its write-ahead log
+    // (and, finding records there, knows it restarted); any other keeps no log to tell it so.
+    let controller_logs = opts.spec.variant == "transkv-log" || opts.spec.rack.refresh_epoch_us > 0;
     if let Some(&(node, _)) =
         opts.kills.iter().find(|&&(node, _)| node >= NODES && !(node == CONTROLLER && controller_logs))
     {
         return Err(RuntimeError::bad_setting(
             "--kill-node",
             node,
-            format!("a storage node: 0..{NODES} (or the controller, {CONTROLLER}, in transkv-log)"),
+            format!(
+                "a storage node: 0..{NODES} (or the controller, {CONTROLLER}, in transkv-log or with refresh_epoch_us)"
+            ),
         ));
     }
     let mut supervisor = ConfigLaunch::start(SYSTEM, opts.spec.clone(), network, &opts.data_dir, opts.exe.clone())?;
