@@ -73,9 +73,10 @@ pub struct Restarter {
     /// Per node, the keys it handed to switches at setup (a run with cache refresh): a
     /// restarted node starts from them, then its log's refresh steps.
     handed: BTreeMap<u16, Vec<u64>>,
-    /// A run with cache refresh: its epoch and the keys per node report (a restarted
-    /// controller's refresh comes back from its placement records).
-    refresh: Option<(Nanos, u32)>,
+    /// The variant.
+    variant: String,
+    /// The run's settings (a restarted controller's refresh comes back with them).
+    cfg: RackConfig,
 }
 
 impl Restarter {
@@ -98,7 +99,8 @@ impl Restarter {
             done: BTreeMap::new(),
             logging: variant == "transkv-log",
             handed: BTreeMap::new(),
-            refresh: None,
+            variant: variant.to_string(),
+            cfg: RackConfig::default(),
         })
     }
 
@@ -107,8 +109,7 @@ impl Restarter {
     pub fn for_config(mut self, cfg: &RackConfig) -> Self {
         self.program = self.program.clone().with_lease(cfg.lease_ns());
         self.handed = (0..NODES).map(|n| (n, crate::rack::initially_handed(cfg, &self.hierarchy, n))).collect();
-        self.refresh = (cfg.refresh_epoch_us > 0)
-            .then(|| (cfg.refresh_epoch_us.saturating_mul(1_000), cfg.cache_per_switch.max(6)));
+        self.cfg = cfg.clone();
         self
     }
 }
@@ -122,24 +123,9 @@ impl Restarts<RackHost, Switch<TransKvProgram>> for Restarter {
             // In `transkv-log` its transaction log comes back from its records; with a cache
             // refresh, its placement (`Refresher::restore`: moves under way finished or undone).
             CONTROLLER => {
-                let hierarchy = Arc::clone(&self.hierarchy);
                 let records = crate::store::controller_records(log);
-                let controller = if self.logging {
-                    Controller::restore(CONTROLLER, hierarchy, &records)
-                } else {
-                    Controller::new(CONTROLLER, hierarchy)
-                };
-                let controller = match self.refresh {
-                    Some((epoch_ns, report_keys)) => controller.refreshing(crate::refresh::Refresher::restore(
-                        CONTROLLER,
-                        (*self.hierarchy).clone(),
-                        &Controller::placement_records(&records),
-                        epoch_ns,
-                        report_keys,
-                    )),
-                    None => controller,
-                };
-                Ok(RackHost::Controller(controller.restarted()))
+                let restored = crate::rack::restored_controller(&self.variant, &self.cfg, &self.hierarchy, &records);
+                Ok(RackHost::Controller(restored))
             }
             id if id < NODES => {
                 let handed = self.handed.get(&id).cloned().unwrap_or_default();
