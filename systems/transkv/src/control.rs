@@ -58,6 +58,10 @@
 //! id hop by hop (`pisadb_wire::control::switch_address`: every switch, not only the core it
 //! hangs off), and the storage nodes' `HandedOff`, `TookBack` and `Misses` messages. Any client
 //! message wakes a refresh loop that went to sleep after an epoch without requests.
+//! Whatever the variant, a refreshing controller writes its placement's changes through its
+//! host's write-ahead log ([`ControllerRecord::Placement`], each before the handler's sends),
+//! and a restarted one comes back with its placement (`crate::rack::restored_controller`,
+//! `crate::refresh`, "Crashes").
 
 use crate::costs;
 use crate::layout::Hierarchy;
