@@ -320,6 +320,28 @@ fn a_transkv_data_center_on_loopback_with_a_storage_node_killed_passes_the_simul
 }
 
 #[test]
+fn a_transkv_data_center_on_loopback_refreshes_its_cache_as_the_hot_set_moves_and_its_controller_is_killed() {
+    // The controller refreshes the cache every 20 ms over the control channel (every switch
+    // by id, hop by hop) while the clients' hot set moves at 0.7 s, and is killed (`kill -9`)
+    // at 1 s: it comes back from its write-ahead log with its placement and finishes or undoes
+    // any move under way. The end-of-run checks add the simulator's refresh checks: no epoch
+    // left under way or failed, every switch's table exactly the controller's placement,
+    // published, and the nodes handing exactly the placed keys.
+    let dir = tempfile::tempdir().unwrap();
+    let v = cluster_json(dir.path(), "--system transkv --seconds 2 --kill-node 20@1.0 --down 0.3 --set records=20000 --set cache_per_switch=16 --set write_ratio=0.25 --set txns_per_client=1000000 --set refresh_epoch_us=20000 --set hot_shift_at_us=700000 --set hot_shift_ranks=5000");
+    assert_eq!(v["failure"], Value::Null, "{}", v["failure"]);
+    assert_eq!(v["killed"][0][0], 20, "the controller was killed");
+    let refresh = &v["hosts"][20]["refresh"];
+    assert_eq!(refresh["idle"], true, "{refresh}");
+    // The keys cached at the end are not the setup fill's: the refresh followed the hot set.
+    let setup = pisadb_transkv::layout::Hierarchy::new(20_000, 16).unwrap();
+    let placed: std::collections::BTreeSet<u64> =
+        refresh["placement"].as_array().unwrap().iter().map(|p| p[0].as_u64().unwrap()).collect();
+    assert!(placed.iter().any(|k| !setup.cached.contains_key(k)), "the refresh moved keys: {refresh}");
+    assert!(v["cached_compared"][0].as_u64().unwrap() > 0, "cached values were compared");
+}
+
+#[test]
 fn a_transkv_log_controller_killed_on_loopback_comes_back_with_its_transaction_log() {
     // Variant transkv-log: the switches copy every transaction they accept to the controller
     // and the nodes every commit; the controller writes each copy to its write-ahead log. It

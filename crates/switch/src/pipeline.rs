@@ -502,7 +502,7 @@ impl<P: Program> Switch<P> {
         let entry_ns = self.profile.cycles_to_ns(cycle).max(t);
         self.stats.passes += 1;
         let decision = {
-            let mut ctx = PassContext::with_tables(&mut self.registers, &self.tables, &mut self.gid);
+            let mut ctx = PassContext::with_tables(&mut self.registers, &self.tables, &mut self.gid).at(entry_ns);
             self.program.execute_pass(&mut ctx, &mut flight.packet)
         };
         self.stats.last_gid = self.gid;

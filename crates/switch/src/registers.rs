@@ -17,6 +17,7 @@
 use crate::alu::CompiledAction;
 use crate::program::{ProgramSpec, RegisterArraySpec};
 use crate::tables::TableFile;
+use pisadb_core::Nanos;
 use thiserror::Error;
 
 /// The cells of one register array.
@@ -160,6 +161,9 @@ pub struct PassContext<'a> {
     reached: u8,
     /// The switch's global transaction id counter.
     gid: &'a mut u64,
+    /// When the packet entered this pass (Tofino's global ingress timestamp, intrinsic
+    /// metadata): the driver's time, never a clock the program reads itself.
+    ingress_ns: Nanos,
 }
 
 impl<'a> PassContext<'a> {
@@ -170,7 +174,20 @@ impl<'a> PassContext<'a> {
 
     /// A fresh pass over `registers` and `tables`, stamping ids from `gid`.
     pub fn with_tables(registers: &'a mut RegisterFile, tables: &'a TableFile, gid: &'a mut u64) -> Self {
-        PassContext { registers, tables, touched: 0, tables_touched: 0, reached: 0, gid }
+        PassContext { registers, tables, touched: 0, tables_touched: 0, reached: 0, gid, ingress_ns: 0 }
+    }
+
+    /// The same pass, entering the pipeline at `ingress_ns` (what [`PassContext::ingress_ns`]
+    /// reports; 0 unless set).
+    pub fn at(mut self, ingress_ns: Nanos) -> Self {
+        self.ingress_ns = ingress_ns;
+        self
+    }
+
+    /// When the packet entered this pass: the ingress timestamp a Tofino stamps in every
+    /// packet's intrinsic metadata (48-bit nanoseconds), given by the switch's driver.
+    pub fn ingress_ns(&self) -> Nanos {
+        self.ingress_ns
     }
 
     /// Looks `key` up in exact-match table `table`: its value on a hit, `None` on a miss (a key

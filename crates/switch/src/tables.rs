@@ -132,6 +132,11 @@ impl TableFile {
         Ok(self.state(table)?.entries.get(&key).copied())
     }
 
+    /// Every entry of `table` as (key, value), in key order (a control-plane dump).
+    pub fn entries(&self, table: u8) -> Result<impl Iterator<Item = (u64, u64)> + '_, TableError> {
+        Ok(self.state(table)?.entries.iter().map(|(&k, &v)| (k, v)))
+    }
+
     /// Entries installed in `table`.
     pub fn len(&self, table: u8) -> Result<usize, TableError> {
         Ok(self.state(table)?.entries.len())

@@ -40,7 +40,7 @@
 
 use crate::costs;
 use crate::layout::{Hierarchy, CONTROLLER};
-use crate::wire::{value_of, version_of, Message, Op, OpType, Rejections, Status, FLAG_SHARE};
+use crate::wire::{value_of, version_of, Message, Op, OpType, Rejections, Status, FLAG_SHARE, LEASE_CLIENT};
 use pisadb_core::rng::{derive, SeededRng};
 use pisadb_core::{Nanos, TraceBytes, TraceHash};
 use pisadb_host::{Host, HostOutbox, Route, Send};
@@ -338,6 +338,11 @@ impl ClientHost {
     }
 
     fn answer(&mut self, now: Nanos, msg: Message, out: &mut HostOutbox<Self>) {
+        if msg.client == LEASE_CLIENT {
+            // A switch's lease query answered, passing the switches because a request of
+            // ours met the claim (`program.rs`): no transaction of ours.
+            return;
+        }
         let current = self.in_flight.get(&msg.seq).is_some_and(|t| t.ts == msg.ts);
         if !current || msg.client != self.cfg.address {
             out.events.push(ClientEvent::Stale);

@@ -58,12 +58,16 @@
 //! id hop by hop (`pisadb_wire::control::switch_address`: every switch, not only the core it
 //! hangs off), and the storage nodes' `HandedOff`, `TookBack` and `Misses` messages. Any client
 //! message wakes a refresh loop that went to sleep after an epoch without requests.
+//! Whatever the variant, a refreshing controller writes its placement's changes through its
+//! host's write-ahead log ([`ControllerRecord::Placement`], each before the handler's sends),
+//! and a restarted one comes back with its placement (`crate::rack::restored_controller`,
+//! `crate::refresh`, "Crashes").
 
 use crate::costs;
 use crate::layout::Hierarchy;
 use crate::recovery::{LogRecord, Outcome, TxnLog};
 use crate::refresh::Refresher;
-use crate::wire::{Message, OpType, Rejections, Status};
+use crate::wire::{Message, OpType, Rejections, Status, LEASE_CLIENT};
 use pisadb_core::Nanos;
 use pisadb_host::{Host, HostOutbox, Route, Send};
 use std::collections::BTreeMap;
@@ -116,6 +120,9 @@ pub enum ControllerRecord {
     },
     /// A copy appended to the log: a switch's (`Status::Log`) or a node's (`Status::CommitLog`).
     Copy(Message),
+    /// A change of the cache refresh's placement (`crate::refresh`), written whatever the
+    /// variant when the run refreshes.
+    Placement(crate::refresh::PlacementRecord),
 }
 
 /// How often a restarted controller asks the nodes again about the transactions it still
@@ -241,6 +248,14 @@ impl Controller {
             out.timers.push((at, ControllerTimer::Refresh));
         }
         out.cpu_ns += costs::CONTROLLER_MESSAGE_NS * (out.sends.len() - before) as u64;
+        self.log_placement(out);
+    }
+
+    /// Writes the refresh's placement records, ahead of the handler's sends.
+    fn log_placement(&mut self, out: &mut HostOutbox<Self>) {
+        if let Some(r) = self.refresh.as_mut() {
+            out.log.extend(r.take_log().into_iter().map(ControllerRecord::Placement));
+        }
     }
 
     /// A control reply (`Kind::Control`) for the refresh.
@@ -249,7 +264,10 @@ impl Controller {
             Ok((frame, pisadb_wire::control::ControlMessage::decode(payload).map_err(|e| e.reason())?))
         });
         match (decoded, self.refresh.as_mut()) {
-            (Ok((frame, reply)), Some(r)) => r.on_control(now, frame.src, reply, &mut out.sends),
+            (Ok((frame, reply)), Some(r)) => {
+                r.on_control(now, frame.src, reply, &mut out.sends);
+                self.log_placement(out);
+            }
             (Ok(_), None) => self.reject("control_reply_without_refresh", out),
             (Err(reason), _) => self.reject(reason, out),
         }
@@ -292,9 +310,22 @@ impl Controller {
                     c.spans.insert(*ts, *nodes);
                 }
                 ControllerRecord::Copy(msg) => c.append(msg),
+                // The refresh's: `Refresher::restore`.
+                ControllerRecord::Placement(_) => {}
             }
         }
         c
+    }
+
+    /// The refresh's placement records among `records`, in log order.
+    pub fn placement_records(records: &[ControllerRecord]) -> Vec<crate::refresh::PlacementRecord> {
+        records
+            .iter()
+            .filter_map(|r| match r {
+                ControllerRecord::Placement(p) => Some(*p),
+                _ => None,
+            })
+            .collect()
     }
 
     /// Transactions in the log.
@@ -432,7 +463,10 @@ impl Controller {
     fn coordinate(&mut self, now: Nanos, src: u16, msg: Message, out: &mut HostOutbox<Self>) {
         if matches!(msg.status, Status::HandedOff | Status::TookBack | Status::Misses) {
             match self.refresh.as_mut() {
-                Some(r) => r.on_node(now, src, &msg, &mut out.sends),
+                Some(r) => {
+                    r.on_node(now, src, &msg, &mut out.sends);
+                    self.log_placement(out);
+                }
                 None => self.reject("refresh_reply_without_refresh", out),
             }
             return;
@@ -442,6 +476,11 @@ impl Controller {
         }
         if msg.ts == 0 || msg.ops.is_empty() {
             return self.reject("bad_coordinate", out);
+        }
+        if msg.client == LEASE_CLIENT {
+            // The answer to a switch's lease query, which passed the switches on its way
+            // here because a request of ours met the claim: nothing for the coordinator.
+            return;
         }
         match msg.status {
             Status::Log | Status::CommitLog => {
@@ -538,9 +577,9 @@ impl Host for Controller {
         costs::CONTROLLER_CORES
     }
 
-    fn start(&mut self, _now: Nanos, out: &mut HostOutbox<Self>) {
+    fn start(&mut self, now: Nanos, out: &mut HostOutbox<Self>) {
         if let Some(r) = &self.refresh {
-            out.timers.push((r.first_tick(), ControllerTimer::Refresh));
+            out.timers.push((r.first_tick(now), ControllerTimer::Refresh));
         }
     }
 

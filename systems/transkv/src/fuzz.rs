@@ -9,7 +9,16 @@
 //! a while. A client resolves an unanswered attempt (`Status::Resolve`, `client.rs`); the
 //! storage node decides each timestamp's outcome once and answers every later message for it
 //! with that outcome (`store.rs`), and its `Aborted` on the way back releases any T-TS the
-//! transaction left in a switch: a lost `Committed` or abort never wedges a key. Storage
+//! transaction left in a switch: a lost `Committed` or abort never wedges a key. A request
+//! delayed past its own resolution that claims a key and is then lost is the one case no
+//! answer comes back for; a switch's lease asks the node about such a claim once it is old
+//! (`crate::program`). A quarter of the transactional cases with a cache (unrefreshed, drawn
+//! last) aim at it: uniform keys (a late request still finds its key unclaimed), at least half
+//! writes, at least 1% loss, and jitter of twice the resolve time per hop with reordering
+//! until at least 3 ms. They make switches send lease queries (claims held long by lost
+//! answers); the window itself needs one datagram delayed past a whole resolve round trip,
+//! which per-hop uniform jitter almost never produces, so the wedge is reproduced by targeted
+//! tests (`program.rs`, `rack.rs`). Storage
 //! nodes crash (up to two per case) and restart from their logs (`store.rs`: committed writes,
 //! outcomes and votes survive; a timestamp floor replaces the lost TSO timestamps), so a
 //! crash loses no committed write. Switches crash too and are rebuilt from the nodes' logs
@@ -20,14 +29,19 @@
 //! cache refresh the controller's epochs (200 µs – 1 ms) while the hot set moves
 //! (`crate::refresh`), under the same loss, jitter, reordering and storage-node crashes; the
 //! checks then also require every switch to hold exactly the controller's placement and
-//! every node to hand exactly its placed keys. Those cases crash neither the controller nor
-//! a switch: the placement lives in the controller's memory. Not injected: duplication (a
+//! every node to hand exactly its placed keys. Those cases crash the controller and switches
+//! too (half of them once more while keys move, drawn last): the controller logs its
+//! placement (`refresh::PlacementRecord`), a restarted one finishes or undoes the moves its
+//! log shows under way, and a rebuilt switch is refilled with the logged placement
+//! ([`rebuild_switch`]). Not injected: duplication (a
 //! duplicated request would cross the switches twice and be decided twice; the switches
 //! cannot tell copies apart) and crashes of the clients.
 
 use crate::control::Controller;
 use crate::layout::{Hierarchy, CONTROLLER, NODES, SWITCHES};
-use crate::program::{entry_value, Mode, TransKvProgram, CACHE_TABLE, R_TS, T_TS, W_TS};
+use crate::program::{
+    entry_value, TransKvProgram, CACHE_TABLE, FULL_BITMAP, MIGRATING, R_TS, T_TS, VALUE0, VALUE_ARRAYS, W_TS,
+};
 use crate::rack::{build, check, variant_of, RackConfig, RackHost, RackObserver};
 use crate::store::{NodeRecord, StorageNode, FLOOR_MARGIN_SLOTS};
 use crate::wire::{Message, OpType};
@@ -46,8 +60,8 @@ use std::sync::Arc;
 /// [`Controller::restore`]), a switch rebuilt from the storage nodes' logs
 /// ([`rebuild_switch`]) at the time the plan restarts it.
 pub struct Restarter {
-    /// The switches' mode.
-    mode: Mode,
+    /// The switches' program (mode, log, lease), as the rack built them.
+    program: TransKvProgram,
     /// The cache placement.
     hierarchy: Arc<Hierarchy>,
     /// Restart times of each switch's crashes, in order.
@@ -59,12 +73,17 @@ pub struct Restarter {
     /// Per node, the keys it handed to switches at setup (a run with cache refresh): a
     /// restarted node starts from them, then its log's refresh steps.
     handed: BTreeMap<u16, Vec<u64>>,
+    /// The variant.
+    variant: String,
+    /// The run's settings (a restarted controller's refresh comes back with them).
+    cfg: RackConfig,
 }
 
 impl Restarter {
     /// The restarts of `faults` for `variant`'s switches over `hierarchy`.
     pub fn new(variant: &str, hierarchy: Arc<Hierarchy>, faults: &Faults) -> Result<Self, String> {
         let (mode, _) = variant_of(variant)?;
+        let program = crate::rack::rack_program(variant, mode, RackConfig::default().lease_ns());
         let mut restarts_ns: BTreeMap<u16, Vec<Nanos>> = BTreeMap::new();
         let mut crashes = faults.crashes.clone();
         crashes.sort_by_key(|c| c.at_ns);
@@ -74,18 +93,23 @@ impl Restarter {
             }
         }
         Ok(Restarter {
-            mode,
+            program,
             hierarchy,
             restarts_ns,
             done: BTreeMap::new(),
             logging: variant == "transkv-log",
             handed: BTreeMap::new(),
+            variant: variant.to_string(),
+            cfg: RackConfig::default(),
         })
     }
 
-    /// These restarts for a run of `cfg` (its nodes' setup hand-offs, if it refreshes).
+    /// These restarts for a run of `cfg` (its nodes' setup hand-offs, if it refreshes; its
+    /// switches' lease).
     pub fn for_config(mut self, cfg: &RackConfig) -> Self {
+        self.program = self.program.clone().with_lease(cfg.lease_ns());
         self.handed = (0..NODES).map(|n| (n, crate::rack::initially_handed(cfg, &self.hierarchy, n))).collect();
+        self.cfg = cfg.clone();
         self
     }
 }
@@ -96,15 +120,12 @@ impl Restarts<RackHost, Switch<TransKvProgram>> for Restarter {
             // The controller restarts with nothing to coordinate: the nodes hold every outcome
             // and vote, and the clients' resolves drive each transaction it forgot to its end
             // (and it drives the ones no client waits for any more, `Controller::restarted`).
-            // In `transkv-log` its transaction log comes back from its records.
+            // In `transkv-log` its transaction log comes back from its records; with a cache
+            // refresh, its placement (`Refresher::restore`: moves under way finished or undone).
             CONTROLLER => {
-                let hierarchy = Arc::clone(&self.hierarchy);
-                let controller = if self.logging {
-                    Controller::restore(CONTROLLER, hierarchy, &crate::store::controller_records(log))
-                } else {
-                    Controller::new(CONTROLLER, hierarchy)
-                };
-                Ok(RackHost::Controller(controller.restarted()))
+                let records = crate::store::controller_records(log);
+                let restored = crate::rack::restored_controller(&self.variant, &self.cfg, &self.hierarchy, &records);
+                Ok(RackHost::Controller(restored))
             }
             id if id < NODES => {
                 let handed = self.handed.get(&id).cloned().unwrap_or_default();
@@ -121,7 +142,7 @@ impl Restarts<RackHost, Switch<TransKvProgram>> for Restarter {
         let at_ns = *self.restarts_ns.get(&id).and_then(|r| r.get(*k)).ok_or("a restart the plan does not have")?;
         *k += 1;
         let floor = u32::try_from((at_ns / 100 + FLOOR_MARGIN_SLOTS) << 2).map_err(|e| e.to_string())?;
-        rebuild_switch(id, self.mode, &self.hierarchy, logs, floor)
+        rebuild_switch(id, self.program.clone(), &self.hierarchy, logs, floor)
     }
 }
 
@@ -131,19 +152,24 @@ impl Restarts<RackHost, Switch<TransKvProgram>> for Restarter {
 /// crashed switch accepted: an older op aborts), and T-TS restored for the writes the nodes'
 /// logs show voted and undecided. The logs lag the nodes by the handlers still running, so
 /// the nodes also check decided ops against their own votes (`store.rs`), and they refuse the
-/// crashed switch's decisions still on the wire (`StorageNode::fence_switch`). A rebuilt
-/// switch holds the setup placement: a run whose cache refresh moved keys cannot rebuild one
-/// (the placement would have to come from a controller log, not built), and its rebuilt keys'
-/// values are not given back.
+/// crashed switch's decisions still on the wire (`StorageNode::fence_switch`). The placement
+/// is the one the controller's log holds (`crate::refresh::Logged`: the setup fill without a
+/// refresh); a key whose move is under way comes back migrating (no op decides on it here
+/// until the controller finishes the move), and a key being inserted whose node's log shows
+/// it handed comes back with the handed value (the controller's answered value writes died
+/// with the switch, and it may publish without writing them again).
 pub fn rebuild_switch(
     id: u16,
-    mode: Mode,
+    program: TransKvProgram,
     hierarchy: &Hierarchy,
     logs: &[Vec<NodeRecord>],
     floor: u32,
 ) -> Result<Switch<TransKvProgram>, String> {
-    let mut switch = Switch::new(SwitchProfile::tofino1(), TransKvProgram::new(mode)).map_err(|e| e.to_string())?;
+    let mut switch = Switch::new(SwitchProfile::tofino1(), program).map_err(|e| e.to_string())?;
     let mut prepared: BTreeMap<u32, &Message> = BTreeMap::new();
+    // Per key, the state its node last handed to a switch (value, R-TS floor), if the key's
+    // last refresh step at its node was a hand-off.
+    let mut handed: BTreeMap<u64, Option<(crate::wire::Value, u32)>> = BTreeMap::new();
     for record in logs.iter().flatten() {
         match record {
             NodeRecord::Prepared(m) => {
@@ -152,7 +178,13 @@ pub fn rebuild_switch(
             NodeRecord::Outcome(m) => {
                 prepared.remove(&m.ts);
             }
-            NodeRecord::Refresh(_) | NodeRecord::Controller(_) => {}
+            NodeRecord::Refresh(m) => {
+                for op in &m.ops {
+                    let state = (m.status == crate::wire::Status::HandOff && op.served()).then_some((op.value, m.ts));
+                    handed.insert(op.key as u64, state);
+                }
+            }
+            NodeRecord::Controller(_) => {}
         }
     }
     let mut pending: BTreeMap<u64, u32> = BTreeMap::new();
@@ -161,15 +193,42 @@ pub fn rebuild_switch(
             pending.insert(op.key as u64, ts);
         }
     }
-    for (&key, &(switch_id, slot)) in &hierarchy.cached {
+    // The placement as the controller's log has it (the setup fill without a refresh); a key
+    // with a move under way comes back migrating, as the controller left it or is about to.
+    let controller_log = logs.get(usize::from(CONTROLLER)).map(|l| crate::store::controller_records(l));
+    let logged = crate::refresh::Logged::replay(
+        hierarchy,
+        &Controller::placement_records(controller_log.as_deref().unwrap_or_default()),
+    );
+    let moving = logged.pending.iter().map(|(&key, &(s, slot, _))| (key, (s, slot)));
+    let entries: BTreeMap<u64, (u16, u16, u8)> = logged
+        .placed
+        .iter()
+        .map(|(&key, &(s, slot))| (key, (s, slot, 0)))
+        .chain(moving.map(|(key, (s, slot))| (key, (s, slot, MIGRATING))))
+        .collect();
+    for (&key, &(switch_id, slot, bitmap)) in &entries {
         if switch_id != id {
             continue;
         }
-        switch.insert_entry(CACHE_TABLE, key, entry_value(slot, 0, slot)).map_err(|e| e.to_string())?;
+        // An insertion under way whose node handed the key already: its value comes back with
+        // it, as the controller wrote it or is about to (the controller may publish without
+        // writing it again: its writes before the crash were answered). Its timestamps stay
+        // at the floor (above the hand-off's: nothing was accepted here for the key).
+        let inserting = logged.pending.get(&key).is_some_and(|p| p.2) && logged.inserting();
+        let restored = handed.get(&key).copied().flatten().filter(|_| inserting);
+        let bitmap = if restored.is_some() { bitmap | FULL_BITMAP } else { bitmap };
+        switch.insert_entry(CACHE_TABLE, key, entry_value(slot, bitmap, slot)).map_err(|e| e.to_string())?;
         let registers = switch.registers_mut();
         let claim = pending.get(&key).copied().unwrap_or(0);
         for (register, value) in [(W_TS, floor), (R_TS, floor), (T_TS, claim)] {
             registers.write(register, u32::from(slot), i64::from(value), 0).map_err(|e| e.to_string())?;
+        }
+        if let Some((value, _)) = restored {
+            for w in 0..VALUE_ARRAYS {
+                let word = u32::from_be_bytes(value[4 * usize::from(w)..4 * usize::from(w) + 4].try_into().expect("4"));
+                registers.write(VALUE0 + w, u32::from(slot), i64::from(word), 0).map_err(|e| e.to_string())?;
+            }
         }
     }
     Ok(switch)
@@ -190,6 +249,7 @@ pub fn case(seed: u64) -> (&'static str, RackConfig, Faults) {
         txns_per_client: 60,
         seed,
         resolve_us: [200, 1_000, 10_000][rng.random_range(0..3)],
+        lease_us: 0,
         refresh_epoch_us: 0,
         hot_shift_at_us: 0,
         hot_shift_ranks: 0,
@@ -227,21 +287,42 @@ pub fn case(seed: u64) -> (&'static str, RackConfig, Faults) {
         heal_at_ns: [300_000, 3_000_000, 1_000_000_000][rng.random_range(0..3)],
         ..Faults::default()
     };
-    // Drawn last, so that the cases without it stay what they were. The controller and the
-    // switches do not crash in a refreshed case: the placement lives in the controller's
-    // memory (a restarted controller and a rebuilt switch would need it from the
-    // controller's log, which is not built), so only storage nodes crash.
+    // Drawn last, so that the cases without it stay what they were. A refreshed case crashes
+    // storage nodes, switches and the controller alike: the controller logs its placement,
+    // which a restarted controller and a rebuilt switch take from its log.
     let (mut cfg, mut faults) = (cfg, faults);
     if variant == "transkv" && cfg.cache_per_switch > 0 && rng.random_bool(0.5) {
         cfg.refresh_epoch_us = [200, 500, 1_000][rng.random_range(0..3)];
         cfg.hot_shift_at_us = rng.random_range(0..300);
         cfg.hot_shift_ranks = rng.random_range(1..5_000);
-        faults.crashes.retain(|c| matches!(c.target, Target::Node(n) if n < NODES));
     }
     // Drawn after that, for the same reason: some unrefreshed TransKV cases keep the
     // controller's transaction log (§IV-E), whose crashes restore it from its records.
     let variant =
         if variant == "transkv" && cfg.refresh_epoch_us == 0 && rng.random_bool(0.4) { "transkv-log" } else { variant };
+    // Drawn last: some transactional cases delay messages past their own resolution (jitter
+    // of half a resolve time per hop, reordering, loss), so that a request can claim a key
+    // after its client resolved it and then be lost: only the lease frees such a claim.
+    if transactional && cfg.cache_per_switch > 0 && cfg.refresh_epoch_us == 0 && rng.random_bool(0.25) {
+        // Uniform keys: a cached key is seldom touched, so a late request still claims it.
+        cfg.zipf = 0.0;
+        cfg.write_ratio = cfg.write_ratio.max(0.5);
+        faults.loss = faults.loss.max(0.01);
+        faults.jitter_ns = cfg.resolve_us * 1_000 * 2;
+        faults.reorder = true;
+        faults.heal_at_ns = faults.heal_at_ns.max(3_000_000);
+    }
+    // Drawn last: half the refreshed cases crash the controller or a switch while the
+    // refresh moves keys (from its first epoch on), so that a restarted controller finds
+    // moves under way in its log and a rebuilt switch is refilled from it.
+    if cfg.refresh_epoch_us > 0 && rng.random_bool(0.5) {
+        let epoch_ns = cfg.refresh_epoch_us * 1_000;
+        let at_ns = rng.random_range(epoch_ns..4 * epoch_ns + 300_000);
+        let target =
+            if rng.random_bool(0.5) { Target::Node(CONTROLLER) } else { Target::Switch(rng.random_range(0..SWITCHES)) };
+        faults.crashes.push(Crash { target, at_ns, down_ns: rng.random_range(1_000..100_000) });
+        faults.heal_at_ns = faults.heal_at_ns.max(at_ns + 1);
+    }
     (variant, cfg, faults)
 }
 
@@ -322,12 +403,20 @@ pub fn fuzz_report(seed: u64) -> FuzzReport {
     report.duplicated = stats.duplicated;
     report.crashes = stats.node_crashes + stats.switch_crashes;
     let moved = world.hosts().iter().find_map(|h| match h {
-        RackHost::Controller(c) => c.refresher().map(|r| r.figures.inserted),
+        RackHost::Controller(c) => c.refresher().map(|r| (r.figures.inserted, r.figures.recovered)),
         _ => None,
     });
+    let leases = match observer.figures().lease_queries {
+        0 => String::new(),
+        n => format!(", {n} lease queries"),
+    };
     report.detail = match moved {
-        Some(moved) => format!("{} switch aborts, {moved} keys moved by the refresh", observer.switch_aborts()),
-        None => format!("{} switch aborts", observer.switch_aborts()),
+        Some((moved, 0)) => format!("{} switch aborts{leases}, {moved} keys moved by the refresh", observer.switch_aborts()),
+        Some((moved, recovered)) => format!(
+            "{} switch aborts{leases}, {moved} keys moved by the refresh, {recovered} moves recovered after a controller crash",
+            observer.switch_aborts()
+        ),
+        None => format!("{} switch aborts{leases}", observer.switch_aborts()),
     };
     report.report = serde_json::json!({
         "variant": variant,
@@ -344,6 +433,7 @@ pub fn fuzz_report(seed: u64) -> FuzzReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::program::Mode;
 
     #[test]
     fn a_small_campaign_passes_every_check() {
@@ -358,6 +448,45 @@ mod tests {
         assert!(refreshed >= 2, "the campaign has cases with cache refresh: {refreshed}");
     }
 
+    /// Refreshed cases whose controller crashed while keys moved (87, 557: the restarted
+    /// controller finishes or undoes the moves its log shows under way) and whose switch was
+    /// rebuilt in the middle of an insertion (1779: before the rebuild restored the handed
+    /// value, the controller's publish exposed a slot whose value writes the crash had lost).
+    #[test]
+    fn refreshed_cases_survive_controller_and_switch_crashes_in_the_middle_of_moves() {
+        for seed in [87, 557, 1779] {
+            let r = fuzz_report(seed);
+            assert_eq!(r.failure, None, "seed {seed}: {} / {}", r.case, r.faults);
+            assert!(r.case.contains("refresh every"), "seed {seed} refreshes: {}", r.case);
+            if seed != 1779 {
+                assert!(r.detail.contains("moves recovered"), "seed {seed}: {}", r.detail);
+            }
+        }
+    }
+
+    #[test]
+    fn placement_records_replay_to_the_placement_and_the_moves_under_way() {
+        use crate::refresh::{Logged, PlacementRecord as P};
+        let setup = Hierarchy::new(50_000, 16).unwrap();
+        let mut keys = setup.cached.iter();
+        let (&gone, &(s0, slot0)) = keys.next().unwrap();
+        let (&half, &(s1, slot1)) = keys.next().unwrap();
+        let records = [
+            P::Begin { switch: s0, key: gone, slot: slot0, insert: false },
+            P::Begin { switch: s1, key: half, slot: slot1, insert: false },
+            P::Begin { switch: s0, key: 49_999, slot: slot0, insert: true },
+            P::Evicted { key: gone },
+        ];
+        let logged = Logged::replay(&setup, &records);
+        assert!(!logged.placed.contains_key(&gone) && logged.placed.contains_key(&half));
+        assert_eq!(logged.pending.len(), 2);
+        assert!(!logged.inserting(), "an eviction is still under way: no insertion started");
+        let more = [P::Evicted { key: half }, P::Inserted { key: 49_999 }, P::Settled];
+        let logged = Logged::replay(&setup, records.iter().chain(&more));
+        assert_eq!(logged.placed.get(&49_999), Some(&(s0, slot0)));
+        assert!(logged.pending.is_empty() && logged.placed.len() == setup.cached.len() - 1);
+    }
+
     #[test]
     fn a_rebuilt_switch_holds_safe_timestamps_and_the_voted_claims_and_answers_no_value() {
         use crate::wire::{value_of, Op, Status, FLAG_DECIDED};
@@ -368,7 +497,7 @@ mod tests {
         let voted = Message { ts: 40, status: Status::Voted, client: 16, seq: 1, ops: vec![vote] };
         let committed = Message { ts: 20, status: Status::Committed, ..voted.clone() };
         let logs = vec![vec![NodeRecord::Outcome(committed), NodeRecord::Prepared(voted)]];
-        let switch = rebuild_switch(id, Mode::Tso, &hierarchy, &logs, 1_000).unwrap();
+        let switch = rebuild_switch(id, TransKvProgram::new(Mode::Tso), &hierarchy, &logs, 1_000).unwrap();
         let cell = |r: u8| switch.registers().read(r, u32::from(slot)).unwrap().0;
         assert_eq!((cell(W_TS), cell(R_TS), cell(T_TS)), (1_000, 1_000, 40));
         let entry = switch.tables().get(CACHE_TABLE, key).unwrap().unwrap();

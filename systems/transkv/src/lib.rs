@@ -12,15 +12,18 @@
 //! cache).
 //!
 //! Faults: the storage node is where each transaction's outcome is decided once; clients
-//! resolve unanswered attempts with it, so lost messages never lose a commit or wedge a key.
+//! resolve unanswered attempts with it, so lost messages never lose a commit, and a switch's
+//! lease on each claim has the node asked about a claim nobody answered for (a request lost
+//! after it claimed, delayed past its own resolution), so none wedges a key.
 //! Nodes restart from their logs, a crashed switch is rebuilt from the nodes' logs with safe
 //! timestamps, and the controller restarts with nothing to coordinate (`store.rs`,
 //! `fuzz.rs`). The variant `transkv-log` clones every accepted transaction and every commit
 //! with its before images to the controller's log, over which [`recovery`] undoes and redoes
 //! with cascading rollback (§IV-E); the controller writes that log ahead and a crashed one
-//! comes back with it ([`control::Controller::restore`]). Not built yet (issue 19): running the cache refresh in the rack ([`refresh`]
-//! has its statistics, placement and protocol, tested on switches; missing are the control
-//! channel to every switch and messages for the storage node's hand-off), tolerance of duplicated packets.
+//! comes back with it ([`control::Controller::restore`]). The cache refresh ([`refresh`])
+//! runs in the simulator and in real mode; its placement is logged by the controller, so a
+//! restarted controller finishes or undoes the moves under way and a rebuilt switch gets the
+//! current placement. Not built yet: tolerance of duplicated packets.
 //!
 //! - [`wire`]: the message format behind the shared frame.
 //! - [`program`]: the switch program (cache table, timestamps, values, basic TSO).
@@ -34,8 +37,8 @@
 //!   storage nodes over fjall on disk.
 //! - [`recovery`]: the controller's log with before and after images, undo/redo recovery with
 //!   cascading rollback (§IV-E).
-//! - [`refresh`]: the controller's hot-key statistics, the placement they call for and the
-//!   safe eviction/insertion protocol (built and tested on switches; not yet run in the rack).
+//! - [`refresh`]: the controller's hot-key statistics, the placement they call for, the safe
+//!   eviction/insertion protocol and its recovery from controller and switch crashes.
 //! - [`system`]: the harness's view (variants, settings, one point).
 //! - [`experiments`]: Figs. 9–11 and Tables I–II, their CSVs, charts and report.
 //! - [`fuzz`]: seeded fault-injection cases and their oracles (`pisadb fuzz --system transkv`).

@@ -17,8 +17,12 @@
 //!   the control plane always sets all three ([`FULL_BITMAP`]); a key whose bitmap is not full
 //!   is never answered from the switch.
 //!
+//! - Stage 7: **CLAIM-AT** ([`CLAIM_AT`]), 64K × 32 bits at `ts_index`: when the pending claim
+//!   was made, or last asked about (the lease, below).
+//!
 //! Everything fits Tofino 1: the table takes 64 of stage 0's 80 SRAM blocks, each 32-bit array
-//! 16 blocks (stage 3: 32, stages 4–6: 64); [`TransKvProgram::spec`] is checked at load.
+//! 16 blocks (stage 3: 32, stages 4–6: 64, stage 7: 16); [`TransKvProgram::spec`] is checked
+//! at load.
 //!
 //! ## Basic TSO in the pipeline (our reading of the lost Figs. 7–8)
 //!
@@ -60,6 +64,40 @@
 //!   `crate::refresh`) aborts the transaction at this switch without touching the entry's
 //!   registers: no new claim or read can land on a key while it changes home.
 //!
+//! ## The lease of a claim
+//!
+//! A claim (T-TS) ends when the transaction's `Committed` or abort passes the switch. The
+//! storage node decides each timestamp once and clients resolve unanswered attempts, so a lost
+//! answer is answered again and still passes the switch — except in one window: a request
+//! delayed past its own resolution (its node already decided it aborted, the answer already
+//! went by) that claims a key here and is then lost, or whose node's `Aborted` is lost on the
+//! way back. Nobody would ever answer for that claim again, and every later transaction on the
+//! key would abort: the key would be wedged.
+//!
+//! So a program built [`TransKvProgram::with_lease`] stamps every claim with the packet's
+//! ingress time (Tofino's global ingress timestamp, intrinsic metadata; the driver gives it,
+//! [`PassContext::ingress_ns`], the program reads no clock) in CLAIM-AT, stage 7 (after T-TS
+//! in stage 3, so the stamp depends on the claim's outcome). An op refused by *another*
+//! transaction's claim (a write meeting T-TS ∉ {0, t}, a read meeting 0 < T-TS < t) probes the
+//! claim's age in the same pass: if CLAIM-AT ≤ now − lease (one comparison; the subtraction is
+//! PHV arithmetic), CLAIM-AT := now and the packet is marked. The transaction is refused as
+//! before; before its answer leaves, one more pass sends a mirrored copy rewritten as a
+//! `Lease` query for the claiming timestamp (`Forward`: from the request's sender to the
+//! request's storage node, which holds every key of the request, so the claimed one too; a
+//! TSO request always carries the ops of one node). The node answers with its decision:
+//! `Committed` (the commit again: the switches on the way install it) or `Aborted` (deciding a
+//! never-seen timestamp aborted for good, as a client's `Resolve` does; the switches release
+//! the claim); a prepared share gets no answer, its coordinator ends it. The answer names no
+//! client ([`crate::wire::LEASE_CLIENT`]): whoever it reaches ignores it.
+//!
+//! Safety does not depend on time: a claim is only ever released by the node's decision, as
+//! before, so switch and node need no clock agreement; the lease only decides when someone
+//! asks, once per lease per claim (the probe refreshes CLAIM-AT). A claim restored by a switch
+//! rebuild has CLAIM-AT 0 and may be asked about at once, which is harmless. CLAIM-AT counts
+//! microseconds in 31 bits (35 minutes); a wrap makes one query early or late, never wrong.
+//! Cost: one array in a free stage, no pass for any packet that meets no expired claim, one
+//! pass for the refused one that does.
+//!
 //! Everything else (`Coordinate`, `Voted`, `Commit`, `Resolve`, `Served`) is forwarded
 //! untouched. A switch rebuilt after a crash (`crate::fuzz::rebuild_switch`) has its table
 //! entries with an empty bitmap: it decides by TSO but answers no value, and the storage node
@@ -81,7 +119,8 @@
 //! baselines). [`Mode::CacheOnly`] is TransKV-cache: reads are answered from the cache
 //! without any timestamp check, writes pass through and `Committed` installs values.
 
-use crate::wire::{Message, OpType, Status, FLAG_DECIDED, FLAG_SERVED, MAX_OPS, VALUE_BYTES};
+use crate::wire::{Message, Op, OpType, Status, FLAG_DECIDED, FLAG_SERVED, LEASE_CLIENT, MAX_OPS, VALUE_BYTES};
+use pisadb_core::Nanos;
 use pisadb_switch::alu::{Branch, CmpOp, Combine, Comparison, Expr, RegisterAction};
 use pisadb_switch::registers::PassContext;
 use pisadb_switch::{Output, PassDecision, Program, ProgramSpec, Recirc, RegisterArraySpec, Reject, TableSpec};
@@ -104,6 +143,11 @@ pub const HITS: u8 = 4;
 pub const VALUE0: u8 = 5;
 /// 32-bit value arrays: 48 bytes.
 pub const VALUE_ARRAYS: u8 = (VALUE_BYTES / 4) as u8;
+/// Register id of CLAIM-AT: when the key's pending claim was made, or last asked about, in
+/// [`LEASE_UNIT_NS`] units of the switch's ingress time (stage 7; module docs, the lease).
+pub const CLAIM_AT: u8 = VALUE0 + VALUE_ARRAYS;
+/// Ingress nanoseconds per unit of CLAIM-AT (a microsecond: 2^31 units are 35 minutes).
+pub const LEASE_UNIT_NS: Nanos = 1_000;
 /// The bitmap of a value held in all three 16-byte words.
 pub const FULL_BITMAP: u8 = 0b111;
 /// The bitmap bit of an entry the controller is moving in or out of this switch
@@ -116,8 +160,11 @@ const READ: u8 = 0;
 /// W-TS: max with in1, old out. R-TS: max with in1 if in1 ≥ in2, old out. T-TS: claim.
 /// Values: write in1. Hits: count.
 const UPDATE: u8 = 1;
-/// T-TS: 0 if it is in1.
+/// T-TS: 0 if it is in1. CLAIM-AT: if it is at most in1 (the claim is older than the lease),
+/// set it to in2 (now) and output 1, else output 0.
 const RELEASE: u8 = 2;
+/// CLAIM-AT's probe (see [`RELEASE`]).
+const PROBE: u8 = RELEASE;
 
 /// What the switch does with TransKV traffic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -185,6 +232,11 @@ pub struct Packet {
     decided_here: bool,
     /// After the pass that sent the log copy: the status to restore and the decision to take.
     after_log: Option<(Status, PassDecision)>,
+    /// A claim met past its lease: the claiming timestamp and the op whose key it holds.
+    query: Option<(u32, usize)>,
+    /// After the pass that sent the lease query: the message to restore and the decision to
+    /// take.
+    after_query: Option<(Box<Message>, PassDecision)>,
 }
 
 /// The program; one per switch.
@@ -195,17 +247,26 @@ pub struct TransKvProgram {
     /// Where a copy of every transaction this switch accepts goes (the controller's
     /// transaction log, §IV-E), if anywhere.
     pub log_to: Option<u16>,
+    /// The lease of a claim (module docs): a request that meets a claim older than this asks
+    /// the key's node about it. 0: no lease (no query is ever sent).
+    pub lease_ns: Nanos,
 }
 
 impl TransKvProgram {
     /// The program in `mode`, logging nothing.
     pub fn new(mode: Mode) -> Self {
-        TransKvProgram { mode, log_to: None }
+        TransKvProgram { mode, log_to: None, lease_ns: 0 }
     }
 
     /// The program in `mode`, cloning every transaction it accepts to host `log_to`.
     pub fn logging(mode: Mode, log_to: u16) -> Self {
-        TransKvProgram { mode, log_to: Some(log_to) }
+        TransKvProgram { mode, log_to: Some(log_to), lease_ns: 0 }
+    }
+
+    /// The same program with claims leased for `lease_ns` (0: no lease).
+    pub fn with_lease(mut self, lease_ns: Nanos) -> Self {
+        self.lease_ns = lease_ns;
+        self
     }
 }
 
@@ -251,6 +312,17 @@ fn ts_actions(kind: u8) -> Vec<RegisterAction> {
             ),
         ],
         HITS => vec![read, RegisterAction::always("count", Branch::set(Expr::LO.plus(Expr::constant(1)), Expr::LO))],
+        CLAIM_AT => vec![
+            read,
+            RegisterAction::always("stamp", Branch::set(Expr::IN1, Expr::LO)),
+            RegisterAction::when(
+                "probe_if_expired",
+                vec![Comparison::new(Expr::LO.minus(Expr::IN1), CmpOp::Le)],
+                Combine::All,
+                Branch::set(Expr::IN2, Expr::constant(1)),
+                Branch::keep(Expr::constant(0)),
+            ),
+        ],
         _ => vec![read, RegisterAction::always("write", Branch::set(Expr::IN1, Expr::LO))],
     }
 }
@@ -292,16 +364,20 @@ impl TransKvProgram {
         true
     }
 
-    /// Basic TSO for op `i` (a hit on `e`): whether it is accepted.
-    fn decide(ctx: &mut PassContext<'_>, p: &mut Packet, i: usize, e: Entry) -> bool {
+    /// Basic TSO for op `i` (a hit on `e`): whether it is accepted. With a lease
+    /// (`lease_ns` > 0), a claim made here is stamped with the ingress time, and an op refused
+    /// by another transaction's claim probes that claim's age (module docs, the lease).
+    fn decide(ctx: &mut PassContext<'_>, p: &mut Packet, i: usize, e: Entry, lease_ns: Nanos) -> bool {
         let t = i64::from(p.msg.ts);
         let op = p.msg.ops[i];
         let w = exec(ctx, W_TS, READ, e.ts_index, 0, 0);
-        let accepted = match op.op_type {
+        // The claim of another transaction that refused this op, if any.
+        let (accepted, claimed, holder) = match op.op_type {
             OpType::Read => {
                 exec(ctx, R_TS, UPDATE, e.ts_index, t, w);
                 let pending = exec(ctx, T_TS, READ, e.ts_index, 0, 0);
-                t >= w && !(pending != 0 && pending < t)
+                let held = pending != 0 && pending < t;
+                (t >= w && !held, false, held.then_some(pending))
             }
             OpType::Write => {
                 let r = exec(ctx, R_TS, READ, e.ts_index, 0, 0);
@@ -310,7 +386,7 @@ impl TransKvProgram {
                 if claimed {
                     p.claimed |= 1 << i;
                 }
-                claimed || before == t
+                (claimed || before == t, claimed, (before != 0 && before != t).then_some(before))
             }
         };
         exec(ctx, HITS, UPDATE, e.ts_index, 0, 0);
@@ -321,11 +397,60 @@ impl TransKvProgram {
                 Self::serve(ctx, p, i, e);
             }
         }
+        if lease_ns > 0 {
+            Self::lease(ctx, p, i, e, lease_ns, claimed, holder);
+        }
         accepted
     }
 
+    /// Stage 7, CLAIM-AT: stamps a claim just made; for a claim `holder` that refused op `i`,
+    /// probes its age and, once per lease, marks the packet to ask the key's node about it.
+    /// Times are 31-bit words of [`LEASE_UNIT_NS`]: a wrap only makes one query early or late.
+    fn lease(
+        ctx: &mut PassContext<'_>,
+        p: &mut Packet,
+        i: usize,
+        e: Entry,
+        lease_ns: Nanos,
+        claimed: bool,
+        holder: Option<i64>,
+    ) {
+        let unit = |ns: Nanos| ((ns / LEASE_UNIT_NS) & 0x7fff_ffff) as i64;
+        let now = unit(ctx.ingress_ns());
+        if claimed {
+            exec(ctx, CLAIM_AT, UPDATE, e.ts_index, now, 0);
+        } else if let Some(holder) = holder {
+            // The subtraction is PHV arithmetic; the ALU compares the cell with its result.
+            let expired_before = now - ((lease_ns / LEASE_UNIT_NS).max(1) as i64);
+            if exec(ctx, CLAIM_AT, PROBE, e.ts_index, expired_before, now) == 1 {
+                p.query = Some((holder as u32, i));
+            }
+        }
+    }
+
+    /// An aborted request that met a claim past its lease: one more pass, whose mirrored copy
+    /// leaves (as `Forward`: from the request's sender to its storage node, which holds every
+    /// key of the request, so the claimed one too) rewritten as a `Lease` query for the
+    /// claiming timestamp; the next pass restores the request and takes `decision`.
+    fn lease_query(p: &mut Packet, decision: PassDecision) -> PassDecision {
+        if decision != PassDecision::Reply || p.msg.status != Status::SwitchAborted {
+            return decision;
+        }
+        let Some((holder, i)) = p.query.take() else { return decision };
+        let query = Message {
+            ts: holder,
+            status: Status::Lease,
+            client: LEASE_CLIENT,
+            seq: 0,
+            ops: vec![Op::write(p.msg.ops[i].key, [0; VALUE_BYTES])],
+        };
+        let request = std::mem::replace(&mut p.msg, query);
+        p.after_query = Some((Box::new(request), decision));
+        PassDecision::EmitAndRecirculate { copy: Output::Forward, recirc: Recirc::Waiting }
+    }
+
     /// A transactional request in TSO mode: one op per pass, then the verdict.
-    fn tso_request(ctx: &mut PassContext<'_>, p: &mut Packet) -> PassDecision {
+    fn tso_request(ctx: &mut PassContext<'_>, p: &mut Packet, lease_ns: Nanos) -> PassDecision {
         if p.phase == Phase::Cleanup {
             return Self::cleanup(ctx, p);
         }
@@ -342,7 +467,7 @@ impl TransKvProgram {
             looked_up = true;
             p.next += 1;
             if let Some(e) = Self::look_up(ctx, p, i) {
-                if e.bitmap & MIGRATING != 0 || !Self::decide(ctx, p, i, e) {
+                if e.bitmap & MIGRATING != 0 || !Self::decide(ctx, p, i, e, lease_ns) {
                     p.aborted = true;
                     return Self::cleanup(ctx, p);
                 }
@@ -490,6 +615,7 @@ impl Program for TransKvProgram {
         for w in 0..VALUE_ARRAYS {
             arrays.push(array(VALUE0 + w, format!("transkv_value_{w}"), 4 + w / 4));
         }
+        arrays.push(array(CLAIM_AT, "transkv_claim_at".into(), 7));
         let table = TableSpec {
             id: CACHE_TABLE,
             name: "transkv_cache".into(),
@@ -520,6 +646,8 @@ impl Program for TransKvProgram {
             aborted: false,
             decided_here: false,
             after_log: None,
+            query: None,
+            after_query: None,
         })
     }
 
@@ -533,8 +661,14 @@ impl Program for TransKvProgram {
                 p.msg.status = status;
                 decision
             }
+            _ if p.after_query.is_some() => {
+                let (request, decision) = p.after_query.take().expect("checked");
+                p.msg = *request;
+                decision
+            }
             Mode::Tso if status.is_tso_request() && p.msg.ts != 0 => {
-                let decision = Self::tso_request(ctx, p);
+                let decision = Self::tso_request(ctx, p, self.lease_ns);
+                let decision = Self::lease_query(p, decision);
                 self.log_copy(p, decision)
             }
             Mode::Tso | Mode::CacheOnly if status == Status::Request => Self::cached_read(ctx, p),
@@ -588,6 +722,10 @@ mod tests {
         registers: RegisterFile,
         tables: TableFile,
         gid: u64,
+        /// The ingress time of the next pass.
+        now: Nanos,
+        /// The mirrored copies the passes sent, as they left.
+        copies: Vec<(Output, Message)>,
     }
 
     impl Bench {
@@ -604,7 +742,7 @@ mod tests {
                     registers.write(VALUE0 + w, key as u32, word(&value, usize::from(w)), 0).unwrap();
                 }
             }
-            Bench { program, registers, tables, gid: 0 }
+            Bench { program, registers, tables, gid: 0, now: 0, copies: Vec::new() }
         }
 
         fn run(&mut self, msg: Message) -> (PassDecision, Message, u32) {
@@ -613,11 +751,15 @@ mod tests {
             msg.encode(&mut bytes);
             let mut p = self.program.admit(&frame, &bytes).unwrap();
             loop {
-                let mut ctx = PassContext::with_tables(&mut self.registers, &self.tables, &mut self.gid);
+                let mut ctx = PassContext::with_tables(&mut self.registers, &self.tables, &mut self.gid).at(self.now);
                 let decision = self.program.execute_pass(&mut ctx, &mut p);
-                assert!(p.passes <= 2 * MAX_OPS as u32 + 1, "bounded passes");
-                if decision != PassDecision::Recirculate(Recirc::Waiting) {
-                    return (decision, p.msg, p.passes);
+                assert!(p.passes <= 2 * MAX_OPS as u32 + 2, "bounded passes");
+                match decision {
+                    PassDecision::Recirculate(Recirc::Waiting) => {}
+                    PassDecision::EmitAndRecirculate { copy, recirc: Recirc::Waiting } if self.program.lease_ns > 0 => {
+                        self.copies.push((copy, p.msg.clone()));
+                    }
+                    _ => return (decision, p.msg, p.passes),
                 }
             }
         }
@@ -685,6 +827,95 @@ mod tests {
         // The pending writer's commit still installs and releases.
         sw.run(txn(20, Status::Committed, fwd.ops));
         assert_eq!((sw.cell(T_TS, 2), sw.cell(W_TS, 2)), (0, 20));
+    }
+
+    /// The wedge the lease closes, with and without the lease: a client's `Resolve` of ts 20
+    /// overtakes its request, so the node decides 20 aborted and the answer passes the
+    /// switch with nothing to release; the request then claims key 2 here and is lost before
+    /// the node. Every later writer of key 2 is refused by that claim, unless the lease makes
+    /// one of them ask the node, whose `Aborted` releases it.
+    #[test]
+    fn a_claim_lost_after_its_client_resolved_is_freed_by_the_lease_and_wedges_without_it() {
+        use crate::store::StorageNode;
+        use pisadb_host::{Host, HostOutbox};
+        const LEASE_NS: Nanos = 40_000_000;
+        let to_node = |node: &mut StorageNode, msg: &Message| -> Vec<Message> {
+            let mut out = HostOutbox::<StorageNode>::default();
+            node.handle_datagram(0, &msg.datagram(16, 3), &mut out);
+            out.sends.iter().map(|s| Message::open(&s.bytes).unwrap().1).collect()
+        };
+        for lease_ns in [0, LEASE_NS] {
+            let mut sw = Bench::new(Mode::Tso);
+            sw.program = TransKvProgram::new(Mode::Tso).with_lease(lease_ns);
+            let mut node = StorageNode::new(3);
+            for answer in to_node(&mut node, &txn(20, Status::Resolve, vec![w(2, 20)])) {
+                assert_eq!(answer.status, Status::Aborted);
+                sw.run(answer);
+            }
+            sw.now = 1_000_000;
+            assert_eq!(sw.run(txn(20, Status::Request, vec![w(2, 20)])).0, PassDecision::Forward);
+            assert_eq!(sw.cell(T_TS, 2), 20, "claimed, then lost on the way to the node");
+            let mut committed = false;
+            for k in 0..4u32 {
+                sw.now += LEASE_NS / 2;
+                let ts = 30 + k;
+                let (d, reply, _) = sw.run(txn(ts, Status::Request, vec![w(2, u64::from(ts))]));
+                if d == PassDecision::Forward {
+                    // Accepted: its node commits it and the answer installs it here.
+                    for answer in to_node(&mut node, &reply) {
+                        sw.run(answer);
+                    }
+                    committed = true;
+                    break;
+                }
+                assert_eq!(reply.status, Status::SwitchAborted);
+                for (copy, query) in std::mem::take(&mut sw.copies) {
+                    assert_eq!(
+                        (copy, query.status, query.ts, query.client),
+                        (Output::Forward, Status::Lease, 20, LEASE_CLIENT)
+                    );
+                    for answer in to_node(&mut node, &query) {
+                        assert_eq!((answer.status, answer.ts), (Status::Aborted, 20));
+                        sw.run(answer);
+                    }
+                }
+            }
+            if lease_ns == 0 {
+                assert!(!committed && sw.cell(T_TS, 2) == 20, "without the lease the key stays wedged");
+            } else {
+                assert!(committed, "the lease freed the key");
+                assert_eq!(
+                    (sw.cell(T_TS, 2), sw.cell(W_TS, 2)),
+                    (0, 32),
+                    "asked once: the second writer after the lease won"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_claim_of_a_committed_writer_met_past_its_lease_is_installed_by_the_nodes_answer() {
+        use crate::store::StorageNode;
+        use pisadb_host::{Host, HostOutbox};
+        let mut sw = Bench::new(Mode::Tso);
+        sw.program = TransKvProgram::new(Mode::Tso).with_lease(1_000);
+        let mut node = StorageNode::new(3);
+        let (_, fwd, _) = sw.run(txn(20, Status::Request, vec![w(2, 20)]));
+        // The node commits it; the answer is lost before the switch.
+        let mut out = HostOutbox::<StorageNode>::default();
+        node.handle_datagram(0, &fwd.datagram(16, 3), &mut out);
+        assert_eq!(Message::open(&out.sends[0].bytes).unwrap().1.status, Status::Committed);
+        sw.now = 5_000;
+        // A reader after the writer meets the claim past its lease: refused, and asks.
+        assert_eq!(sw.run(txn(25, Status::Request, vec![r(2)])).1.status, Status::SwitchAborted);
+        let (_, query) = sw.copies.pop().expect("a lease query");
+        let mut out = HostOutbox::<StorageNode>::default();
+        node.handle_datagram(0, &query.datagram(16, 3), &mut out);
+        let answer = Message::open(&out.sends[0].bytes).unwrap().1;
+        assert_eq!((answer.status, answer.client), (Status::Committed, LEASE_CLIENT));
+        sw.run(answer);
+        assert_eq!((sw.cell(T_TS, 2), sw.cell(W_TS, 2)), (0, 20), "installed");
+        assert_eq!(sw.run(txn(26, Status::Request, vec![r(2)])).1.ops[0].value, value_of(2, 20));
     }
 
     #[test]

@@ -11,8 +11,9 @@
 //! order* (`pisadb_check`'s `check_order`); every write a client counted was installed by a
 //! node and every node's commit was counted; every cached value (all 48 bytes, read from the
 //! switch's registers, where the entry holds one: a switch rebuilt after a crash holds only
-//! timestamps) equals its node's, and no T-TS is left pending; the controller and the nodes
-//! hold no transaction. The same checks judge the fault-injection cases (`crate::fuzz`).
+//! timestamps) equals its node's, and no T-TS is left pending but the claim of a transaction
+//! its node aborted that no request met after its lease (the first that does frees it:
+//! `crate::program`, the lease); the controller and the nodes hold no transaction. The same checks judge the fault-injection cases (`crate::fuzz`).
 
 use crate::client::{ClientConfig, ClientEvent, ClientHost, ClientTimer, Path};
 use crate::control::{Controller, ControllerEvent, ControllerRecord, ControllerTimer};
@@ -57,6 +58,11 @@ pub struct RackConfig {
     /// A client resolves an attempt unanswered for this many microseconds.
     #[serde(default = "default_resolve_us")]
     pub resolve_us: u64,
+    /// The lease of a switch's claim in microseconds (`crate::program`: a request meeting a
+    /// claim older than this asks the key's node about it); 0: [`LEASE_RESOLVES`] ×
+    /// `resolve_us`.
+    #[serde(default)]
+    pub lease_us: u64,
     /// The cache refresh's epoch in microseconds (§IV-D, `crate::refresh`); 0: no refresh,
     /// the setup fill stays (the paper's experiments draw from one fixed popularity, for which
     /// the fill is already the placement a refresh would choose). Variant `transkv` only.
@@ -75,6 +81,18 @@ fn default_resolve_us() -> u64 {
     10_000
 }
 
+/// The default lease, in resolve times: a claim this old outlived every resolve of its own
+/// client by far, so a query is rare and never the normal way a claim ends.
+pub const LEASE_RESOLVES: u64 = 4;
+
+impl RackConfig {
+    /// The lease of a switch's claim (`lease_us`, or its default).
+    pub fn lease_ns(&self) -> Nanos {
+        let us = if self.lease_us == 0 { LEASE_RESOLVES.saturating_mul(self.resolve_us) } else { self.lease_us };
+        us.saturating_mul(1_000).max(1)
+    }
+}
+
 impl Default for RackConfig {
     fn default() -> Self {
         RackConfig {
@@ -87,6 +105,7 @@ impl Default for RackConfig {
             txns_per_client: 5_000,
             seed: 1,
             resolve_us: default_resolve_us(),
+            lease_us: 0,
             refresh_epoch_us: 0,
             hot_shift_at_us: 0,
             hot_shift_ranks: 0,
@@ -283,6 +302,9 @@ pub struct RackFigures {
     pub resolves: u64,
     /// Transaction copies the switches sent to the controller's log.
     pub log_copies: u64,
+    /// Lease queries the storage nodes answered (claims met past their lease, `program.rs`).
+    #[serde(default)]
+    pub lease_queries: u64,
     /// Read transactions' latency: mean, p50, p99 in µs.
     pub read_us: [f64; 3],
     /// Write transactions' latency: mean, p50, p99 in µs.
@@ -452,6 +474,7 @@ impl RackObserver {
                 aborts_switch: 0,
                 resolves: 0,
                 log_copies: 0,
+                lease_queries: 0,
                 aborts_store: 0,
                 read_us: [0.0; 3],
                 write_us: [0.0; 3],
@@ -587,6 +610,7 @@ impl RackObserver {
             | RackEvent::Store(StoreEvent::Rejected(_))
             | RackEvent::Controller(ControllerEvent::Rejected(_)) => f.rejected += 1,
             RackEvent::Controller(ControllerEvent::Logged) => f.log_copies += 1,
+            RackEvent::Store(StoreEvent::LeaseQuery) => f.lease_queries += 1,
             RackEvent::Store(StoreEvent::Aborted) | RackEvent::Controller(ControllerEvent::Decided { .. }) => {}
         }
     }
@@ -678,6 +702,35 @@ pub fn controller(variant: &str, cfg: &RackConfig, hierarchy: &Arc<Hierarchy>) -
     ))
 }
 
+/// The controller of a run of `variant` restarted from its `records` (its write-ahead log): in
+/// `transkv-log` with its transaction log ([`Controller::restore`]), with a cache refresh with
+/// its placement ([`crate::refresh::Refresher::restore`]), driving what it learns of itself
+/// ([`Controller::restarted`]).
+pub fn restored_controller(
+    variant: &str,
+    cfg: &RackConfig,
+    hierarchy: &Arc<Hierarchy>,
+    records: &[ControllerRecord],
+) -> Controller {
+    let c = if variant == "transkv-log" {
+        Controller::restore(CONTROLLER, Arc::clone(hierarchy), records)
+    } else {
+        Controller::new(CONTROLLER, Arc::clone(hierarchy))
+    };
+    let c = if cfg.refresh_epoch_us == 0 {
+        c
+    } else {
+        c.refreshing(crate::refresh::Refresher::restore(
+            CONTROLLER,
+            (**hierarchy).clone(),
+            &Controller::placement_records(records),
+            cfg.refresh_epoch_us.saturating_mul(1_000),
+            cfg.cache_per_switch.max(6),
+        ))
+    };
+    c.restarted()
+}
+
 /// Storage node `node` of a run of `variant` (empty, in memory; in `transkv-log` it copies
 /// every commit to the controller's log).
 pub fn storage_node(variant: &str, node: u16) -> StorageNode {
@@ -689,17 +742,25 @@ pub fn storage_node(variant: &str, node: u16) -> StorageNode {
     }
 }
 
-/// Switch `id` of a run of `variant` in `mode`, its cache filled with its keys of `hierarchy`.
+/// The switch program of a run of `variant` in `mode` with claims leased for `lease_ns`.
+pub fn rack_program(variant: &str, mode: Mode, lease_ns: Nanos) -> TransKvProgram {
+    let program = match variant {
+        "transkv-log" => TransKvProgram::logging(mode, CONTROLLER),
+        _ => TransKvProgram::new(mode),
+    };
+    program.with_lease(lease_ns)
+}
+
+/// Switch `id` of a run of `variant` in `mode` (claims leased for `lease_ns`), its cache
+/// filled with its keys of `hierarchy`.
 pub fn rack_switch(
     variant: &str,
     mode: Mode,
     hierarchy: &Hierarchy,
     id: u16,
+    lease_ns: Nanos,
 ) -> Result<Switch<TransKvProgram>, String> {
-    let program = match variant {
-        "transkv-log" => TransKvProgram::logging(mode, CONTROLLER),
-        _ => TransKvProgram::new(mode),
-    };
+    let program = rack_program(variant, mode, lease_ns);
     let mut switch = Switch::new(SwitchProfile::tofino1(), program).map_err(|e| e.to_string())?;
     for (&key, &(_, slot)) in hierarchy.cached.iter().filter(|(_, &(s, _))| s == id) {
         fill(&mut switch, key, slot, &value_of(u128::from(key), 0), 0)?;
@@ -709,6 +770,15 @@ pub fn rack_switch(
 
 /// The world of one run of `variant`, not started, and its key placement.
 pub fn build(variant: &str, cfg: &RackConfig) -> Result<(RackWorld, Arc<Hierarchy>), String> {
+    build_with(variant, cfg, |_, _| Ok(()))
+}
+
+/// [`build`], with `prepare` run on the switches before the world starts (a test's setup).
+pub fn build_with(
+    variant: &str,
+    cfg: &RackConfig,
+    prepare: impl FnOnce(&Hierarchy, &mut [Switch<TransKvProgram>]) -> Result<(), String>,
+) -> Result<(RackWorld, Arc<Hierarchy>), String> {
     let (mode, path, hierarchy) = placement(variant, cfg)?;
     let mut hosts: Vec<RackHost> = (0..NODES)
         .map(|n| RackHost::Store(storage_node(variant, n).handing(initially_handed(cfg, &hierarchy, n))))
@@ -717,8 +787,10 @@ pub fn build(variant: &str, cfg: &RackConfig) -> Result<(RackWorld, Arc<Hierarch
         hosts.push(RackHost::Client(Box::new(client_host(index, path, cfg, &hierarchy)?)));
     }
     hosts.push(RackHost::Controller(controller(variant, cfg, &hierarchy)));
-    let switches =
-        (0..SWITCHES).map(|id| rack_switch(variant, mode, &hierarchy, id)).collect::<Result<Vec<_>, String>>()?;
+    let mut switches = (0..SWITCHES)
+        .map(|id| rack_switch(variant, mode, &hierarchy, id, cfg.lease_ns()))
+        .collect::<Result<Vec<_>, String>>()?;
+    prepare(&hierarchy, &mut switches)?;
     let topology = layout::topology(&LinkParams::ten_gbe());
     hierarchy.routes_cover_cached_keys(&topology)?;
     let mut world = World::new(topology, hosts, switches, RackObserver::new()).map_err(|e| e.to_string())?;
@@ -811,7 +883,9 @@ fn check_refresh(world: &RackWorld, hierarchy: &Hierarchy) -> Result<(), String>
     }
     for (&key, &(switch, slot)) in placed {
         let entry = world.switch(switch).tables().get(CACHE_TABLE, key).map_err(|e| e.to_string())?;
-        if entry != Some(crate::program::entry_value(slot, FULL_BITMAP, slot)) {
+        // Published: with its value, or (a switch rebuilt after a crash) only timestamps.
+        let published = [FULL_BITMAP, 0].map(|b| Some(crate::program::entry_value(slot, b, slot)));
+        if !published.contains(&entry) {
             return Err(format!("switch {switch}: key {key} at slot {slot} is not published: {entry:?}"));
         }
     }
@@ -858,7 +932,10 @@ pub fn check(world: &RackWorld, hierarchy: &Hierarchy) -> Result<(), String> {
         if full && cached != expected {
             return Err(format!("switch {switch} caches key {key} at a value the store does not hold"));
         }
-        if read(T_TS)? != 0 {
+        // A claim may outlive its transaction only if the node aborted it and no request
+        // met the claim after its lease (the first that does frees it: `program.rs`).
+        let pending = read(T_TS)?;
+        if pending != 0 && store.outcome(pending as u32) != Some(crate::wire::Status::Aborted) {
             return Err(format!("switch {switch} left key {key} with a pending writer"));
         }
     }
@@ -880,10 +957,36 @@ mod tests {
             txns_per_client: 150,
             seed: 3,
             resolve_us: 10_000,
+            lease_us: 0,
             refresh_epoch_us: 0,
             hot_shift_at_us: 0,
             hot_shift_ranks: 0,
         }
+    }
+
+    /// The wedge the lease closes, in a whole data center: the hottest key's switch starts
+    /// with a claim by a timestamp whose request was lost after claiming and whose client
+    /// resolved it (its node never saw it). Every later writer of the key is refused by it;
+    /// with the lease the first one past the lease asks the node, whose `Aborted` frees the
+    /// key, and the run ends with every check passing. Without it (a lease longer than any
+    /// run) no client of the key ever finishes.
+    #[test]
+    fn a_claim_lost_after_its_client_resolved_is_freed_by_the_lease_in_a_data_center() {
+        let cfg = RackConfig { write_ratio: 1.0, ops_per_txn: 1, zipf: 1.2, txns_per_client: 40, ..small() };
+        let plant = |h: &Hierarchy, switches: &mut [Switch<TransKvProgram>]| {
+            let key = layout::key_of_rank(0, h.records);
+            let &(s, slot) = h.cached.get(&key).ok_or("the hottest key is cached")?;
+            switches[usize::from(s)].registers_mut().write(T_TS, u32::from(slot), 4, 0).map_err(|e| e.to_string())
+        };
+        let (mut world, hierarchy) = build_with("transkv", &cfg, plant).unwrap();
+        world.run(0, Nanos::MAX / 2, EVENTS_MAX).unwrap();
+        check(&world, &hierarchy).unwrap();
+        assert!(world.observer().figures().lease_queries >= 1);
+        assert_eq!(world.observer().commits(), 4 * 40);
+        let no_lease = RackConfig { lease_us: 3_600_000_000, ..cfg };
+        let (mut world, _) = build_with("transkv", &no_lease, plant).unwrap();
+        let run = world.run(0, Nanos::MAX / 2, 3_000_000);
+        assert!(run.is_err() || world.observer().commits() < 4 * 40, "wedged without the lease");
     }
 
     #[test]

@@ -37,16 +37,30 @@
 //! learns of itself ([`Controller::restarted`]); its report says how many records it came back
 //! with ([`HostReport::txn_log`]).
 //!
+//! **Cache refresh** (`--set refresh_epoch_us=N`): the controller process refreshes as in
+//! the simulator (`crate::refresh`); every switch process serves it as its controller, its
+//! control requests reaching each switch by id, hop by hop, and the nodes start with the
+//! setup fill's keys handed. The controller reports its final placement
+//! ([`RefreshReport`]), each node the keys it hands, each switch its whole table
+//! ([`CacheReport::table`]), and the checks add the simulator's refresh checks. The
+//! refreshing controller keeps a write-ahead log of its placement records, so it may be
+//! killed (`--kill-node 20@S`) and comes back with its placement
+//! ([`crate::rack::restored_controller`]), finishing or undoing the moves under way.
+//!
 //! **Checks** ([`run_cluster`]), as in the simulator: the hosts' ledgers merged, the
 //! committed history serializable in timestamp order, the clients' and the nodes' commits
 //! agree, nothing counted twice; every host drained; no node holds a prepared transaction and
 //! the controller coordinates none; every cached value a switch holds (read from its
-//! registers after it stopped) equals its node's, and no T-TS is left pending.
+//! registers after it stopped) equals its node's, and no T-TS is left pending; with a cache
+//! refresh, also the refresh's checks (above).
 
 use crate::control::Controller;
 use crate::layout::{self, CLIENT0, CLIENTS, CONTROLLER, NODES, SWITCHES};
 use crate::program::{CACHE_TABLE, FULL_BITMAP, T_TS, VALUE0, VALUE_ARRAYS};
-use crate::rack::{client_host, placement, rack_switch, Ledger, RackConfig, RackFigures, RackHost, RackObserver};
+use crate::rack::{
+    client_host, controller as rack_controller, initially_handed, placement, rack_switch, Ledger, RackConfig,
+    RackFigures, RackHost, RackObserver,
+};
 use crate::store::{NodeRecord, NodeStore, StorageNode};
 use crate::wire::{value_of, VALUE_BYTES};
 use pisadb_core::TupleKey;
@@ -213,18 +227,40 @@ pub struct HostReport {
     /// The controller of `transkv-log`: records in its transaction log when it started (those
     /// rebuilt from its write-ahead log: none unless it was restarted) and when it left.
     pub txn_log: Option<(usize, usize)>,
+    /// The controller of a run with a cache refresh: where it left the keys.
+    #[serde(default)]
+    pub refresh: Option<RefreshReport>,
+    /// A storage node of a run with a cache refresh: the keys it hands to switches.
+    #[serde(default)]
+    pub handed: Option<Vec<u64>>,
     /// Whether it drained: nothing in flight when it left.
     pub drained: bool,
     /// Seconds it ran: until it finished (a client host), else until the stop time.
     pub seconds: f64,
 }
 
+/// What the controller of a run with a cache refresh reports of it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RefreshReport {
+    /// Its placement when it left: (key, switch, slot).
+    pub placement: Vec<(u64, u16, u16)>,
+    /// Whether no epoch was under way.
+    pub idle: bool,
+    /// Steps that failed.
+    pub errors: Vec<String>,
+    /// Keys it inserted.
+    pub inserted: u64,
+}
+
 /// What a switch process writes beside its report: every key it caches.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CacheReport {
-    /// Per cached key: the key, whether the entry holds a value (full bitmap), its 48 bytes,
-    /// and its pending writer's T-TS.
+    /// Per cache table entry: the key, whether the entry holds a value (full bitmap), its 48
+    /// bytes, and its pending writer's T-TS.
     pub entries: Vec<(u64, bool, Vec<u8>, u64)>,
+    /// Per cache table entry: the key and its table value (`program::entry_value`).
+    #[serde(default)]
+    pub table: Vec<(u64, u64)>,
 }
 
 fn bad_id(id: u16, what: &str, count: u16) -> RuntimeError {
@@ -243,19 +279,23 @@ pub fn serve_host(cfg: &RealConfig<Spec>, id: u16, data_dir: &Path) -> Result<Ho
     std::fs::create_dir_all(data_dir).map_err(|e| RuntimeError::io(data_dir, e))?;
     let name = format!("transkv host {id}");
     // Storage nodes always log (the answer of a node killed with `kill -9` must survive it);
-    // the controller of `transkv-log` logs its transaction log's records.
+    // the controller of `transkv-log` logs its transaction log's records, a refreshing one its
+    // placement's.
     let logging = spec.variant == "transkv-log";
-    let durable = id < NODES || (id == CONTROLLER && logging);
+    let refreshing = spec.rack.refresh_epoch_us > 0;
+    let durable = id < NODES || (id == CONTROLLER && (logging || refreshing));
     let (mut wal, records) = host_proc::open_log::<NodeRecord>(durable, data_dir, &name)?;
     let store_dir = data_dir.join("store");
     let mut restored = None;
     let mut host = match id {
         n if n < NODES => {
             let store = FjallStore::open(&store_dir).map_err(|e| bad_spec("store", e))?;
+            // With a cache refresh, the setup fill's keys start handed to their switches.
+            let handed = initially_handed(&spec.rack, &hierarchy, n);
             let node = if records.is_empty() {
-                StorageNode::with_store(n, Box::new(store))
+                StorageNode::with_store(n, Box::new(store)).handing(handed)
             } else {
-                StorageNode::restore_into(n, Box::new(store), &records).map_err(|e| bad_spec("log", e))?
+                StorageNode::restore_handing(n, Box::new(store), &records, handed).map_err(|e| bad_spec("log", e))?
             };
             RackHost::Store(if logging { node.logging_to(CONTROLLER) } else { node })
         }
@@ -269,7 +309,15 @@ pub fn serve_host(cfg: &RealConfig<Spec>, id: u16, data_dir: &Path) -> Result<Ho
             // Restarted from a log: it drives what it learns of itself (`Controller::restarted`).
             RackHost::Controller(if records.is_empty() { c } else { c.restarted() })
         }
-        CONTROLLER => RackHost::Controller(Controller::new(CONTROLLER, std::sync::Arc::clone(&hierarchy))),
+        // With a cache refresh (`refresh_epoch_us`), it refreshes as in the simulator; killed,
+        // it comes back with its placement (moves under way finished or undone).
+        CONTROLLER if records.is_empty() => {
+            RackHost::Controller(rack_controller(&spec.variant, &spec.rack, &hierarchy))
+        }
+        CONTROLLER => {
+            let own = crate::store::controller_records(&records);
+            RackHost::Controller(crate::rack::restored_controller(&spec.variant, &spec.rack, &hierarchy, &own))
+        }
         _ => return Err(bad_id(id, "a host", HOSTS)),
     };
     let mut observer = RackObserver::new();
@@ -285,10 +333,14 @@ pub fn serve_host(cfg: &RealConfig<Spec>, id: u16, data_dir: &Path) -> Result<Ho
     let report_seconds = figures.completion_s;
     let (cached_versions, open_transactions, store) = match &host {
         RackHost::Store(node) => {
+            // The keys of the setup fill and those it hands to switches now (a refresh's).
             let versions = hierarchy
                 .cached
                 .keys()
                 .filter(|&&k| hierarchy.node_of(k) == id)
+                .chain(node.handed())
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
                 .map(|&k| (k, node.version(k)))
                 .collect();
             // Reopening the store is not possible while the node holds it: count through it.
@@ -301,8 +353,23 @@ pub fn serve_host(cfg: &RealConfig<Spec>, id: u16, data_dir: &Path) -> Result<Ho
     if let RackHost::Store(node) = &host {
         node.persist_store().map_err(|e| bad_spec("store", e))?;
     }
+    let refresh = match &host {
+        RackHost::Controller(c) => c.refresher().map(|r| RefreshReport {
+            placement: r.placement().iter().map(|(&k, &(s, slot))| (k, s, slot)).collect(),
+            idle: r.is_idle(),
+            errors: r.figures.errors.clone(),
+            inserted: r.figures.inserted,
+        }),
+        _ => None,
+    };
+    let handed = match &host {
+        RackHost::Store(node) if spec.rack.refresh_epoch_us > 0 => Some(node.handed().iter().copied().collect()),
+        _ => None,
+    };
     let report = HostReport {
         id,
+        refresh,
+        handed,
         figures,
         ledger: observer.ledger().clone(),
         cached_versions,
@@ -333,13 +400,21 @@ pub fn serve_switch(cfg: &RealConfig<Spec>, id: u16, report: Option<&Path>) -> R
     }
     let spec = &cfg.spec;
     let (mode, _, hierarchy) = placement(&spec.variant, &spec.rack).map_err(|e| bad_spec(&spec.variant, e))?;
-    let mut switch = rack_switch(&spec.variant, mode, &hierarchy, id).map_err(|e| bad_spec(&spec.variant, e))?;
+    let mut switch = rack_switch(&spec.variant, mode, &hierarchy, id, spec.rack.lease_ns())
+        .map_err(|e| bad_spec(&spec.variant, e))?;
+    if spec.rack.refresh_epoch_us > 0 {
+        // The refresh reaches every switch by id, hop by hop; each serves the controller.
+        switch.set_controller(CONTROLLER);
+    }
     let out = switch_proc::serve_and_report(cfg, id, &mut switch, spec.rack.seed ^ u64::from(id), report)?;
     if let Some(dir) = report.and_then(Path::parent) {
         let mut entries = Vec::new();
-        for (&key, &(_, slot)) in hierarchy.cached.iter().filter(|(_, &(s, _))| s == id) {
-            let entry = switch.tables().get(CACHE_TABLE, key).map_err(|e| bad_spec("cache", e.to_string()))?;
-            let full = entry.is_some_and(|e| (e >> 16) & 0xff == u64::from(FULL_BITMAP));
+        // Every entry the table holds (the setup fill's, or where a refresh left the keys).
+        let table: Vec<(u64, u64)> =
+            switch.tables().entries(CACHE_TABLE).map_err(|e| bad_spec("cache", e.to_string()))?.collect();
+        for &(key, entry) in &table {
+            let slot = (entry & 0xffff) as u16;
+            let full = (entry >> 16) & 0xff == u64::from(FULL_BITMAP);
             let read = |r: u8| switch.registers().read(r, u32::from(slot)).map(|c| c.0).unwrap_or(0);
             let mut value = Vec::with_capacity(VALUE_BYTES);
             for w in 0..VALUE_ARRAYS {
@@ -347,7 +422,7 @@ pub fn serve_switch(cfg: &RealConfig<Spec>, id: u16, report: Option<&Path>) -> R
             }
             entries.push((key, full, value, read(T_TS) as u64));
         }
-        write_json(&cache_report_path(dir, id), &CacheReport { entries })?;
+        write_json(&cache_report_path(dir, id), &CacheReport { entries, table })?;
     }
     Ok(out)
 }
@@ -406,28 +481,21 @@ pub struct ClusterResult {
 pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult, RuntimeError> {
     placement(&opts.spec.variant, &opts.spec.rack)
         .map_err(|e| RuntimeError::bad_setting("--variant/--set", &opts.spec.variant, e))?;
-    if opts.spec.rack.refresh_epoch_us > 0 {
-        // The refresh needs every switch to serve the controller and the end-of-run cache
-        // check to follow the controller's final placement: built in the simulator only.
-        return Err(RuntimeError::bad_setting(
-            "refresh_epoch_us",
-            opts.spec.rack.refresh_epoch_us,
-            "0 (the cache refresh runs in the simulator only)",
-        ));
-    }
     let addrs = free_ports(usize::from(SWITCHES) + usize::from(HOSTS))?;
     let (switch_addrs, host_addrs) = addrs.split_at(usize::from(SWITCHES));
     let network = network(switch_addrs.to_vec(), host_addrs.to_vec())?;
-    // The controller of `transkv-log` comes back from its write-ahead log (and, finding
-    // records there, knows it restarted); any other keeps no log to tell it so.
-    let controller_logs = opts.spec.variant == "transkv-log";
+    // The controller of `transkv-log` or of a refreshed run comes back from its write-ahead log
+    // (and, finding records there, knows it restarted); any other keeps no log to tell it so.
+    let controller_logs = opts.spec.variant == "transkv-log" || opts.spec.rack.refresh_epoch_us > 0;
     if let Some(&(node, _)) =
         opts.kills.iter().find(|&&(node, _)| node >= NODES && !(node == CONTROLLER && controller_logs))
     {
         return Err(RuntimeError::bad_setting(
             "--kill-node",
             node,
-            format!("a storage node: 0..{NODES} (or the controller, {CONTROLLER}, in transkv-log)"),
+            format!(
+                "a storage node: 0..{NODES} (or the controller, {CONTROLLER}, in transkv-log or with refresh_epoch_us)"
+            ),
         ));
     }
     let mut supervisor = ConfigLaunch::start(SYSTEM, opts.spec.clone(), network, &opts.data_dir, opts.exe.clone())?;
@@ -445,6 +513,45 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult, RuntimeError>
     let mut result = judge(hosts, switches, &caches);
     result.killed = killed.iter().map(|c| (if let Role::Host(h) = c.role { h } else { u16::MAX }, c.at_s)).collect();
     Ok(result)
+}
+
+/// A run with a cache refresh, as the simulator checks it (`rack::check`'s refresh part): no
+/// epoch left under way or failed, every switch's table exactly the controller's placement
+/// for it, published, and every node handing exactly its placed keys; `None` if it holds (or
+/// the run did not refresh).
+fn check_refresh(hosts: &[HostReport], caches: &[CacheReport]) -> Option<String> {
+    let refresh = hosts.iter().find_map(|h| h.refresh.as_ref())?;
+    if let Some(e) = refresh.errors.first() {
+        return Some(format!("cache refresh: {e}"));
+    }
+    if !refresh.idle {
+        return Some("the cache refresh was still moving keys".into());
+    }
+    for (switch, cache) in caches.iter().enumerate() {
+        let placed: Vec<(u64, u64)> = refresh
+            .placement
+            .iter()
+            .filter(|p| usize::from(p.1) == switch)
+            .map(|&(key, _, slot)| (key, crate::program::entry_value(slot, FULL_BITMAP, slot)))
+            .collect();
+        if cache.table != placed {
+            return Some(format!(
+                "switch {switch} holds {} cache entries, the controller's placement {} (or one is not published)",
+                cache.table.len(),
+                placed.len()
+            ));
+        }
+    }
+    // Each key is handed by its own node only (hand-offs go there): the nodes' handed keys
+    // together are the placed keys, each once.
+    let mut handed: Vec<u64> = hosts.iter().filter_map(|h| h.handed.as_ref()).flatten().copied().collect();
+    handed.sort_unstable();
+    let mut placed: Vec<u64> = refresh.placement.iter().map(|p| p.0).collect();
+    placed.sort_unstable();
+    if handed != placed {
+        return Some(format!("the nodes hand {} keys, the controller's placement {}", handed.len(), placed.len()));
+    }
+    None
 }
 
 /// The checks over the reports (module docs) and the run's figures.
@@ -467,6 +574,9 @@ fn judge(hosts: Vec<HostReport>, switches: Vec<SwitchReport>, caches: &[CacheRep
     }
     if let Some(h) = hosts.iter().find(|h| h.store.is_some_and(|(_, errors)| errors > 0)) {
         failure.get_or_insert(format!("storage node {}'s store failed reads", h.id));
+    }
+    if let Some(why) = check_refresh(&hosts, caches) {
+        failure.get_or_insert(why);
     }
     let versions: std::collections::BTreeMap<u64, u64> =
         hosts.iter().flat_map(|h| h.cached_versions.iter().copied()).collect();
@@ -593,9 +703,38 @@ mod tests {
             open_transactions: 0,
             store: (id < NODES).then_some((1, 0)),
             txn_log: None,
+            refresh: None,
+            handed: None,
             drained: true,
             seconds: 1.0,
         }
+    }
+
+    #[test]
+    fn the_judge_of_a_refreshed_run_compares_every_table_and_the_handed_keys_with_the_placement() {
+        let published = |slot: u16| crate::program::entry_value(slot, FULL_BITMAP, slot);
+        let mut controller = host(CONTROLLER, Ledger::default(), Vec::new());
+        let placement = vec![(5, 0, 3)];
+        controller.refresh = Some(RefreshReport { placement, idle: true, errors: Vec::new(), inserted: 1 });
+        let mut node = host(0, Ledger::default(), vec![(5, 0)]);
+        node.handed = Some(vec![5]);
+        let caches = |table: Vec<(u64, u64)>| {
+            let mut all = vec![CacheReport { entries: Vec::new(), table }];
+            all.extend((1..SWITCHES).map(|_| CacheReport { entries: Vec::new(), table: Vec::new() }));
+            all
+        };
+        let hosts = || vec![node.clone(), controller.clone()];
+        assert_eq!(judge(hosts(), Vec::new(), &caches(vec![(5, published(3))])).failure, None);
+        let moved = judge(hosts(), Vec::new(), &caches(vec![(5, published(4))])).failure.unwrap();
+        assert!(moved.contains("switch 0 holds 1 cache entries"), "{moved}");
+        let migrating = crate::program::entry_value(3, FULL_BITMAP | crate::program::MIGRATING, 3);
+        assert!(judge(hosts(), Vec::new(), &caches(vec![(5, migrating)])).failure.is_some());
+        let mut unhanded_node = node.clone();
+        unhanded_node.handed = Some(Vec::new());
+        let unhanded = judge(vec![unhanded_node, controller.clone()], Vec::new(), &caches(vec![(5, published(3))]))
+            .failure
+            .unwrap();
+        assert!(unhanded.contains("the nodes hand 0 keys"), "{unhanded}");
     }
 
     #[test]
@@ -607,7 +746,7 @@ mod tests {
         node.store_commits.insert(8, vec![(5, 0)]);
         let hosts = || vec![host(0, node.clone(), vec![(5, 8)]), host(16, client.clone(), Vec::new())];
         let cache = |version: u64, t_ts: u64| {
-            vec![CacheReport { entries: vec![(5, true, value_of(5, version).to_vec(), t_ts)] }]
+            vec![CacheReport { entries: vec![(5, true, value_of(5, version).to_vec(), t_ts)], table: Vec::new() }]
         };
         let ok = judge(hosts(), Vec::new(), &cache(8, 0));
         assert_eq!((ok.failure, ok.checked, ok.cached_compared), (None, 1, (1, 0)));

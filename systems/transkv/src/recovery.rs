@@ -279,6 +279,7 @@ mod tests {
             txns_per_client: 300,
             seed: 5,
             resolve_us: 10_000,
+            lease_us: 0,
             refresh_epoch_us: 0,
             hot_shift_at_us: 0,
             hot_shift_ranks: 0,

@@ -2,7 +2,7 @@
 //! epoch, where they should live, and the safe protocol that moves them.
 //!
 //! **Status: runs refresh** when `RackConfig::refresh_epoch_us` is set (variant `transkv`,
-//! simulator): the controller host drives a [`Refresher`] from its timer and the replies it
+//! simulator and real mode): the controller host drives a [`Refresher`] from its timer and the replies it
 //! gets; its control operations reach every switch by id, hop by hop
 //! (`pisadb_wire::control::switch_address`); the node's side of a move travels as TransKV
 //! messages (`Status::HandOff`, `TakeBack`, `Report` and their answers) and is logged at the
@@ -10,10 +10,29 @@
 //! handed and a floor a floor. Checked at the end of every such run (`rack::check`): no move
 //! under way or failed, every switch holds exactly the placement, published, every node hands
 //! exactly its placed keys, and the history and cached values as in every run; the fuzz cases
-//! refresh under loss, jitter, reordering and node crashes. Not built: the placement lives in
-//! the controller's memory only, so a refreshed run survives no controller crash and no switch
-//! rebuild (both would need the placement from a controller log), and real mode refuses the
-//! setting.
+//! refresh under loss, jitter, reordering and crashes of nodes, switches and the controller.
+//! Real mode (`crate::real`) runs it too, with the same end checks.
+//!
+//! ## Crashes ([`PlacementRecord`], [`Logged`], [`Refresher::restore`])
+//!
+//! The controller logs its placement's changes through its host's write-ahead log, each
+//! before the sends of the handler that made it: an epoch's moves as it plans them (`Begin`,
+//! all at once, before the first step), each finished eviction (`Evicted`, on the node's
+//! `TookBack`) and insertion (`Inserted`, once published), and the epoch's end (`Settled`).
+//! Replayed over the setup fill they give the placement and the moves under way.
+//!
+//! - A **restarted controller** waits [`RESEND_NS`] (the crashed one's requests have all
+//!   arrived or been lost by then, as the resend rule already assumes) and then evicts every
+//!   key whose move was under way: an eviction is finished; an insertion that may have
+//!   started (every eviction of its epoch was done) is undone — an eviction is safe from any
+//!   state of the entry (mark migrating, wait for the pending writer, carry the floor to the
+//!   node), and an insertion not yet published accepted nothing. Then it refreshes as before,
+//!   its first epoch only reading the hit counters again (their last readings were lost, and
+//!   an epoch counted from nothing would see every cached key unrequested).
+//! - A **rebuilt switch** gets the logged placement (`crate::fuzz::rebuild_switch`), the keys
+//!   under way migrating, as the controller left them; an insertion whose hand-off the node's
+//!   log shows gets its handed value back, since the controller's answered writes died with
+//!   the switch and its publish may come next.
 //!
 //! ## The epoch loop ([`Refresher`])
 //!
@@ -429,6 +448,78 @@ pub const WINDOW: usize = 4;
 /// reply while the other's request is served) and each key unavailable for its own move only.
 pub const MOVES_PER_SWITCH: usize = 2;
 
+/// What the controller logs of its placement (`ControllerRecord::Placement`), each before
+/// the sends of the handler that wrote it: a restarted controller and a rebuilt switch learn
+/// from them which key is cached where and which moves were under way ([`Logged`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlacementRecord {
+    /// A move of an epoch's plan: `key` to leave (`insert` false) or to enter (`insert`
+    /// true) `slot` of `switch`. An epoch logs all its moves at once, before its first step.
+    Begin {
+        /// The switch.
+        switch: u16,
+        /// The key.
+        key: u64,
+        /// Its slot there.
+        slot: u16,
+        /// An insertion (else an eviction).
+        insert: bool,
+    },
+    /// `key`'s eviction (or the undoing of its insertion) is done: it is cached nowhere.
+    Evicted {
+        /// The key.
+        key: u64,
+    },
+    /// `key`'s insertion is done: it is cached where its `Begin` said.
+    Inserted {
+        /// The key.
+        key: u64,
+    },
+    /// The epoch's moves are over: none is under way.
+    Settled,
+}
+
+/// The placement a controller's records leave (setup fill `setup`, then every finished move):
+/// the placed keys, and the moves begun and not finished, as (switch, key, slot, insert).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Logged {
+    /// Cached key → (switch, slot).
+    pub placed: BTreeMap<u64, (u16, u16)>,
+    /// Moves begun and not finished, by key.
+    pub pending: BTreeMap<u64, (u16, u16, bool)>,
+}
+
+impl Logged {
+    /// Replays `records` over the setup placement `setup`.
+    pub fn replay<'a>(setup: &Hierarchy, records: impl IntoIterator<Item = &'a PlacementRecord>) -> Self {
+        let mut logged = Logged { placed: setup.cached.clone(), pending: BTreeMap::new() };
+        for r in records {
+            match *r {
+                PlacementRecord::Begin { switch, key, slot, insert } => {
+                    logged.pending.insert(key, (switch, slot, insert));
+                }
+                PlacementRecord::Evicted { key } => {
+                    logged.pending.remove(&key);
+                    logged.placed.remove(&key);
+                }
+                PlacementRecord::Inserted { key } => {
+                    if let Some((switch, slot, true)) = logged.pending.remove(&key) {
+                        logged.placed.insert(key, (switch, slot));
+                    }
+                }
+                PlacementRecord::Settled => logged.pending.clear(),
+            }
+        }
+        logged
+    }
+
+    /// Whether an insertion may have started: every eviction begun is finished (an epoch
+    /// inserts only once all its evictions are done).
+    pub fn inserting(&self) -> bool {
+        self.pending.values().all(|&(_, _, insert)| insert)
+    }
+}
+
 /// What an outstanding request is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Job {
@@ -498,6 +589,8 @@ pub struct RefreshFigures {
     pub waits: u64,
     /// Steps that failed (a move abandoned: must stay empty).
     pub errors: Vec<String>,
+    /// A restored controller's recovery evictions (moves under way at its crash).
+    pub recovered: u64,
 }
 
 /// The controller's cache refresh (§IV-D) as a state machine driven by the controller host:
@@ -552,11 +645,58 @@ pub struct Refresher {
     /// Moves of the phase not yet started, per switch (indices into `evictions` or
     /// `insertions`), and moves under way per switch.
     moves: BTreeMap<u16, (std::collections::VecDeque<usize>, usize)>,
+    /// Placement records written and not yet taken by the controller ([`Refresher::take_log`]).
+    log: Vec<PlacementRecord>,
+    /// Restored from a log: the first tick waits [`RESEND_NS`] (every request of the crashed
+    /// controller has arrived or is lost by then), then runs the recovery moves.
+    restored: bool,
+    /// Recovery moves to run before any epoch: evictions of the keys whose move was under way
+    /// (an eviction finished, an insertion undone), as (switch, key, slot).
+    recovery: Vec<(u16, u64, u16)>,
+    /// Restored: the first epoch only takes the hit counters' readings (their last readings
+    /// died with the crashed controller) and moves nothing; planning on its counts would see
+    /// every cached key unrequested and churn the cache.
+    rebaseline: bool,
     /// What it did.
     pub figures: RefreshFigures,
 }
 
 impl Refresher {
+    /// The refresh of a restarted controller: the placement its `records` leave over the
+    /// setup fill `setup`; a move under way at the crash is finished if it was an eviction
+    /// and undone (evicted again) if it was an insertion that may have started, before any
+    /// new epoch. Nothing half done can stay: an eviction is safe from any step (mark the
+    /// entry migrating, wait for its pending writer, carry the floor to the node), and an
+    /// insertion not yet published has accepted nothing.
+    pub fn restore(
+        address: u16,
+        setup: Hierarchy,
+        records: &[PlacementRecord],
+        epoch_ns: Nanos,
+        report_keys: u32,
+    ) -> Self {
+        let logged = Logged::replay(&setup, records);
+        let inserting = logged.inserting();
+        let mut placement = setup;
+        placement.cached = logged.placed;
+        let mut r = Refresher::new(address, placement, epoch_ns, report_keys);
+        r.stats = HitStats::default();
+        r.restored = true;
+        r.rebaseline = true;
+        r.recovery = logged
+            .pending
+            .iter()
+            .filter(|(_, &(_, _, insert))| !insert || inserting)
+            .map(|(&key, &(switch, slot, _))| (switch, key, slot))
+            .collect();
+        r
+    }
+
+    /// The placement records written since the last call, for the controller's log.
+    pub fn take_log(&mut self) -> Vec<PlacementRecord> {
+        std::mem::take(&mut self.log)
+    }
+
     /// The refresh of the placement `placement` (the setup fill: every hit counter is 0) by
     /// controller `address`, every `epoch_ns`, with at most `report_keys` keys per node report.
     pub fn new(address: u16, placement: Hierarchy, epoch_ns: Nanos, report_keys: u32) -> Self {
@@ -585,6 +725,10 @@ impl Refresher {
             target: BTreeMap::new(),
             remaining: 0,
             moves: BTreeMap::new(),
+            log: Vec::new(),
+            restored: false,
+            recovery: Vec::new(),
+            rebaseline: false,
             figures: RefreshFigures::default(),
         }
     }
@@ -599,9 +743,14 @@ impl Refresher {
         self.phase == Phase::Idle
     }
 
-    /// When the first tick is due (the end of the first epoch).
-    pub fn first_tick(&self) -> Nanos {
-        self.epoch_ns
+    /// When the first tick is due, for a controller started at `now`: the end of the first
+    /// epoch, or for a restored one [`RESEND_NS`] on (its recovery).
+    pub fn first_tick(&self, now: Nanos) -> Nanos {
+        if self.restored {
+            now + RESEND_NS
+        } else {
+            now + self.epoch_ns
+        }
     }
 
     /// A client message reached the controller: a sleeping loop wakes (returns the tick to
@@ -618,6 +767,11 @@ impl Refresher {
     /// returns when the next tick is due (`None`: asleep).
     pub fn tick(&mut self, now: Nanos, sends: &mut Vec<Send>) -> Option<Nanos> {
         if self.phase == Phase::Idle {
+            if self.restored {
+                self.restored = false;
+                self.start_recovery(now, sends);
+                return self.next_tick(now);
+            }
             if self.dormant {
                 return None;
             }
@@ -641,6 +795,28 @@ impl Refresher {
             Phase::Idle => Some((self.epoch_start_ns + self.epoch_ns).max(now + 1)),
             _ => Some(now + TICK_NS),
         }
+    }
+
+    /// A restored controller's first work: the recovery evictions (as an epoch's eviction
+    /// phase with no insertions), ending with the placement without their keys.
+    fn start_recovery(&mut self, now: Nanos, sends: &mut Vec<Send>) {
+        self.epoch_start_ns = now;
+        let recovery = std::mem::take(&mut self.recovery);
+        self.figures.recovered += recovery.len() as u64;
+        self.target = self.placement.cached.clone();
+        for &(switch, key, slot) in &recovery {
+            self.target.remove(&key);
+            self.evictions.push((switch, key, Eviction::new(key, slot), false));
+        }
+        self.phase = Phase::Evicting;
+        self.remaining = self.evictions.len();
+        let switches: Vec<u16> = self.evictions.iter().map(|e| e.0).collect();
+        self.schedule_moves(&switches);
+        if self.evictions.is_empty() {
+            self.remaining = 1;
+            self.finish_job(now, sends);
+        }
+        self.pump(now, sends);
     }
 
     fn start_epoch(&mut self, now: Nanos, sends: &mut Vec<Send>) {
@@ -786,6 +962,7 @@ impl Refresher {
                     Ok(Next::Send(op)) => self.queue(switch, op, Job::Insert(i)),
                     Ok(Next::NeedNode) => self.send_handoff(now, i, sends),
                     Ok(Next::Done) => {
+                        self.log.push(PlacementRecord::Inserted { key });
                         self.insertions[i].4 = true;
                         self.stats.baseline(switch, self.insertions[i].2, key, 0);
                         self.figures.inserted += 1;
@@ -821,6 +998,7 @@ impl Refresher {
         let o = self.outstanding.remove(&msg.seq).expect("present");
         match (o.job, msg.status) {
             (Job::TakeBack(i), Status::TookBack) => {
+                self.log.push(PlacementRecord::Evicted { key: self.evictions[i].1 });
                 self.evictions[i].3 = true;
                 self.figures.evicted += 1;
                 self.next_move(self.evictions[i].0);
@@ -881,6 +1059,7 @@ impl Refresher {
                 self.insertions.clear();
                 self.evictions.clear();
                 self.phase = Phase::Idle;
+                self.log.push(PlacementRecord::Settled);
             }
             Phase::Idle => {}
         }
@@ -892,6 +1071,10 @@ impl Refresher {
         if counts.values().all(|&c| c == 0) {
             self.phase = Phase::Idle;
             self.dormant = true;
+            return;
+        }
+        if std::mem::take(&mut self.rebaseline) {
+            self.phase = Phase::Idle;
             return;
         }
         let (target, plans) = plan(&self.placement, &counts);
@@ -913,6 +1096,12 @@ impl Refresher {
             return;
         }
         self.figures.refreshes += 1;
+        for &(switch, key, ref e, _) in &self.evictions {
+            self.log.push(PlacementRecord::Begin { switch, key, slot: e.slot, insert: false });
+        }
+        for &(switch, key, slot, _, _) in &self.insertions {
+            self.log.push(PlacementRecord::Begin { switch, key, slot, insert: true });
+        }
         self.phase = Phase::Evicting;
         self.remaining = self.evictions.len();
         let switches: Vec<u16> = self.evictions.iter().map(|e| e.0).collect();

@@ -24,6 +24,11 @@
 //!   one place a transaction's outcome is decided, whatever copies the network delays or
 //!   loses. Its `Aborted` passes the switches on the way back and releases any claim the
 //!   transaction left there, which is how a lost reply never wedges a key.
+//! - `Lease` (a switch, about a claim met past its lease, `crate::program`): the recorded
+//!   commit again (the switches install it), or `Aborted` with the query's ops (deciding a
+//!   never-seen timestamp aborted, as `Resolve` does), or nothing for a prepared share. An abort
+//!   a lease query decided holds only the query's key, so a later message of that timestamp
+//!   is answered `Aborted` with its own ops, releasing whatever it claimed on its way.
 //!
 //! **Crashes.** The node logs each vote and each outcome before answering
 //! ([`NodeRecord`]); the simulator keeps the log as its disk. A restarted node
@@ -44,7 +49,8 @@
 
 use crate::control::ControllerRecord;
 use crate::costs;
-use crate::wire::{value_of, version_of, Message, OpType, Rejections, Status};
+use crate::refresh::PlacementRecord;
+use crate::wire::{value_of, version_of, Message, OpType, Rejections, Status, LEASE_CLIENT};
 use pisadb_core::{Nanos, TupleKey};
 use pisadb_engine::{Concurrency, Intent, Read, Storage, StorageError, TimestampOrdering, Tuple, TxnId, Work};
 
@@ -169,6 +175,8 @@ pub enum StoreEvent {
     },
     /// A transaction aborted here (TSO).
     Aborted,
+    /// A switch's lease query answered (`Status::Lease`).
+    LeaseQuery,
     /// A datagram rejected, with the reason.
     Rejected(&'static str),
 }
@@ -489,6 +497,11 @@ impl StorageNode {
         self.prepared.len()
     }
 
+    /// The outcome this node decided for timestamp `ts` (`Committed` or `Aborted`), if any.
+    pub fn outcome(&self, ts: u32) -> Option<Status> {
+        self.outcomes.get(&ts).map(|m| m.status)
+    }
+
     /// Runs TSO on the undecided ops; fills read values; `false` (and nothing pending) if an
     /// op is late.
     fn check(&mut self, msg: &mut Message, work: &mut Work, io: &mut StoreWork) -> bool {
@@ -595,6 +608,28 @@ impl StorageNode {
         out.sends.push(Send { dst: to, bytes: msg.datagram(self.address, to) });
     }
 
+    /// A switch's lease query (`Status::Lease`): the outcome of the claiming timestamp, to the
+    /// switches on the way back. Committed: the recorded commit again (they install it).
+    /// Aborted, or never seen (decided aborted now, as a client's `Resolve` would): `Aborted`
+    /// with the query's ops (they release the claim). Prepared: nothing; the coordinator ends
+    /// it, and its answer passes the same switches. The answer names [`LEASE_CLIENT`], so the
+    /// host it reaches takes it for no transaction of its own.
+    fn lease(&mut self, src: u16, msg: Message, out: &mut HostOutbox<Self>) {
+        out.events.push(StoreEvent::LeaseQuery);
+        match self.outcomes.get(&msg.ts) {
+            Some(outcome) if outcome.status == Status::Committed => {
+                let again = Message { client: msg.client, seq: msg.seq, ..outcome.clone() };
+                self.answer(again, Status::Committed, src, out);
+            }
+            Some(_) => self.answer(msg, Status::Aborted, src, out),
+            None if self.prepared.contains_key(&msg.ts) => {}
+            None => {
+                out.events.push(StoreEvent::Aborted);
+                self.decide(msg, Status::Aborted, src, out);
+            }
+        }
+    }
+
     fn serve(&mut self, now: Nanos, src: u16, mut msg: Message, out: &mut HostOutbox<Self>) {
         let mut work = Work::default();
         let mut io = StoreWork::default();
@@ -603,6 +638,7 @@ impl StorageNode {
         }
         match msg.status {
             Status::HandOff | Status::TakeBack | Status::Report => self.refresh_step(now, src, msg, out),
+            Status::Lease => self.lease(src, msg, out),
             Status::Request if msg.ts == 0 => {
                 for op in msg.ops.iter_mut() {
                     if op.op_type == OpType::Read && !op.served() {
@@ -621,8 +657,14 @@ impl StorageNode {
                 if self.outcomes.contains_key(&msg.ts) =>
             {
                 // Decided before: the same answer again (a late copy, or a client resolving).
+                // An abort a lease query decided holds only the query's key: the message is
+                // answered with its own ops instead (releasing whatever it claimed on the way).
                 let outcome = self.outcomes[&msg.ts].clone();
-                self.answer(outcome.clone(), outcome.status, src, out);
+                if outcome.client == LEASE_CLIENT {
+                    self.answer(msg, Status::Aborted, src, out);
+                } else {
+                    self.answer(outcome.clone(), outcome.status, src, out);
+                }
             }
             Status::Request => {
                 if self.check(&mut msg, &mut work, &mut io) {
@@ -768,8 +810,11 @@ impl std::error::Error for NodeLogError {}
 /// A record on disk (real mode's write-ahead log): a tag (1 `Prepared`, 2 `Outcome`, 3
 /// `Refresh`, 4 the controller's `Copy`, 5 the controller's `Span`), the body's length (2
 /// bytes, big-endian) and the body: a message's payload, or for a `Span` its T-TS (4 bytes,
-/// big-endian) and its node count (1 byte). Tags 4 and 5 came with the controller's log:
-/// a log written before them reads as it did.
+/// big-endian) and its node count (1 byte); tag 6, the controller's `Placement` (the cache
+/// refresh), a 13-byte body: kind (0/1 `Begin` eviction/insertion, 2 `Evicted`, 3
+/// `Inserted`, 4 `Settled`), switch (2 bytes), key (8), slot (2), big-endian. Tags 4 and 5
+/// came with the controller's log, tag 6 with the refresh's: a log written before them reads
+/// as it did.
 impl pisadb_host::LogCodec for NodeRecord {
     type Error = NodeLogError;
 
@@ -784,6 +829,22 @@ impl pisadb_host::LogCodec for NodeRecord {
                 out.extend_from_slice(&5u16.to_be_bytes());
                 out.extend_from_slice(&ts.to_be_bytes());
                 out.push(*nodes);
+                return;
+            }
+            NodeRecord::Controller(ControllerRecord::Placement(p)) => {
+                // Tag 6: kind (1 byte), switch (2), key (8), slot (2), all big-endian.
+                let (kind, switch, key, slot) = match *p {
+                    PlacementRecord::Begin { switch, key, slot, insert } => (u8::from(insert), switch, key, slot),
+                    PlacementRecord::Evicted { key } => (2, 0, key, 0),
+                    PlacementRecord::Inserted { key } => (3, 0, key, 0),
+                    PlacementRecord::Settled => (4, 0, 0, 0),
+                };
+                out.push(6);
+                out.extend_from_slice(&13u16.to_be_bytes());
+                out.push(kind);
+                out.extend_from_slice(&switch.to_be_bytes());
+                out.extend_from_slice(&key.to_be_bytes());
+                out.extend_from_slice(&slot.to_be_bytes());
                 return;
             }
         };
@@ -820,6 +881,19 @@ impl pisadb_host::LogCodec for NodeRecord {
                     }
                     _ => return Err(NodeLogError { at, why: format!("a span record of {len} bytes, not 5") }),
                 },
+                6 if len == 13 => {
+                    let switch = u16::from_be_bytes([body[1], body[2]]);
+                    let key = u64::from_be_bytes(body[3..11].try_into().expect("8 bytes"));
+                    let slot = u16::from_be_bytes([body[11], body[12]]);
+                    NodeRecord::Controller(ControllerRecord::Placement(match body[0] {
+                        0 | 1 => PlacementRecord::Begin { switch, key, slot, insert: body[0] == 1 },
+                        2 => PlacementRecord::Evicted { key },
+                        3 => PlacementRecord::Inserted { key },
+                        4 => PlacementRecord::Settled,
+                        kind => return Err(NodeLogError { at, why: format!("a placement record of kind {kind}") }),
+                    }))
+                }
+                6 => return Err(NodeLogError { at, why: format!("a placement record of {len} bytes, not 13") }),
                 tag => return Err(NodeLogError { at, why: format!("unknown tag {tag}") }),
             });
             at += 3 + len;
@@ -1092,6 +1166,15 @@ mod tests {
         // The controller's records, between a node's, come back; a span cut short is a torn tail.
         let mut log = node_records.clone();
         log.insert(1, NodeRecord::Controller(ControllerRecord::Span { ts: 0x0102_0304, nodes: 3 }));
+        for p in [
+            PlacementRecord::Begin { switch: 7, key: 0x0102_0304_0506_0708, slot: 0xfffe, insert: true },
+            PlacementRecord::Begin { switch: 0, key: 9, slot: 3, insert: false },
+            PlacementRecord::Evicted { key: 9 },
+            PlacementRecord::Inserted { key: u64::MAX },
+            PlacementRecord::Settled,
+        ] {
+            log.insert(2, NodeRecord::Controller(ControllerRecord::Placement(p)));
+        }
         log.push(NodeRecord::Controller(ControllerRecord::Copy(m(12, Status::CommitLog))));
         let mut bytes = Vec::new();
         log.iter().for_each(|r| r.append_to(&mut bytes));

@@ -118,7 +118,19 @@ pub enum Status {
     /// per read op, a key and in the value slot's first 8 bytes its misses (ops no switch
     /// decided); an op with 0 misses fills an empty report.
     Misses = 17,
+    /// Switch → storage node, the lease (`crate::program`): a claim of `ts` on the write ops'
+    /// keys has outlived its lease. The node answers with its outcome of `ts` (`client` is
+    /// [`LEASE_CLIENT`], so that no host takes the answer for its own): `Committed` (its
+    /// recorded commit again: the switches on the way install it) or `Aborted` with these ops
+    /// (they release the claims), deciding `ts` aborted if it never saw it; nothing while `ts`
+    /// is prepared (its coordinator finishes it).
+    Lease = 18,
 }
+
+/// The `client` of a lease query and of its answer: no client's address, so the host the
+/// answer reaches (whichever client or controller sent the request that met the claim)
+/// ignores it; only the switches on the way act on it.
+pub const LEASE_CLIENT: u16 = u16::MAX;
 
 impl Status {
     fn from_u8(byte: u8) -> Result<Self, DecodeError> {
@@ -142,6 +154,7 @@ impl Status {
             TookBack,
             Report,
             Misses,
+            Lease,
         ]
         .get(usize::from(byte))
         .copied()
@@ -365,7 +378,7 @@ mod tests {
         bad[4] = MAX_OPS as u8 + 1;
         assert_eq!(reason(&bad), "bad_count");
         let mut bad = bytes.clone();
-        bad[5] = 18;
+        bad[5] = 19;
         assert_eq!(reason(&bad), "status");
         let mut bad = bytes.clone();
         bad[HEADER_BYTES] = 0x03;

@@ -14,6 +14,7 @@ fn small() -> RackConfig {
         txns_per_client: 200,
         seed: 7,
         resolve_us: 10_000,
+        lease_us: 0,
         refresh_epoch_us: 0,
         hot_shift_at_us: 0,
         hot_shift_ranks: 0,
