@@ -1524,15 +1524,8 @@ impl Server {
         let epoch = u64::from(self.map.epoch);
         if d.txn != epoch {
             // A resolver under another shard map ([`Query::hear`]): do nothing, say why.
-            let mut reply = Data::new(
-                if d.msg == MsgType::Query { MsgType::QueryReply } else { MsgType::ResolveAck },
-                slot,
-                d.tag,
-                d.attempt,
-                0,
-            );
             let why = if d.txn < epoch { answer::STALE_RESOLVER } else { answer::BEHIND };
-            (reply.client, reply.thread, reply.wp) = (d.client, d.thread, why);
+            let reply = answer_to(d, epoch, why);
             out.cpu_ns += self.cfg.costs.handler_ns;
             if why == answer::BEHIND {
                 self.ask_for_map(now, out);
@@ -1546,14 +1539,7 @@ impl Server {
             _ if newest > Some(d.attempt) => {
                 // Its client has moved on: only a promoted primary resolving an old attempt
                 // asks this ([`Query::hear`]). Say so, and do nothing.
-                let mut reply = Data::new(
-                    if d.msg == MsgType::Query { MsgType::QueryReply } else { MsgType::ResolveAck },
-                    slot,
-                    d.tag,
-                    d.attempt,
-                    epoch,
-                );
-                (reply.client, reply.thread, reply.wp) = (d.client, d.thread, answer::SUPERSEDED);
+                let reply = answer_to(d, epoch, answer::SUPERSEDED);
                 out.cpu_ns += self.cfg.costs.handler_ns;
                 return self.send(out, from, reply.datagram(u16::from(me), u16::from(from)));
             }
@@ -1570,15 +1556,7 @@ impl Server {
             out.log.push(WalRecord::Frozen { slot, attempt: d.attempt });
         }
         part.frozen = true;
-        let mut reply = Data::new(
-            if d.msg == MsgType::Query { MsgType::QueryReply } else { MsgType::ResolveAck },
-            slot,
-            d.tag,
-            d.attempt,
-            epoch,
-        );
-        reply.client = d.client;
-        reply.thread = d.thread;
+        let mut reply = answer_to(d, epoch, 0);
         if d.msg == MsgType::Query {
             let holds = !part.locked.is_empty() || !part.redo.is_empty() || part.installed || part.replicated;
             reply.wp = (if part.installed { answer::INSTALLED } else { 0 })
@@ -2523,6 +2501,15 @@ fn draw_tpcc(gen: &mut dyn pisadb_workload::Workload, home: u8) -> Vec<(u64, boo
     // NewOrder touches at most 4 + 15 × 3 = 49 distinct tuples.
     keys.truncate(crate::wire::MAX_KEYS);
     keys
+}
+
+/// A participant's answer to a query or decision `d`: its shard map's `epoch` and its
+/// [`answer`] bits `state`.
+fn answer_to(d: &Data, epoch: u64, state: u8) -> Data {
+    let msg = if d.msg == MsgType::Query { MsgType::QueryReply } else { MsgType::ResolveAck };
+    let mut reply = Data::new(msg, d.slot, d.tag, d.attempt, epoch);
+    (reply.client, reply.thread, reply.wp) = (d.client, d.thread, state);
+    reply
 }
 
 /// The client thread a datagram names (its handler's core).

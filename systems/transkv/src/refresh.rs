@@ -808,6 +808,11 @@ impl Refresher {
             self.target.remove(&key);
             self.evictions.push((switch, key, Eviction::new(key, slot), false));
         }
+        self.start_evicting(now, sends);
+    }
+
+    /// Starts the job's eviction phase (its insertions follow once every eviction is done).
+    fn start_evicting(&mut self, now: Nanos, sends: &mut Vec<Send>) {
         self.phase = Phase::Evicting;
         self.remaining = self.evictions.len();
         let switches: Vec<u16> = self.evictions.iter().map(|e| e.0).collect();
@@ -1102,15 +1107,7 @@ impl Refresher {
         for &(switch, key, slot, _, _) in &self.insertions {
             self.log.push(PlacementRecord::Begin { switch, key, slot, insert: true });
         }
-        self.phase = Phase::Evicting;
-        self.remaining = self.evictions.len();
-        let switches: Vec<u16> = self.evictions.iter().map(|e| e.0).collect();
-        self.schedule_moves(&switches);
-        if self.evictions.is_empty() {
-            self.remaining = 1;
-            self.finish_job(now, sends);
-        }
-        self.pump(now, sends);
+        self.start_evicting(now, sends);
     }
 
     fn start_insertions(&mut self, now: Nanos, sends: &mut Vec<Send>) {
