@@ -582,6 +582,12 @@ impl Query {
             // Progress: the next resend waits `timeout_ns` again.
             self.resends = 0;
         }
+        if members & (1 << from) == 0 && (parts.wp | parts.wb) & !members != 0 {
+            // A removed server's state no longer counts (it may have been cut off, not
+            // crashed, and still answers): under the rule for removed participants only the
+            // members' answers do.
+            return None;
+        }
         match (msg, self.decided) {
             (MsgType::QueryReply, None) => {
                 self.answered |= 1 << from;
@@ -1897,8 +1903,15 @@ impl Server {
         let primary = |k: u64| map.primary_of(shard_of(k)) == me;
         let backup = |k: u64| map.backup_of(shard_of(k)) == Some(me);
         // The client's map must agree with ours about every shard it hands us
-        // ([`crate::config`]); else the attempt fails here.
-        let agreed = writes.iter().all(|i| primary(i.key) || backup(i.key)) && reads.iter().all(|i| primary(i.key));
+        // ([`crate::config`]); else the attempt fails here. The roles it gives us (write
+        // primary, write backup) must be ours for every write item, and every role it gives us
+        // must have an item: a client whose map made us the primary of a shard we still only
+        // back up would otherwise have us lock nothing and answer for writes never installed.
+        let (as_primary, as_backup) = (d.wp & (1 << me) != 0, d.wb & (1 << me) != 0);
+        let agreed = writes.iter().all(|i| (primary(i.key) && as_primary) || (backup(i.key) && as_backup))
+            && (!as_primary || writes.iter().any(|i| primary(i.key)))
+            && (!as_backup || writes.iter().any(|i| backup(i.key)))
+            && reads.iter().all(|i| primary(i.key));
         part.writes = writes.iter().filter(|i| primary(i.key)).map(|i| (i.key, i.value)).collect();
         part.redo =
             writes.iter().filter(|i| backup(i.key) && d.wb & (1 << me) != 0).map(|i| (i.key, i.value)).collect();
@@ -2298,11 +2311,14 @@ impl Server {
             members: logged.3,
             undecided: undecided.clone(),
         });
-        // Attempts of a removed client are resolved by every participant holding a part of
-        // them (the same rule under the same map decides the same).
+        // Attempts of a removed client are resolved by every member holding a part of them
+        // (the same rule under the same map decides the same); a removed server resolves
+        // nothing for others (its answers no longer count either).
+        let member = self.map.is_member(self.cfg.id);
         let orphans: Vec<(u16, u32)> = self
             .parts
             .iter()
+            .filter(|_| member)
             .filter(|(_, p)| removed & (1 << p.client) != 0 && !p.aborted && (!p.locked.is_empty() || p.replicated))
             .map(|(&slot, p)| (slot, p.attempt))
             .collect();
