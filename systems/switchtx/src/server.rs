@@ -2735,6 +2735,66 @@ mod tests {
         assert_ne!(draws(3), draws(4), "threads seeded apart draw apart");
     }
 
+    /// Writes on servers 1 and 2 (primaries), backed up on 2 and 3; the client is server 0.
+    fn parts_1_2() -> Participants {
+        Participants { wp: 0b0110, wb: 0b1100, rp: 0b0110, client: 0 }
+    }
+
+    fn answer(q: &mut Query, from: u8, state: u8, members: u8) -> Option<Step> {
+        q.hear(MsgType::QueryReply, state, from, &parts_1_2(), members)
+    }
+
+    #[test]
+    fn with_every_participant_in_the_map_every_backup_decides() {
+        let all = 0xff;
+        let mut q = Query { asked: 0b1110, ..Query::default() };
+        assert_eq!(answer(&mut q, 2, answer::REPLICATED, all), None, "backup 3 not heard yet");
+        assert_eq!(answer(&mut q, 3, answer::REPLICATED, all), Some(Step::Decided(true)));
+        let mut q = Query { asked: 0b1110, ..Query::default() };
+        answer(&mut q, 2, answer::REPLICATED, all);
+        assert_eq!(answer(&mut q, 3, 0, all), Some(Step::Decided(false)), "a backup never applied it");
+        let mut q = Query { asked: 0b1110, ..Query::default() };
+        assert_eq!(answer(&mut q, 1, answer::INSTALLED, all), Some(Step::Decided(true)), "a primary installed");
+    }
+
+    #[test]
+    fn without_a_removed_backup_the_rule_needs_every_member_to_hold_its_part() {
+        // Server 3 (a backup) was removed: its answer never comes and no longer counts.
+        let members: u8 = !(1 << 3);
+        let held = answer::PREPARED;
+        let mut q = Query { asked: 0b1110, ..Query::default() };
+        assert_eq!(answer(&mut q, 1, held, members), None);
+        assert_eq!(answer(&mut q, 2, held | answer::REPLICATED, members), Some(Step::Decided(true)));
+        // No backup applied its redo record: validation may not have passed.
+        let mut q = Query { asked: 0b1110, ..Query::default() };
+        answer(&mut q, 1, held, members);
+        assert_eq!(answer(&mut q, 2, held, members), Some(Step::Decided(false)));
+        // A member that carried out an abort decides it at once.
+        let mut q = Query { asked: 0b1110, ..Query::default() };
+        assert_eq!(answer(&mut q, 1, answer::ABORTED, members), Some(Step::Decided(false)));
+        // The removed server's own answer is not counted.
+        let mut q = Query { asked: 0b1110, ..Query::default() };
+        assert_eq!(answer(&mut q, 3, answer::ABORTED, members), None);
+        assert_eq!(q.answered, 0);
+    }
+
+    #[test]
+    fn answers_under_another_map_do_not_count_and_a_new_map_starts_a_resolution_over() {
+        let all = 0xff;
+        let mut q = Query { asked: 0b1110, ..Query::default() };
+        assert_eq!(answer(&mut q, 2, answer::STALE_RESOLVER | answer::REPLICATED, all), None);
+        assert_eq!(answer(&mut q, 3, answer::BEHIND | answer::REPLICATED, all), None);
+        assert_eq!(q.answered, 0);
+        answer(&mut q, 2, answer::REPLICATED, all);
+        assert_eq!(answer(&mut q, 3, answer::REPLICATED, all), Some(Step::Decided(true)));
+        q.follow(1);
+        assert_eq!((q.decided, q.answered, q.epoch), (None, 0, 1), "a decision by the rule is taken again");
+        let mut certain =
+            Query { asked: 0b1110, decided: Some(false), certain: true, answered: 0b0110, ..Query::default() };
+        certain.follow(1);
+        assert_eq!((certain.decided, certain.answered), (Some(false), 0), "a known abort is only sent again");
+    }
+
     #[test]
     fn the_requery_interval_doubles_per_resend_and_caps_at_eight_timeouts() {
         let t = 20_000_000;
