@@ -1431,14 +1431,7 @@ impl Server {
             out.events.push(ServerEvent::Timeout);
         }
         let slot = self.cfg.slot(self.cfg.id, thread, lane);
-        let msg = if q.decided.is_some() { MsgType::Resolve } else { MsgType::Query };
-        for server in bits(q.asked & !q.answered) {
-            let mut d = Data::new(msg, slot, Self::tag(attempt), attempt, u64::from(self.map.epoch));
-            d.client = self.cfg.id;
-            d.thread = thread as u8;
-            d.wp = u8::from(q.decided == Some(true));
-            self.send(out, server, d.datagram(u16::from(self.cfg.id), u16::from(server)));
-        }
+        self.send_resolution(out, q.asked & !q.answered, (slot, attempt), (self.cfg.id, thread as u8), q.decided);
         let wait = requery_interval(self.cfg.timeout_ns, q.resends);
         out.timers.push((now + wait, ServerTimer::Timeout(thread, lane, attempt)));
     }
@@ -1477,14 +1470,29 @@ impl Server {
         txn.query = Some(Query { asked, decided: Some(false), certain: true, ..Query::default() });
         txn.committing = true;
         let attempt = txn.attempt;
-        for server in bits(asked) {
-            let mut r = Data::new(MsgType::Resolve, slot, Self::tag(attempt), attempt, u64::from(self.map.epoch));
-            r.client = me;
-            r.thread = thread as u8;
-            self.send(out, server, r.datagram(u16::from(me), u16::from(server)));
-        }
+        self.send_resolution(out, asked, (slot, attempt), (me, thread as u8), Some(false));
         if self.cfg.timeout_ns > 0 {
             out.timers.push((now + self.cfg.timeout_ns, ServerTimer::Timeout(thread, lane, attempt)));
+        }
+    }
+
+    /// Sends a resolution's query (`decided` None) or its decision to each server of
+    /// `servers`, about (slot, attempt) of the lane of (client, thread), under this server's
+    /// shard map: the one message a client, a restarted client and a participant resolving an
+    /// attempt itself all send.
+    fn send_resolution(
+        &self,
+        out: &mut HostOutbox<Self>,
+        servers: u8,
+        (slot, attempt): (u16, u32),
+        (client, thread): (u8, u8),
+        decided: Option<bool>,
+    ) {
+        let msg = if decided.is_some() { MsgType::Resolve } else { MsgType::Query };
+        for server in bits(servers) {
+            let mut d = Data::new(msg, slot, Self::tag(attempt), attempt, u64::from(self.map.epoch));
+            (d.client, d.thread, d.wp) = (client, thread, u8::from(decided == Some(true)));
+            self.send(out, server, d.datagram(u16::from(self.cfg.id), u16::from(server)));
         }
     }
 
@@ -1507,13 +1515,7 @@ impl Server {
             None => {}
             Some(Step::Decided(commit)) => {
                 let asked = q.asked;
-                for server in bits(asked) {
-                    let mut r = Data::new(MsgType::Resolve, d.slot, d.tag, d.attempt, u64::from(self.map.epoch));
-                    r.client = self.cfg.id;
-                    r.thread = thread as u8;
-                    r.wp = u8::from(commit);
-                    self.send(out, server, r.datagram(u16::from(self.cfg.id), u16::from(server)));
-                }
+                self.send_resolution(out, asked, (d.slot, d.attempt), (self.cfg.id, thread as u8), Some(commit));
             }
             Some(Step::Done(true)) => self.committed(now, thread, lane, out),
             Some(Step::Done(false)) => {
@@ -2449,12 +2451,7 @@ impl Server {
         q.follow(self.map.epoch);
         let sent = *q;
         q.resends = q.resends.saturating_add(1);
-        let msg = if sent.decided.is_some() { MsgType::Resolve } else { MsgType::Query };
-        for server in bits(sent.asked & !sent.answered) {
-            let mut d = Data::new(msg, slot, Self::tag(attempt), attempt, u64::from(self.map.epoch));
-            (d.client, d.thread, d.wp) = (client, thread, u8::from(sent.decided == Some(true)));
-            self.send(out, server, d.datagram(u16::from(self.cfg.id), u16::from(server)));
-        }
+        self.send_resolution(out, sent.asked & !sent.answered, (slot, attempt), (client, thread), sent.decided);
         out.timers
             .push((now + requery_interval(self.cfg.timeout_ns, sent.resends), ServerTimer::Recover(slot, attempt)));
     }
@@ -2483,11 +2480,8 @@ impl Server {
         match q.hear(d.msg, d.wp, from, &parts, self.map.members) {
             None => {}
             Some(Step::Decided(commit)) => {
-                for server in bits(q.asked) {
-                    let mut r = Data::new(MsgType::Resolve, d.slot, d.tag, d.attempt, u64::from(self.map.epoch));
-                    (r.client, r.thread, r.wp) = (client, thread, u8::from(commit));
-                    self.send(out, server, r.datagram(u16::from(self.cfg.id), u16::from(server)));
-                }
+                let asked = q.asked;
+                self.send_resolution(out, asked, (d.slot, d.attempt), (client, thread), Some(commit));
             }
             Some(Step::Done(_)) => {
                 self.recoveries.remove(&key);
@@ -2583,12 +2577,11 @@ impl Host for Server {
             let first = (0..threads).find(|t| q.header.mask.get() & (1 << (self.cfg.id * threads + t)) != 0);
             return first.map_or(Route::AnyCore, |t| Route::Core(u16::from(t)));
         }
-        if self.cfg.lease_ns > 0 {
-            if let Ok((_, Message::Data(d))) = Message::open(bytes) {
-                if matches!(d.msg, MsgType::Lease | MsgType::Grant) {
-                    return Route::Core(self.cfg.threads);
-                }
-            }
+        let msg_byte = bytes.get(pisadb_wire::FRAME_BYTES).copied();
+        if self.cfg.lease_ns > 0
+            && matches!(msg_byte, Some(b) if b == MsgType::Lease as u8 || b == MsgType::Grant as u8)
+        {
+            return Route::Core(self.cfg.threads);
         }
         match thread_of(bytes) {
             Some(t) if t < self.cfg.threads => Route::Core(t),
