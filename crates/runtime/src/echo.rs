@@ -37,8 +37,7 @@ use crate::{write_json, RackConfig};
 use pisadb_core::{Nanos, TraceBytes, TraceHash};
 use pisadb_host::{DecodedLog, Host, HostOutbox, LogCodec, Route, Send};
 use pisadb_net::{LinkParams, Topology};
-use pisadb_switch::registers::PassContext;
-use pisadb_switch::{PassDecision, Program, ProgramSpec, Reject, Switch, SwitchProfile};
+use pisadb_switch::{Switch, SwitchProfile};
 use pisadb_wire::{Frame, Kind, FRAME_BYTES};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -301,41 +300,9 @@ impl Host for EchoHost {
     }
 }
 
-/// A switch program that runs nothing: every datagram an echo rack sends is plain traffic,
-/// forwarded by the pipeline itself; anything else is refused.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Forwarder;
-
-impl Program for Forwarder {
-    type Packet = ();
-
-    fn spec(&self) -> ProgramSpec {
-        ProgramSpec {
-            name: "forwarder".into(),
-            arrays: Vec::new(),
-            reserve_fast_recirc_port: false,
-            tables: Vec::new(),
-        }
-    }
-
-    fn kind(&self) -> Kind {
-        Kind::Forward
-    }
-
-    fn admit(&self, frame: &Frame, _payload: &[u8]) -> Result<(), Reject> {
-        Err(Reject::rule("no_program", format!("the forwarding switch runs no {:?} program", frame.kind)))
-    }
-
-    fn execute_pass(&mut self, _ctx: &mut PassContext<'_>, _packet: &mut ()) -> PassDecision {
-        PassDecision::Drop("no_program")
-    }
-
-    fn encode(&self, _packet: &(), _out: &mut Vec<u8>) {}
-
-    fn wire_bytes(&self, _packet: &()) -> usize {
-        FRAME_BYTES
-    }
-}
+/// The echo rack's switches run the switch crate's [`Forwarder`]: every datagram an echo rack
+/// sends is plain traffic, forwarded by the pipeline itself.
+pub use pisadb_switch::Forwarder;
 
 /// What an echo host process reports when it stops (`report.json` in its data directory).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -12,34 +12,8 @@ use pisadb_core::{Nanos, TraceBytes, TraceHash};
 use pisadb_host::{Host, HostOutbox, Route, Send};
 use pisadb_net::{LinkParams, Topology};
 use pisadb_sim::World;
-use pisadb_switch::registers::PassContext;
-use pisadb_switch::{PassDecision, Program, ProgramSpec, Reject, Switch, SwitchProfile};
+use pisadb_switch::{Forwarder, Switch, SwitchProfile};
 use pisadb_wire::{Frame, Kind};
-
-/// A program with no packets of its own: plain datagrams are forwarded by the pipeline.
-#[derive(Clone, Debug, Default)]
-struct ForwardOnly;
-
-impl Program for ForwardOnly {
-    type Packet = ();
-
-    fn spec(&self) -> ProgramSpec {
-        ProgramSpec { name: "forward".into(), arrays: vec![], reserve_fast_recirc_port: false, tables: vec![] }
-    }
-    fn kind(&self) -> Kind {
-        Kind::P4dbTxn
-    }
-    fn admit(&self, frame: &Frame, _payload: &[u8]) -> Result<(), Reject> {
-        Err(Reject::rule("no_program_packets", format!("{:?}", frame.kind)))
-    }
-    fn execute_pass(&mut self, _ctx: &mut PassContext<'_>, _packet: &mut ()) -> PassDecision {
-        PassDecision::Drop("no_program_packets")
-    }
-    fn encode(&self, _packet: &(), _out: &mut Vec<u8>) {}
-    fn wire_bytes(&self, _packet: &()) -> usize {
-        0
-    }
-}
 
 /// The sender's one timer: send burst `n`.
 #[derive(Clone, Copy, Debug)]
@@ -139,7 +113,7 @@ fn run_with_timers(
     let marks = timers.into_iter().map(|at| (at, Vec::new())).collect();
     let hosts = vec![node(bursts, 1, 0, false), node(marks, cores, 10_000, sorts)];
     let topology = Topology::rack(2, &LinkParams::ten_gbe());
-    let switch = Switch::new(SwitchProfile::tofino1(), ForwardOnly).expect("fits");
+    let switch = Switch::new(SwitchProfile::tofino1(), Forwarder).expect("fits");
     let mut world = World::new(topology, hosts, vec![switch], ()).expect("a valid world");
     world.run(0, 2_000_000, 100_000).expect("runs");
     (world.hosts()[1].handled.clone(), world.trace_hash())

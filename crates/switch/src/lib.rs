@@ -46,6 +46,6 @@ pub use pipeline::{Switch, SwitchStats, Transmit};
 pub use ports::{Port, PortError};
 pub use profile::SwitchProfile;
 pub use program::{
-    LoadError, Output, PassDecision, Program, ProgramSpec, Recirc, RegisterArraySpec, Reject, TableSpec,
+    Forwarder, LoadError, Output, PassDecision, Program, ProgramSpec, Recirc, RegisterArraySpec, Reject, TableSpec,
 };
 pub use tables::{TableError, TableFile};

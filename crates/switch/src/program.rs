@@ -554,3 +554,39 @@ pub fn stage_map(arrays: impl IntoIterator<Item = (u8, u8)>) -> [u8; 256] {
     }
     stage_of
 }
+
+/// A switch program that runs nothing: plain traffic ([`Kind::Forward`]) is forwarded by the
+/// pipeline itself, anything else is refused. For racks and tests whose switches only route.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Forwarder;
+
+impl Program for Forwarder {
+    type Packet = ();
+
+    fn spec(&self) -> ProgramSpec {
+        ProgramSpec {
+            name: "forwarder".into(),
+            arrays: Vec::new(),
+            reserve_fast_recirc_port: false,
+            tables: Vec::new(),
+        }
+    }
+
+    fn kind(&self) -> Kind {
+        Kind::Forward
+    }
+
+    fn admit(&self, frame: &Frame, _payload: &[u8]) -> Result<(), Reject> {
+        Err(Reject::rule("no_program", format!("the forwarding switch runs no {:?} program", frame.kind)))
+    }
+
+    fn execute_pass(&mut self, _ctx: &mut PassContext<'_>, _packet: &mut ()) -> PassDecision {
+        PassDecision::Drop("no_program")
+    }
+
+    fn encode(&self, _packet: &(), _out: &mut Vec<u8>) {}
+
+    fn wire_bytes(&self, _packet: &()) -> usize {
+        pisadb_wire::FRAME_BYTES
+    }
+}
