@@ -987,14 +987,15 @@ fn the_liveness_check_finds_a_promoted_backup_that_never_resolves() {
 }
 
 /// A finding, not a flaw we put in: SwitchTx's backup carries out a scattered `fail` by
-/// releasing and marking the attempt aborted (`Server::down`), but does not roll back a redo
-/// record it already applied. That happens when another participant refuses its prepare after
-/// the validate phase (here: A's backup, promoted over a cut-off primary, refuses a prepare
-/// whose roles its new map no longer gives it, after B's backup applied its redo record). B's
-/// backup copy then holds the write of an aborted attempt, unlocked; a later promotion of B's
-/// backup (`Server::take_over` skips aborted parts) would serve it as committed data. This test
-/// pins what the model finds; when the server rolls back on `fail`, model that (`receive`,
-/// `FAIL`) and turn this into a property that holds.
+/// releasing and marking the attempt aborted (`server/participant.rs` on main, a
+/// coordinator's `fail`), but does not roll back a redo record it already applied. That
+/// happens when another participant refuses its prepare after the validate phase (here: A's
+/// backup, promoted over a cut-off primary, refuses a prepare whose roles its new map no
+/// longer gives it, after B's backup applied its redo record). B's backup copy then holds the
+/// write of an aborted attempt, unlocked; a later promotion of B's backup (the take-over skips
+/// aborted parts) would serve it as committed data. This test pins what the model finds; when
+/// the server rolls back on `fail`, model that (`receive`, `FAIL`) and turn this into a
+/// property that holds.
 #[test]
 fn finding_a_fail_after_a_backup_applied_leaves_the_aborted_write_in_its_copy() {
     struct BackupCopies(ResolutionModel);
