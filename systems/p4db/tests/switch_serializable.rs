@@ -11,9 +11,9 @@
 mod common;
 
 use pisadb_core::{AccOut, Op, OpKind, SerialStore, TupleKey, Txn};
-use pisadb_layout::{random, Layout};
 use pisadb_p4db::programs::p4db::{FineLocks, P4dbConfig, P4dbEngine, RecirculationModel};
 use pisadb_p4db::wire::p4db::TxnPacket;
+use pisadb_p4db_layout::{random, Layout};
 use pisadb_switch::{Switch, SwitchProfile};
 use pisadb_wire::{Frame, Kind, SWITCH_ID};
 use proptest::prelude::*;

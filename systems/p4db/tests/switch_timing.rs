@@ -3,12 +3,12 @@
 mod common;
 
 use pisadb_core::{Op, OpKind, TupleKey, Txn};
-use pisadb_layout::random;
 use pisadb_p4db::programs::p4db::{FineLocks, P4dbConfig, P4dbEngine, RecirculationModel};
+use pisadb_p4db_layout::random;
 use pisadb_switch::{Switch, SwitchProfile};
 use pisadb_wire::{Frame, Kind, SWITCH_ID};
 
-fn switch_with(profile: SwitchProfile) -> (Switch<P4dbEngine>, pisadb_layout::Layout, P4dbEngine) {
+fn switch_with(profile: SwitchProfile) -> (Switch<P4dbEngine>, pisadb_p4db_layout::Layout, P4dbEngine) {
     let cfg = P4dbConfig {
         first_data_stage: 1,
         data_stages: 4,
@@ -28,7 +28,7 @@ fn switch_with(profile: SwitchProfile) -> (Switch<P4dbEngine>, pisadb_layout::La
     (switch, layout, engine)
 }
 
-fn datagram(engine: &P4dbEngine, layout: &pisadb_layout::Layout, txn: &Txn, id: u64, from: u16) -> Vec<u8> {
+fn datagram(engine: &P4dbEngine, layout: &pisadb_p4db_layout::Layout, txn: &Txn, id: u64, from: u16) -> Vec<u8> {
     let (pkt, _) = engine.packet_for(txn, layout, id).unwrap();
     let mut bytes = Vec::new();
     Frame { kind: Kind::P4dbTxn, src: from, dst: SWITCH_ID }.encode(&mut bytes);

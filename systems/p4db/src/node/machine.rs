@@ -55,7 +55,7 @@ use pisadb_engine::store::Store;
 use pisadb_engine::twopc::{Decisions, Origin, Participant};
 use pisadb_engine::worker::{Backoff, Workers};
 use pisadb_host::{Host, Route, Send};
-use pisadb_layout::Layout;
+use pisadb_p4db_layout::Layout;
 use pisadb_wire::node::NodeMsg;
 use pisadb_wire::{Frame, Kind, SWITCH_ID};
 use pisadb_workload::Workload;

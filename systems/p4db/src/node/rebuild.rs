@@ -374,7 +374,7 @@ mod tests {
     use super::*;
     use crate::programs::p4db::P4dbConfig;
     use pisadb_core::{Op, OpKind, TupleKey, Txn};
-    use pisadb_layout::Layout;
+    use pisadb_p4db_layout::Layout;
     use pisadb_switch::SwitchProfile;
 
     const X: TupleKey = TupleKey::new(0, 0);
@@ -384,7 +384,7 @@ mod tests {
     fn fresh_switch() -> (Switch<P4dbEngine>, Layout) {
         let profile = SwitchProfile::tofino1();
         let cfg = P4dbConfig::for_profile(&profile);
-        let layout = pisadb_layout::random(&[X, Y], &cfg.layout_target(&profile), 7);
+        let layout = pisadb_p4db_layout::random(&[X, Y], &cfg.layout_target(&profile), 7);
         let mut switch = Switch::new(profile, P4dbEngine::new(cfg)).expect("loads");
         (0..3).for_each(|n| switch.attach(n));
         (switch, layout)

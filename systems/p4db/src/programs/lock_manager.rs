@@ -16,7 +16,7 @@
 
 use crate::wire::lock::{LockEntry, LockOp, LockPacket, MAX_ENTRIES};
 use pisadb_core::TupleKey;
-use pisadb_layout::{ArraySlot, Layout, LayoutTarget};
+use pisadb_p4db_layout::{ArraySlot, Layout, LayoutTarget};
 use pisadb_switch::alu::{Branch, CmpOp, Combine, Comparison, Expr, RegisterAction};
 use pisadb_switch::profile::SwitchProfile;
 use pisadb_switch::program::{PassDecision, Program, ProgramSpec, Recirc, RegisterArraySpec, Reject};

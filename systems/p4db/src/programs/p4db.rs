@@ -89,7 +89,7 @@
 
 use crate::wire::p4db::{Instruction, LockPair, TxnPacket, INSTRUCTION_BYTES, MAX_INSTRUCTIONS};
 use pisadb_core::{AccOut, OpKind, TupleKey, Txn, RESTOCK_AMOUNT, RESTOCK_THRESHOLD};
-use pisadb_layout::{plan_passes, ArraySlot, Layout, LayoutTarget};
+use pisadb_p4db_layout::{plan_passes, ArraySlot, Layout, LayoutTarget};
 use pisadb_switch::alu::{Branch, CmpOp, Combine, Comparison, Expr, RegisterAction};
 use pisadb_switch::profile::SwitchProfile;
 use pisadb_switch::program::{PassDecision, Program, ProgramSpec, Recirc, RegisterArraySpec, Reject};
