@@ -56,7 +56,7 @@ use crate::programs::p4db::{Answer, P4dbEngine};
 use crate::wire::p4db::TxnPacket;
 use pisadb_core::Nanos;
 use pisadb_switch::Switch;
-use pisadb_wire::{Frame, Kind, SWITCH_ID};
+use pisadb_wire::{Frame, SWITCH_ID};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// How many holes below a failing transaction the search tries.
@@ -340,7 +340,7 @@ fn run_alone(
     packet: &TxnPacket,
 ) -> Result<TxnPacket, String> {
     let mut bytes = Vec::with_capacity(packet.encoded_len() + pisadb_wire::FRAME_BYTES);
-    Frame { kind: Kind::P4dbTxn, src: node, dst: SWITCH_ID }.encode(&mut bytes);
+    Frame { kind: crate::wire::TXN_KIND, src: node, dst: SWITCH_ID }.encode(&mut bytes);
     packet.encode(&mut bytes);
     switch.handle_datagram(*now, node, &bytes);
     let mut answer = None;

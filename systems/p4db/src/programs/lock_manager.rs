@@ -157,11 +157,11 @@ impl Program for LockManager {
     }
 
     fn kind(&self) -> Kind {
-        Kind::Lock
+        crate::wire::LOCK_KIND
     }
 
     fn admit(&self, frame: &Frame, payload: &[u8]) -> Result<LockFlight, Reject> {
-        if frame.kind != Kind::Lock || frame.dst != SWITCH_ID {
+        if frame.kind != crate::wire::LOCK_KIND || frame.dst != SWITCH_ID {
             return Err(Reject::rule("not_for_lock_manager", format!("{:?} to node {}", frame.kind, frame.dst)));
         }
         let pkt = LockPacket::decode(payload)?;

@@ -693,11 +693,11 @@ impl Program for P4dbEngine {
     }
 
     fn kind(&self) -> Kind {
-        Kind::P4dbTxn
+        crate::wire::TXN_KIND
     }
 
     fn admit(&self, frame: &Frame, payload: &[u8]) -> Result<P4dbPacket, Reject> {
-        if frame.kind != Kind::P4dbTxn || frame.dst != SWITCH_ID {
+        if frame.kind != crate::wire::TXN_KIND || frame.dst != SWITCH_ID {
             return Err(Reject::rule("not_for_p4db", format!("{:?} to node {}", frame.kind, frame.dst)));
         }
         let mut txn = TxnPacket::decode(payload)?;
