@@ -154,9 +154,11 @@ pub fn open_log<R: LogCodec>(durable: bool, dir: &Path, name: &str) -> Result<(O
         return Ok((None, Vec::new()));
     }
     let opened = WalFile::open(dir)?;
-    if let Some((why, bytes)) = &opened.torn_tail {
+    if let Some((why, bytes, aside)) = &opened.torn_tail {
         eprintln!(
-            "{name}: the log ended in a torn record ({why}, {bytes} bytes): cut off, as a crash mid-write leaves it"
+            "{name}: the log ended in a torn record ({why}, {bytes} bytes), as a crash mid-write leaves it: \
+             cut off, its bytes kept in {}",
+            aside.display()
         );
     }
     Ok((Some(opened.wal), opened.records))

@@ -673,7 +673,7 @@ mod tests {
     #[test]
     fn a_node_record_log_reads_back_and_cuts_a_torn_tail() {
         use crate::wire::{Message, Op, OpType, Status};
-        use pisadb_host::LogCodec;
+        use pisadb_runtime::framed_log;
         let msg = |ts| Message {
             ts,
             status: Status::Committed,
@@ -682,12 +682,12 @@ mod tests {
             ops: vec![Op { op_type: OpType::Write, flags: 0, key: 3, value: value_of(3, u64::from(ts)) }],
         };
         let mut bytes = Vec::new();
-        NodeRecord::Prepared(msg(5)).append_to(&mut bytes);
-        NodeRecord::Outcome(msg(5)).append_to(&mut bytes);
+        framed_log::append(&NodeRecord::Prepared(msg(5)), &mut bytes);
+        framed_log::append(&NodeRecord::Outcome(msg(5)), &mut bytes);
         let whole = bytes.len();
-        NodeRecord::Outcome(msg(6)).append_to(&mut bytes);
+        framed_log::append(&NodeRecord::Outcome(msg(6)), &mut bytes);
         bytes.truncate(bytes.len() - 4);
-        let log = NodeRecord::read_log(&bytes).unwrap();
+        let log = framed_log::read::<NodeRecord>(&bytes).unwrap();
         assert_eq!(log.records, vec![NodeRecord::Prepared(msg(5)), NodeRecord::Outcome(msg(5))]);
         assert_eq!((log.valid_bytes, log.torn_tail.is_some()), (whole, true));
     }
