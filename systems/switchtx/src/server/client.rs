@@ -283,14 +283,14 @@ impl Clients {
     }
 
     /// Eris: a shard's reply reaches the client.
-    pub fn eris_reply(&mut self, now: Nanos, d: &Data, sh: &Shared, p: &mut Participant, out: &mut Out) {
+    pub fn eris_reply(&mut self, now: Nanos, d: &Data, sh: &Shared, out: &mut Out) {
         let Some((thread, lane, txn)) = self.current(sh, d.slot, d.attempt) else { return };
         txn.shards &= !(1u64 << d.coord);
         for item in &d.items {
             txn.reads.insert(item.key, (item.value, item.version));
         }
         if txn.shards == 0 {
-            self.committed(now, thread, lane, sh, p, out);
+            self.committed(now, thread, lane, sh, None, out);
         }
     }
 
@@ -311,7 +311,7 @@ impl Clients {
             return self.retry(now, thread, lane, sh, out);
         }
         if txn.awaiting == 0 && txn.read_only {
-            self.committed(now, thread, lane, sh, p, out);
+            self.committed(now, thread, lane, sh, Some(p), out);
         } else if txn.awaiting == 0 {
             self.commit(now, thread, lane, sh, out);
         }
@@ -482,7 +482,7 @@ impl Clients {
                 let asked = q.asked;
                 sh.send_resolution(out, asked, (d.slot, d.attempt), (sh.me(), thread as u8), Some(commit));
             }
-            Some(Step::Done(true)) => self.committed(now, thread, lane, sh, p, out),
+            Some(Step::Done(true)) => self.committed(now, thread, lane, sh, Some(p), out),
             Some(Step::Done(false)) => {
                 out.events.push(ServerEvent::Aborted(AbortReason::Timeout));
                 self.retry_later(now, thread, lane, sh, out);
@@ -565,10 +565,20 @@ impl Clients {
         self.execute(now, thread, lane, sh, out);
     }
 
-    fn committed(&mut self, now: Nanos, thread: u16, lane: u8, sh: &Shared, p: &mut Participant, out: &mut Out) {
+    /// A lane's transaction committed: counted, logged, reported; the lane takes the next.
+    /// `participant`: this server's, if it has one (an Eris server has none).
+    fn committed(
+        &mut self,
+        now: Nanos,
+        thread: u16,
+        lane: u8,
+        sh: &Shared,
+        participant: Option<&mut Participant>,
+        out: &mut Out,
+    ) {
         let Some(txn) = self.lanes.take(thread, u16::from(lane)) else { return };
         let slot = sh.cfg.slot(sh.me(), thread, lane);
-        if p.part(slot, txn.attempt).is_some() {
+        if let Some(p) = participant.filter(|p| p.part(slot, txn.attempt).is_some()) {
             // This server may hold the attempt's redo records as a promoted primary, and no
             // one else will tell it the outcome.
             p.unlock_promoted(slot, true, sh, out);
@@ -621,7 +631,7 @@ impl Clients {
         let msg = c.msg_type();
         if down || coord != Coordination::Client {
             match msg {
-                MsgType::CommitOk => self.committed(now, thread, lane, sh, p, out),
+                MsgType::CommitOk => self.committed(now, thread, lane, sh, Some(p), out),
                 MsgType::Fail => {
                     out.events.push(ServerEvent::Aborted(AbortReason::Fail));
                     self.retry(now, thread, lane, sh, out);

@@ -8,10 +8,11 @@
 //! server's shards: each runs the transactions it receives in sequence order, waiting on gaps,
 //! and answers the client with what it read. There is no replication and no recovery from loss
 //! (the baseline's own are not built; it is not among the fuzz cases).
+//!
+//! The host that runs them is `ErisServer` (beside this module).
 
 use super::events::ServerEvent;
-use super::shared::Out;
-use super::shared::Shared;
+use super::shared::{Out, Shared};
 use super::store::Store;
 use crate::keys::shard_of;
 use crate::wire::{Data, Item, MsgType, Sequenced, SequencedHeader, SEQUENCED_BYTES};

@@ -15,7 +15,7 @@ use crate::tree::{Coordination, Participants};
 use crate::wal::WalRecord;
 use crate::wire::{class_of, Control, Data, MsgType, FLAG_RETRY};
 use pisadb_core::Nanos;
-use pisadb_host::Send;
+use pisadb_host::{Route, Send};
 
 /// What a handler of any piece of a server appends to: sends, timers, log records, events and
 /// CPU time (the driver's outbox for the server host).
@@ -134,6 +134,16 @@ impl Shared {
         }
     }
 
+    /// The core a datagram is handled on: the client thread it names (messages of a
+    /// transaction run on the thread of its client's thread number, as the paper's per-thread
+    /// queue pairs and UDP ports steer them), else any.
+    pub fn route_to_thread(&self, bytes: &[u8]) -> Route {
+        match thread_of(bytes) {
+            Some(t) if t < self.cfg.threads => Route::Core(t),
+            _ => Route::AnyCore,
+        }
+    }
+
     /// Sends a resolution's query (`decided` None) or its decision to each server of
     /// `servers`, about (slot, attempt) of the lane of (client, thread), under this server's
     /// shard map: the one message a client, a restarted client and a participant resolving an
@@ -152,5 +162,31 @@ impl Shared {
             (d.client, d.thread, d.wp) = (client, thread, u8::from(decided == Some(true)));
             self.send(out, server, d.datagram(u16::from(self.cfg.id), u16::from(server)));
         }
+    }
+}
+
+/// The client thread a datagram names (its handler's core).
+fn thread_of(bytes: &[u8]) -> Option<u16> {
+    let payload = bytes.get(pisadb_wire::FRAME_BYTES..)?;
+    // Control: msg, flags, slot (2), tag (2), client, thread; data: msg, slot, tag, attempt
+    // (4), txn (8), client, thread.
+    let at = if MsgType::is_control_byte(*payload.first()?) { 7 } else { 18 };
+    payload.get(at).map(|&t| u16::from(t))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_message_is_routed_to_the_thread_it_names() {
+        let mut c = Control::new(MsgType::LockOk, 1, 1, 1, 1);
+        c.thread = 17;
+        c.class = 2;
+        c.sender = 5;
+        assert_eq!(thread_of(&c.datagram(0, 1)), Some(17));
+        let mut d = Data::new(MsgType::Prepare, 1, 1, 1, 1);
+        d.thread = 13;
+        assert_eq!(thread_of(&d.datagram(0, 1)), Some(13));
     }
 }
