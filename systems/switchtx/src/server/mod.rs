@@ -19,9 +19,9 @@
 //! | [`manager`] | [`Manager`] | | the configuration manager (leases), on the last server |
 //! | [`eris`] | [`Executor`] | | the Eris baseline's shards (in its own host, [`eris_server`]) |
 //!
-//! beside [`settings`] (the server's configuration and slots) and [`events`] (its timers,
-//! events and outbox). The workload's draws are [`crate::workload`]'s, the log records
-//! [`crate::wal`]'s.
+//! beside [`settings`] (the server's configuration and slots) and [`events`] (its timers and
+//! events; the outbox every piece writes to is [`Out`]). The workload's draws are
+//! [`crate::workload`]'s, the log records [`crate::wal`]'s.
 //!
 //! **Data.** Shard `i` lives on server `i`; its backup on server `i + 1 mod n`. The
 //! coordinator is the switch tree (messages go to the sender's anchor, [`crate::tree`]), or, in
