@@ -28,6 +28,7 @@ use crate::rack::{
     control_plane, mode_of, Ledger, RackConfig, RackFigures, RackHost, RackObserver, CONTROLLER_HOST, STORE_HOST,
 };
 use crate::store::Store;
+use pisadb_harness::real::RealFlag;
 use pisadb_runtime::host_proc::{self, HostRun};
 use pisadb_runtime::supervisor::{free_ports, ConfigLaunch};
 use pisadb_runtime::switch_proc::{self, SwitchReport};
@@ -198,11 +199,64 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult, RuntimeError>
     let final_value = hosts[usize::from(STORE_HOST)].final_value.unwrap_or(0);
     let mut ledger = Ledger::default();
     hosts.iter().for_each(|h| ledger.merge(h.ledger.clone()));
-    let mut failure = ledger.check(opts.spec.rack.clients, final_value).err();
-    if let Some(h) = hosts.iter().find(|h| !h.drained) {
-        failure.get_or_insert(format!("host {} left with work in flight", h.id));
-    }
+    // A host that left with work in flight explains what the ledger then lacks (a commit the
+    // store made whose reply its client never got is no protocol violation): it is said first.
+    let undrained = hosts.iter().find(|h| !h.drained).map(|h| format!("host {} left with work in flight", h.id));
+    let failure = undrained.or_else(|| ledger.check(opts.spec.rack.clients, final_value).err());
     Ok(ClusterResult { figures: hosts[0].figures.clone(), final_value, hosts, switch, failure })
+}
+
+/// Gotthard's real mode in the system contract ([`pisadb_harness::real`]).
+pub struct Real;
+
+/// Gotthard's [`Real`], for the binary's table of real modes.
+pub static REAL: Real = Real;
+
+/// The most clients the one client process runs: every client keeps a request in flight, and
+/// past this many the process cannot answer them all before their retransmission timers fire
+/// (assumed from runs on a 2-core machine; a larger rack needs a client host per thousand).
+pub const MAX_CLIENTS: u64 = 1024;
+
+impl pisadb_harness::real::RealMode for Real {
+    fn name(&self) -> &'static str {
+        SYSTEM
+    }
+
+    fn flags(&self) -> &'static [RealFlag] {
+        &[RealFlag::Loss, RealFlag::JitterUs, RealFlag::Set]
+    }
+
+    fn serve_switch(
+        &self,
+        config: &Path,
+        id: u16,
+        _recover_from: &[PathBuf],
+        _epoch: u16,
+        report: Option<&Path>,
+    ) -> Result<(), String> {
+        let cfg = RealConfig::load(config).map_err(|e| e.to_string())?;
+        serve_switch(&cfg, id, report).map(drop).map_err(|e| e.to_string())
+    }
+
+    fn serve_host(&self, config: &Path, id: u16, data_dir: &Path) -> Result<(), String> {
+        let cfg = RealConfig::load(config).map_err(|e| e.to_string())?;
+        serve_host(&cfg, id, data_dir).map(drop).map_err(|e| e.to_string())
+    }
+
+    fn processes(&self, _variant: &str, _settings: &serde_json::Value) -> Option<(u16, u16)> {
+        Some((HOSTS, 1))
+    }
+
+    fn check_settings(&self, _variant: &str, settings: &serde_json::Value) -> Result<(), String> {
+        match settings["clients"].as_u64() {
+            Some(n) if (1..=MAX_CLIENTS).contains(&n) => Ok(()),
+            n => Err(format!(
+                "--set clients={}: expected 1..={MAX_CLIENTS} (a run with no clients checks nothing; more than \
+                 the one client process can keep in flight)",
+                n.map_or("?".to_string(), |n| n.to_string())
+            )),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -36,6 +36,7 @@ use crate::rack::{
     group_rows, groups_equal_reference, hosts, overflow_shares, rack_switch, RackConfig, RackObserver, LOSS_ERROR,
 };
 use pisadb_core::Nanos;
+use pisadb_harness::real::RealFlag;
 use pisadb_olap::q20::{reference, AnswerRow};
 use pisadb_olap::tpch::{generate, Q20Data, Q20Params};
 use pisadb_runtime::host_proc::{self, HostRun};
@@ -308,5 +309,38 @@ fn judge(spec: &Spec, data: &Q20Data, hosts: Vec<HostReport>, switch: SwitchRepo
         hosts,
         switch,
         failure,
+    }
+}
+
+/// NetAccel's real mode in the system contract ([`pisadb_harness::real`]).
+pub struct Real;
+
+/// NetAccel's [`Real`], for the binary's table of real modes.
+pub static REAL: Real = Real;
+
+impl pisadb_harness::real::RealMode for Real {
+    fn name(&self) -> &'static str {
+        SYSTEM
+    }
+
+    fn flags(&self) -> &'static [RealFlag] {
+        &[RealFlag::Set, RealFlag::Own("--tuple-gap-ns")]
+    }
+
+    fn serve_switch(
+        &self,
+        config: &Path,
+        id: u16,
+        _recover_from: &[PathBuf],
+        _epoch: u16,
+        report: Option<&Path>,
+    ) -> Result<(), String> {
+        let cfg = RealConfig::load(config).map_err(|e| e.to_string())?;
+        serve_switch(&cfg, id, report).map(drop).map_err(|e| e.to_string())
+    }
+
+    fn serve_host(&self, config: &Path, id: u16, data_dir: &Path) -> Result<(), String> {
+        let cfg = RealConfig::load(config).map_err(|e| e.to_string())?;
+        serve_host(&cfg, id, data_dir).map(drop).map_err(|e| e.to_string())
     }
 }

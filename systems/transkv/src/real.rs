@@ -65,6 +65,7 @@ use crate::store::{NodeRecord, NodeStore, StorageNode};
 use crate::wire::{value_of, VALUE_BYTES};
 use pisadb_core::TupleKey;
 use pisadb_engine::{Storage, StorageError, Tuple};
+use pisadb_harness::real::RealFlag;
 use pisadb_net::LinkParams;
 use pisadb_runtime::host_proc::{self, HostRun};
 use pisadb_runtime::supervisor::{free_ports, ConfigLaunch, Crash};
@@ -630,6 +631,43 @@ fn judge(hosts: Vec<HostReport>, switches: Vec<SwitchReport>, caches: &[CacheRep
         hosts,
         killed: Vec::new(),
         failure,
+    }
+}
+
+/// TransKV's real mode in the system contract ([`pisadb_harness::real`]).
+pub struct Real;
+
+/// TransKV's [`Real`], for the binary's table of real modes.
+pub static REAL: Real = Real;
+
+impl pisadb_harness::real::RealMode for Real {
+    fn name(&self) -> &'static str {
+        SYSTEM
+    }
+
+    fn flags(&self) -> &'static [RealFlag] {
+        &[RealFlag::KillNode, RealFlag::Down, RealFlag::Set]
+    }
+
+    fn serve_switch(
+        &self,
+        config: &Path,
+        id: u16,
+        _recover_from: &[PathBuf],
+        _epoch: u16,
+        report: Option<&Path>,
+    ) -> Result<(), String> {
+        let cfg = RealConfig::load(config).map_err(|e| e.to_string())?;
+        serve_switch(&cfg, id, report).map(drop).map_err(|e| e.to_string())
+    }
+
+    fn serve_host(&self, config: &Path, id: u16, data_dir: &Path) -> Result<(), String> {
+        let cfg = RealConfig::load(config).map_err(|e| e.to_string())?;
+        serve_host(&cfg, id, data_dir).map(drop).map_err(|e| e.to_string())
+    }
+
+    fn processes(&self, _variant: &str, _settings: &serde_json::Value) -> Option<(u16, u16)> {
+        Some((CONTROLLER + 1, SWITCHES))
     }
 }
 

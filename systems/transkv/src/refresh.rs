@@ -799,7 +799,17 @@ impl Refresher {
 
     /// A restored controller's first work: the recovery evictions (as an epoch's eviction
     /// phase with no insertions), ending with the placement without their keys.
+    ///
+    /// Its epochs are numbered on from `now / epoch_ns`, above every epoch the controller
+    /// started before its crash: an epoch starts at least `epoch_ns` after the one before, so
+    /// epoch `k` started at or after `k × epoch_ns` of rack time. A storage node answers a
+    /// report for an epoch at or below the last it saw with that epoch's report again (a
+    /// resent request must get the same answer), so a restored controller counting from 1
+    /// again was handed its previous life's stale miss counts for every epoch up to where it
+    /// had been: it planned moves on them epoch after epoch and never went idle (the flaky
+    /// refresh-and-kill-the-controller real-mode test).
     fn start_recovery(&mut self, now: Nanos, sends: &mut Vec<Send>) {
+        self.epoch = self.epoch.max(u32::try_from(now / self.epoch_ns).unwrap_or(u32::MAX / 2));
         self.epoch_start_ns = now;
         let recovery = std::mem::take(&mut self.recovery);
         self.figures.recovered += recovery.len() as u64;
@@ -1211,6 +1221,34 @@ mod tests {
 
     fn entry(switch: &Switch<TransKvProgram>, key: u64) -> Option<u64> {
         switch.tables().get(CACHE_TABLE, key).unwrap()
+    }
+
+    /// The root cause of the flaky refresh-and-kill-the-controller real-mode test: a restored
+    /// controller numbered its epochs from 1 again, and a storage node answers a report for an
+    /// epoch at or below the last it saw with that old epoch's counts.
+    #[test]
+    fn a_restored_controller_numbers_its_epochs_above_every_epoch_before_its_crash() {
+        let epoch_ns: Nanos = 20_000_000;
+        let restart_ns = 50 * epoch_ns + 7;
+        let setup = Hierarchy::new(20_000, 8).unwrap();
+        let mut r = Refresher::restore(crate::layout::CONTROLLER, setup, &[], epoch_ns, 16);
+        let mut now = r.first_tick(restart_ns);
+        let mut reports = Vec::new();
+        for _ in 0..4 {
+            let mut sends = Vec::new();
+            let next = r.tick(now, &mut sends);
+            reports.extend(sends.iter().filter(|s| s.dst < crate::layout::NODES).filter_map(|s| {
+                let (_, payload) = Frame::decode(&s.bytes).ok()?;
+                Message::decode(payload).ok().filter(|m| m.status == Status::Report)
+            }));
+            if !reports.is_empty() {
+                break;
+            }
+            now = next.expect("a restored controller ticks");
+        }
+        assert!(!reports.is_empty(), "the first epoch after recovery asks the nodes for reports");
+        // Before the crash, at most 50 epochs can have started in 50 epoch lengths.
+        assert!(reports.iter().all(|m| m.seq > 50), "epochs {:?}", reports.iter().map(|m| m.seq).collect::<Vec<_>>());
     }
 
     #[test]
