@@ -6,7 +6,7 @@
 //! ## Pings and echoes
 //!
 //! Every host keeps `window` pings in flight, each from its own slot, to its peers in turn
-//! (every other host of the network). A ping is a plain [`Kind::Forward`] datagram whose
+//! (every other host of the network). A ping is a plain [`Kind::FORWARD`] datagram whose
 //! payload repeats its origin: `kind u8 | slot u16 | seq u32 | origin u16`. The peer checks
 //! that the frame's source is still the origin, answers with an echo to the frame's source,
 //! and the pinging host checks that the echo comes from the peer it pinged. A switch that
@@ -67,7 +67,7 @@ impl Default for EchoSpec {
     }
 }
 
-/// A ping or an echo, behind a [`Kind::Forward`] frame.
+/// A ping or an echo, behind a [`Kind::FORWARD`] frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Message {
     /// An echo (else a ping).
@@ -84,7 +84,7 @@ impl Message {
     /// The datagram `src -> dst` carrying this message.
     pub fn datagram(&self, src: u16, dst: u16) -> Vec<u8> {
         let mut bytes = Vec::with_capacity(FRAME_BYTES + MESSAGE_BYTES);
-        Frame { kind: Kind::Forward, src, dst }.encode(&mut bytes);
+        Frame { kind: Kind::FORWARD, src, dst }.encode(&mut bytes);
         bytes.push(if self.echo { ECHO } else { PING });
         bytes.extend_from_slice(&self.slot.to_le_bytes());
         bytes.extend_from_slice(&self.seq.to_le_bytes());
@@ -107,7 +107,7 @@ impl Message {
             seq: u32::from_le_bytes([p[3], p[4], p[5], p[6]]),
             origin: u16::from_le_bytes([p[7], p[8]]),
         };
-        (frame.kind == Kind::Forward).then_some((frame, message))
+        (frame.kind == Kind::FORWARD).then_some((frame, message))
     }
 }
 
@@ -472,7 +472,7 @@ mod tests {
         let t = switch.poll_transmit().expect("forwarded");
         assert_eq!((t.port, t.bytes), (Port::Switch(1), ping));
         let mut program = Vec::new();
-        Frame { kind: Kind::P4dbTxn, src: 0, dst: 5 }.encode(&mut program);
+        Frame { kind: Kind::new(2), src: 0, dst: 5 }.encode(&mut program);
         switch.handle_datagram(1, 0, &program);
         assert_eq!(switch.stats().rejected.get("no_program"), Some(&1));
     }

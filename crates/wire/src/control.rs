@@ -3,7 +3,7 @@
 //! On a Tofino the control plane (the switch's CPU running the driver) reads and writes
 //! register cells and installs match-table entries over PCIe, between packets. PisaDB gives a
 //! designated controller host the same powers over the wire: it sends a [`ControlMessage`]
-//! request in a [`crate::Kind::Control`] frame addressed to [`crate::SWITCH_ID`], and the switch
+//! request in a [`crate::Kind::CONTROL`] frame addressed to [`crate::SWITCH_ID`], and the switch
 //! answers with a reply that echoes the request and says how it went ([`ControlStatus`]).
 //!
 //! ## Addressing a switch by id, hop by hop

@@ -1,6 +1,6 @@
 //! Node-to-node messages: two-phase locking and two-phase commit between database nodes.
 //!
-//! They travel behind a [`crate::Frame`] of kind [`crate::Kind::Forward`]: the switch only
+//! They travel behind a [`crate::Frame`] of kind [`crate::Kind::FORWARD`]: the switch only
 //! forwards them. One message per datagram, a type byte first, integers little-endian, item
 //! counts bounded by [`MAX_ITEMS`] so decoding never allocates more than a few hundred bytes
 //! per item announced *and present* (counts are checked against the bytes left).

@@ -18,6 +18,11 @@
 
 use pisadb_wire::{DecodeError, Frame, Kind};
 
+/// The frame kind of every datagram this system sends: A Gotthard request or reply (client, switch, store).
+pub const KIND: Kind = Kind::new(5);
+/// Every frame kind this system declares (the binary's registry checks that no two systems collide).
+pub const KINDS: &[Kind] = &[KIND];
+
 /// At most this many ops in one message (the original's `GOTTHARD_MAX_OP`).
 pub const MAX_OPS: usize = 10;
 /// Bytes of the header after the frame.
@@ -173,7 +178,7 @@ impl Message {
     /// The datagram `src -> dst` carrying this message.
     pub fn datagram(&self, src: u16, dst: u16) -> Vec<u8> {
         let mut bytes = Vec::with_capacity(pisadb_wire::FRAME_BYTES + self.payload_bytes());
-        Frame { kind: Kind::Gotthard, src, dst }.encode(&mut bytes);
+        Frame { kind: KIND, src, dst }.encode(&mut bytes);
         self.encode(&mut bytes);
         bytes
     }
@@ -220,7 +225,7 @@ impl Message {
     /// Reads a whole datagram: a `Gotthard` frame and its message.
     pub fn open(bytes: &[u8]) -> Result<(Frame, Message), DecodeError> {
         let (frame, payload) = Frame::decode(bytes)?;
-        if frame.kind != Kind::Gotthard {
+        if frame.kind != KIND {
             return Err(DecodeError::WrongKind(frame.kind));
         }
         Ok((frame, Message::decode(payload)?))
@@ -243,7 +248,7 @@ mod tests {
             ops: vec![Op::value(1, -5), Op::write(1, 6), Op::read(3), Op::updated(4, i32::MAX)],
         };
         let (frame, back) = Message::open(&msg.datagram(1, 2)).unwrap();
-        assert_eq!((frame.src, frame.dst, frame.kind), (1, 2, Kind::Gotthard));
+        assert_eq!((frame.src, frame.dst, frame.kind), (1, 2, KIND));
         assert_eq!(back, msg);
     }
 

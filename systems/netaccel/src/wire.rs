@@ -30,7 +30,12 @@
 //! and up to [`MOTION_VALUES_MAX`] 32-bit values, `width` per row, in datagrams of at most
 //! 1,400 payload bytes.
 
-use pisadb_wire::DecodeError;
+use pisadb_wire::{DecodeError, Kind};
+
+/// The frame kind of every datagram this system sends: A NetAccel tuple, barrier, drained group or iterator (segments, switch, control plane).
+pub const KIND: Kind = Kind::new(6);
+/// Every frame kind this system declares (the binary's registry checks that no two systems collide).
+pub const KINDS: &[Kind] = &[KIND];
 
 /// Bytes of a [`Msg`].
 pub const MSG_BYTES: usize = 20;

@@ -12,6 +12,7 @@
 //! - [`tree`]: the racks, each transaction's coordination tree and its switch entries.
 //! - [`config`]: which server is primary and backup of each shard, leases, promotion.
 //! - [`admission`]: Listing 1's adaptive MPL.
+//! - [`costs`]: the CPU time a server charges, measured, as settings of a run.
 //! - [`server`]: the server host (store, backup, client and participant threads).
 //! - [`rack`]: the four-switch testbed on the simulator, its figures and end-of-run checks.
 //! - [`real`]: real mode: servers and switches as processes on loopback (`pisadb cluster`).
@@ -22,6 +23,7 @@
 
 pub mod admission;
 pub mod config;
+pub mod costs;
 pub mod experiments;
 pub mod fuzz;
 pub mod program;

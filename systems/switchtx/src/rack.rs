@@ -85,6 +85,10 @@ pub struct RackConfig {
     /// `durable`.
     #[serde(default)]
     pub lease_us: u64,
+    /// The CPU time a server charges ([`Costs`]; each field defaults to the measured figure,
+    /// and the measured ones are left out when the settings are written).
+    #[serde(default, skip_serializing_if = "Costs::is_measured")]
+    pub costs: Costs,
 }
 
 impl Default for RackConfig {
@@ -103,6 +107,7 @@ impl Default for RackConfig {
             buffer_kb: 4_096,
             durable: false,
             lease_us: 0,
+            costs: COSTS,
         }
     }
 }
@@ -416,7 +421,7 @@ pub fn build(variant: &str, cfg: &RackConfig) -> Result<RackWorld, String> {
     let v = variant_of(variant)?;
     let layout = layout_of(cfg);
     let configs: Vec<ServerConfig> =
-        (0..layout.servers()).map(|id| server_config(id, &v, cfg, &layout, COSTS)).collect();
+        (0..layout.servers()).map(|id| server_config(id, &v, cfg, &layout, cfg.costs)).collect();
     for c in &configs {
         c.check()?;
     }
@@ -462,7 +467,7 @@ pub fn run_world(
     let mut world = build(variant, cfg)?;
     if let Some(f) = faults {
         let (v, layout) = (variant_of(variant)?, layout_of(cfg));
-        let servers = (0..layout.servers()).map(|id| server_config(id, &v, cfg, &layout, COSTS)).collect();
+        let servers = (0..layout.servers()).map(|id| server_config(id, &v, cfg, &layout, cfg.costs)).collect();
         world.inject(f, Box::new(SwitchRestarts { variant: v, layout, servers }));
     }
     world.run(cfg.warmup_us * 1_000, cfg.measure_us * 1_000, max_events).map_err(|e| e.to_string())?;

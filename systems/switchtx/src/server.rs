@@ -138,6 +138,7 @@
 
 use crate::admission::Admission;
 use crate::config::ShardMap;
+pub use crate::costs::{Costs, COSTS};
 use crate::tree::{Coordination, Layout, Participants};
 use crate::wal::{LoggedParts, WalRecord};
 use crate::wire::{class_of, Control, Data, Item, Message, MsgType, FLAG_DOWN, FLAG_RETRY};
@@ -149,27 +150,6 @@ use rand_distr::{Distribution, Zipf};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use zerocopy::FromBytes;
-
-/// The CPU costs a server charges (see `CALIBRATION.md`, `## SwitchTx`): per datagram
-/// received `stack_ns + handler_ns` (a `prepare`: `prepare_ns` instead of `handler_ns`),
-/// plus `item_ns` per key it touches, plus `stack_ns` per datagram it sends; `begin_ns` to
-/// draw a transaction and build its reads.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Costs {
-    /// Network stack per datagram sent or received (not our code: assumed, as P4DB's).
-    pub stack_ns: Nanos,
-    /// Drawing a transaction and building its reads (bench `begin`).
-    pub begin_ns: Nanos,
-    /// Handling one message, fixed part (benches `read_1`, `validate` less one key).
-    pub handler_ns: Nanos,
-    /// Handling a `prepare` and locking, fixed part (bench `prepare_lock` less two keys).
-    pub prepare_ns: Nanos,
-    /// Per key a handler touches (`(read_8 − read_1) / 7`).
-    pub item_ns: Nanos,
-}
-
-/// The figures measured by `benches/costs.rs` on 2026-11-26 (CALIBRATION.md, `## SwitchTx`).
-pub const COSTS: Costs = Costs { stack_ns: 200, begin_ns: 1_900, handler_ns: 110, prepare_ns: 290, item_ns: 39 };
 
 /// The YCSB-T workload (§5.1).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -30,6 +30,11 @@ use pisadb_wire::{DecodeError, Frame, Kind, FRAME_BYTES};
 use zerocopy::network_endian::{U16, U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
+/// The frame kind of every datagram this system sends: A SwitchTx coordination or data message (servers and the gather-and-scatter switches).
+pub const KIND: Kind = Kind::new(7);
+/// Every frame kind this system declares (the binary's registry checks that no two systems collide).
+pub const KINDS: &[Kind] = &[KIND];
+
 /// Switches a control message has an entry for (switch ids `0..MAX_SWITCHES`).
 pub const MAX_SWITCHES: usize = 8;
 /// The parser limit of a Tofino: 224 bytes of header (seed 001 §2.4).
@@ -259,7 +264,7 @@ impl Control {
     /// The datagram `src -> dst` carrying it.
     pub fn datagram(&self, src: u16, dst: u16) -> Vec<u8> {
         let mut bytes = Vec::with_capacity(FRAME_BYTES + CONTROL_BYTES);
-        Frame { kind: Kind::SwitchTx, src, dst }.encode(&mut bytes);
+        Frame { kind: KIND, src, dst }.encode(&mut bytes);
         bytes.extend_from_slice(self.as_bytes());
         bytes
     }
@@ -365,7 +370,7 @@ impl Data {
     /// The datagram `src -> dst` carrying it.
     pub fn datagram(&self, src: u16, dst: u16) -> Vec<u8> {
         let mut bytes = Vec::with_capacity(FRAME_BYTES + self.payload_bytes());
-        Frame { kind: Kind::SwitchTx, src, dst }.encode(&mut bytes);
+        Frame { kind: KIND, src, dst }.encode(&mut bytes);
         self.encode(&mut bytes);
         bytes
     }
@@ -502,7 +507,7 @@ impl Sequenced {
     /// The datagram `src -> dst` carrying it.
     pub fn datagram(&self, src: u16, dst: u16) -> Vec<u8> {
         let mut bytes = Vec::with_capacity(FRAME_BYTES + self.payload_bytes());
-        Frame { kind: Kind::SwitchTx, src, dst }.encode(&mut bytes);
+        Frame { kind: KIND, src, dst }.encode(&mut bytes);
         self.encode(&mut bytes);
         bytes
     }
@@ -575,7 +580,7 @@ impl Message {
     /// Reads a whole datagram: a `SwitchTx` frame and its message.
     pub fn open(bytes: &[u8]) -> Result<(Frame, Message), DecodeError> {
         let (frame, payload) = Frame::decode(bytes)?;
-        if frame.kind != Kind::SwitchTx {
+        if frame.kind != KIND {
             return Err(DecodeError::WrongKind(frame.kind));
         }
         Ok((frame, Message::decode(payload)?))

@@ -54,7 +54,7 @@
 //!
 //! **Cache refresh** (§IV-D, setting `refresh_epoch_us`): the controller drives
 //! [`crate::refresh::Refresher`] from one timer ([`ControllerTimer::Refresh`]) and from the
-//! replies it gets: control replies (`Kind::Control`) from the switches, which it addresses by
+//! replies it gets: control replies (`Kind::CONTROL`) from the switches, which it addresses by
 //! id hop by hop (`pisadb_wire::control::switch_address`: every switch, not only the core it
 //! hangs off), and the storage nodes' `HandedOff`, `TookBack` and `Misses` messages. Any client
 //! message wakes a refresh loop that went to sleep after an epoch without requests.
@@ -258,7 +258,7 @@ impl Controller {
         }
     }
 
-    /// A control reply (`Kind::Control`) for the refresh.
+    /// A control reply (`Kind::CONTROL`) for the refresh.
     fn control_reply(&mut self, now: Nanos, bytes: &[u8], out: &mut HostOutbox<Self>) {
         let decoded = pisadb_wire::Frame::decode(bytes).map_err(|e| e.reason()).and_then(|(frame, payload)| {
             Ok((frame, pisadb_wire::control::ControlMessage::decode(payload).map_err(|e| e.reason())?))
@@ -593,7 +593,7 @@ impl Host for Controller {
 
     fn handle_datagram(&mut self, now: Nanos, bytes: &[u8], out: &mut HostOutbox<Self>) {
         out.cpu_ns += costs::CONTROLLER_MESSAGE_NS;
-        if pisadb_wire::Frame::decode(bytes).is_ok_and(|(frame, _)| frame.kind == pisadb_wire::Kind::Control) {
+        if pisadb_wire::Frame::decode(bytes).is_ok_and(|(frame, _)| frame.kind == pisadb_wire::Kind::CONTROL) {
             return self.control_reply(now, bytes, out);
         }
         match Message::open(bytes) {

@@ -880,7 +880,7 @@ impl Refresher {
                 self.next_id = self.next_id.wrapping_add(1).max(1);
                 let dst = switch_address(switch).expect("rack switches have addresses");
                 let mut bytes = Vec::with_capacity(pisadb_wire::FRAME_BYTES + pisadb_wire::control::CONTROL_BYTES);
-                Frame { kind: Kind::Control, src: self.address, dst }.encode(&mut bytes);
+                Frame { kind: Kind::CONTROL, src: self.address, dst }.encode(&mut bytes);
                 ControlMessage::Request { request_id: id, op }.encode(&mut bytes);
                 sends.push(Send { dst, bytes: bytes.clone() });
                 let o = Outstanding { to: Target::Switch(switch), bytes, sent_ns: now, resent: false, job };

@@ -1,5 +1,5 @@
 //! TransKV's wire format: the paper's header (Fig. 5: T-TS, TLength, a list of (op, key))
-//! plus what a working protocol needs, behind the shared frame (`Kind::TransKv`).
+//! plus what a working protocol needs, behind the shared frame (`KIND`).
 //!
 //! ```text
 //! ts u32 | tlength u8 | status u8 | client u16 | seq u32 | tlength × (op u8 | key 16 B | value 48 B)
@@ -30,6 +30,12 @@
 
 use pisadb_wire::{DecodeError, Frame, Kind};
 use std::collections::BTreeMap;
+
+/// The frame kind of every datagram this system sends: A TransKV transaction, reply or cache-control message (clients, switches, storage nodes
+/// and the controller).
+pub const KIND: Kind = Kind::new(8);
+/// Every frame kind this system declares (the binary's registry checks that no two systems collide).
+pub const KINDS: &[Kind] = &[KIND];
 
 /// Bytes of the header after the frame.
 pub const HEADER_BYTES: usize = 12;
@@ -246,7 +252,7 @@ impl Message {
     /// The datagram `src -> dst` carrying this message.
     pub fn datagram(&self, src: u16, dst: u16) -> Vec<u8> {
         let mut bytes = Vec::with_capacity(pisadb_wire::FRAME_BYTES + self.payload_bytes());
-        Frame { kind: Kind::TransKv, src, dst }.encode(&mut bytes);
+        Frame { kind: KIND, src, dst }.encode(&mut bytes);
         self.encode(&mut bytes);
         bytes
     }
@@ -297,7 +303,7 @@ impl Message {
     /// Reads a whole datagram: a `TransKv` frame and its message.
     pub fn open(bytes: &[u8]) -> Result<(Frame, Message), DecodeError> {
         let (frame, payload) = Frame::decode(bytes)?;
-        if frame.kind != Kind::TransKv {
+        if frame.kind != KIND {
             return Err(DecodeError::WrongKind(frame.kind));
         }
         Ok((frame, Message::decode(payload)?))
@@ -362,7 +368,7 @@ mod tests {
     fn a_message_round_trips() {
         let msg = sample();
         let (frame, back) = Message::open(&msg.datagram(1, 2)).unwrap();
-        assert_eq!((frame.src, frame.dst, frame.kind), (1, 2, Kind::TransKv));
+        assert_eq!((frame.src, frame.dst, frame.kind), (1, 2, KIND));
         assert_eq!(back, msg);
         assert_eq!(msg.datagram(1, 2).len(), pisadb_wire::FRAME_BYTES + HEADER_BYTES + 2 * OP_BYTES);
     }
