@@ -435,7 +435,7 @@ fn a_switchtx_rack_losing_2_percent_of_what_the_tors_send_recovers_by_timeouts_a
     // timeouts and their queries: fixed timeouts have no backoff. The default 100 ms holds.)
     let dir = tempfile::tempdir().unwrap();
     let v = cluster_json(dir.path(), "--system switchtx --seconds 1.5 --loss 0.02");
-    assert_eq!(v["failure"], Value::Null, "{}", v["figures"]);
+    assert_eq!(v["failure"], Value::Null, "{}: {}", v["failure"], v["figures"]);
     assert!(v["wire"][0].as_u64().unwrap() > 0, "the wires lost datagrams: {}", v["wire"]);
     let f = &v["figures"];
     assert!(f["timeouts"].as_u64().unwrap() > 0, "losses were recovered from by timeouts: {f}");
