@@ -243,6 +243,29 @@ fn a_gotthard_rack_on_loopback_with_port_delays_and_loss_passes_the_simulators_o
 const NETACCEL_SMALL: &str = "--system netaccel --tuple-gap-ns 20000 --set sf=0.01";
 
 /// `pisadb cluster --system netaccel` at [`NETACCEL_SMALL`] with `extra`, success or not.
+#[test]
+fn a_gotthard_store_killed_mid_run_restarts_from_its_log_and_every_write_its_clients_counted_is_in_the_final_value() {
+    // The store logs every commit before it answers and is killed (`kill -9`) mid-run; it
+    // comes back from its log. The proof is against the clients, which are never killed:
+    // every write they counted must be among the store's commits (rebuilt from its log across
+    // both lives), and the hot key (each write increments it) must equal the counted writes.
+    let dir = tempfile::tempdir().unwrap();
+    let v =
+        cluster_json(dir.path(), "--system gotthard --seconds 2 --kill-node 1@0.8 --down 0.3 --set write_share=0.5");
+    assert_eq!(v["failure"], Value::Null, "{}", v["failure"]);
+    assert_eq!(v["crashes"][0][0], serde_json::json!({"Host": 1}), "the store was killed: {}", v["crashes"]);
+    let writes = v["figures"]["write_commits"].as_u64().unwrap();
+    assert!(writes > 5, "writes committed: {}", v["figures"]);
+    assert_eq!(v["final_value"].as_u64().unwrap(), writes, "every counted write is in the final value");
+    let log: Vec<pisadb_gotthard::store::StoreRecord> =
+        pisadb_runtime::wal_file::read_dir_log(&dir.path().join("host-1")).unwrap();
+    let logged_writes = log.iter().filter(|r| !r.writes().is_empty()).count() as u64;
+    assert!(logged_writes > writes, "the log holds every counted write and the initial one: {logged_writes}");
+    // Refused: kills of a process that holds no log of its own.
+    let e = refused("--system gotthard --kill-node 0@0.5");
+    assert!(e.contains("the store, host 1"), "{e}");
+}
+
 fn netaccel_cluster(dir: &Path, extra: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_pisadb"))
         .args(["cluster", "--json", "--data-dir"])

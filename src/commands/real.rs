@@ -451,6 +451,8 @@ pub(crate) fn run_cluster_command(args: &ClusterArgs) -> Result<(), String> {
 /// `pisadb cluster --system gotthard`: Gotthard's rack as processes on loopback.
 fn gotthard_cluster(args: &ClusterArgs) -> Result<(), String> {
     use pisadb_gotthard::real::{run_cluster, ClusterOptions, Spec};
+    use pisadb_runtime::supervisor::Crash;
+    use pisadb_runtime::Role;
     let (variant, rack, data_dir) = system_cluster_inputs(&pisadb_gotthard::SYSTEM, args)?;
     install_stop_signals().map_err(|e| e.to_string())?;
     let opts = ClusterOptions {
@@ -459,6 +461,11 @@ fn gotthard_cluster(args: &ClusterArgs) -> Result<(), String> {
         data_dir,
         exe: this_binary().map_err(|e| e.to_string())?,
         extra: PortWire { loss: args.loss, delay_us: 0, jitter_us: args.jitter_us },
+        crashes: args
+            .kill_node
+            .iter()
+            .map(|&(id, at_s)| Crash { role: Role::Host(id), at_s, down_s: args.down() })
+            .collect(),
     };
     let r = run_cluster(&opts).map_err(|e| e.to_string())?;
     if args.json {
@@ -487,6 +494,9 @@ fn gotthard_cluster(args: &ClusterArgs) -> Result<(), String> {
             f.latency_ms_p99
         );
         println!("store's hot key: {}   switch: {} passes", r.final_value, r.switch.passes);
+        for (role, at_s, down_s) in &r.crashes {
+            println!("{role:?} killed (kill -9) at {at_s} s, restarted from its log {down_s} s later");
+        }
     }
     let ok = "serializable, nothing committed or counted twice, every client finished";
     cluster_verdict(r.failure, ok, &opts.data_dir, args.json)
