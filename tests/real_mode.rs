@@ -294,6 +294,27 @@ fn a_netaccel_rack_on_loopback_streams_real_tuples_through_the_switch_and_answer
 }
 
 #[test]
+fn a_netaccel_switch_killed_mid_query_fails_the_query_saying_so_never_with_a_wrong_answer() {
+    // The switch holds the join's and the group-by's state in its registers; killed (`kill
+    // -9`) mid-query and restarted empty, it has lost part of the query. The run must end in a
+    // clear failure naming the kill, or with the reference's answer: never a wrong one.
+    let dir = tempfile::tempdir().unwrap();
+    let out = netaccel_cluster(
+        dir.path(),
+        &["--variant", "accelerated", "--set", "query=q20", "--kill-switch", "0.3", "--down", "0.2", "--seconds", "1"],
+    );
+    let v: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(v["crashes"][0][0], serde_json::json!({"Switch": 0}), "the switch was killed: {v}");
+    match v["failure"].as_str() {
+        Some(why) => {
+            assert!(!out.status.success() && why.starts_with("Switch(0) was killed at 0.3 s: "), "{why}");
+        }
+        None => assert_eq!(v["answer_ok"], true, "no failure, so the answer must be the reference's: {v}"),
+    }
+}
+
+#[test]
 fn a_netaccel_rack_runs_the_normal_plan_and_refuses_orig_without_q20() {
     let dir = tempfile::tempdir().unwrap();
     let out = netaccel_cluster(dir.path(), &["--variant", "normal"]);

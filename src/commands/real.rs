@@ -448,11 +448,17 @@ pub(crate) fn run_cluster_command(args: &ClusterArgs) -> Result<(), String> {
     cluster(args).map_err(|e| e.to_string())
 }
 
+/// The processes `--kill-node` and `--kill-switch` name, as the supervisor's crashes.
+fn kills(args: &ClusterArgs) -> Vec<pisadb_runtime::supervisor::Crash> {
+    use pisadb_runtime::{supervisor::Crash, Role};
+    let nodes = args.kill_node.iter().map(|&(id, at_s)| (Role::Host(id), at_s));
+    let switches = args.kill_switch.iter().map(|&(id, at_s)| (Role::Switch(id), at_s));
+    nodes.chain(switches).map(|(role, at_s)| Crash { role, at_s, down_s: args.down() }).collect()
+}
+
 /// `pisadb cluster --system gotthard`: Gotthard's rack as processes on loopback.
 fn gotthard_cluster(args: &ClusterArgs) -> Result<(), String> {
     use pisadb_gotthard::real::{run_cluster, ClusterOptions, Spec};
-    use pisadb_runtime::supervisor::Crash;
-    use pisadb_runtime::Role;
     let (variant, rack, data_dir) = system_cluster_inputs(&pisadb_gotthard::SYSTEM, args)?;
     install_stop_signals().map_err(|e| e.to_string())?;
     let opts = ClusterOptions {
@@ -461,11 +467,7 @@ fn gotthard_cluster(args: &ClusterArgs) -> Result<(), String> {
         data_dir,
         exe: this_binary().map_err(|e| e.to_string())?,
         extra: PortWire { loss: args.loss, delay_us: 0, jitter_us: args.jitter_us },
-        crashes: args
-            .kill_node
-            .iter()
-            .map(|&(id, at_s)| Crash { role: Role::Host(id), at_s, down_s: args.down() })
-            .collect(),
+        crashes: kills(args),
     };
     let r = run_cluster(&opts).map_err(|e| e.to_string())?;
     if args.json {
@@ -520,11 +522,15 @@ fn netaccel_cluster(args: &ClusterArgs) -> Result<(), String> {
         seconds: args.seconds,
         data_dir,
         exe: this_binary().map_err(|e| e.to_string())?,
+        crashes: kills(args),
     };
     let r = run_cluster(&opts).map_err(|e| e.to_string())?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&r).expect("a result serializes"));
     } else {
+        for (role, at_s, down_s) in &r.crashes {
+            println!("{role:?} killed (kill -9) at {at_s} s and restarted {down_s} s later, with nothing of its part");
+        }
         let rack = &opts.spec.rack;
         println!(
             "NetAccel ({variant}, {:?}) on loopback: SF {}, {} segments, split {}x{}, one tuple per {} ns per segment\n",
