@@ -543,15 +543,15 @@ fn refused(args: &str) -> String {
 fn flags_a_system_cannot_honour_are_refused_by_name_with_the_systems_that_take_them() {
     let e = refused("--system gotthard --kill-switch 0.3 --kill-node 1@0.5 --mode lm-switch --nodes 7");
     assert!(
-        e.contains("--kill-node: gotthard cannot honour it; the systems that take it: p4db, switchtx, transkv"),
+        e.contains("--kill-switch: gotthard cannot honour it; the systems that take it: p4db, netaccel, switchtx"),
         "{e}"
     );
     let e = refused("--system gotthard --mode lm-switch");
     assert!(e.contains("--mode: gotthard cannot honour it; the systems that take it: p4db"), "{e}");
     let e = refused("--system transkv --loss 0.1");
     assert!(e.contains("--loss: transkv cannot honour it; the systems that take it: p4db, gotthard, switchtx"), "{e}");
-    let e = refused("--system netaccel --kill-switch 0.5");
-    assert!(e.contains("--kill-switch: netaccel cannot honour it; the systems that take it: p4db, switchtx"), "{e}");
+    let e = refused("--system netaccel --no-log");
+    assert!(e.contains("--no-log: netaccel cannot honour it; the systems that take it: p4db"), "{e}");
     let e = refused("--system p4db --set clients=3");
     assert!(e.contains("--set: p4db cannot honour it"), "{e}");
     let e = refused("--preset paper");
