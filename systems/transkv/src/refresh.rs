@@ -300,12 +300,19 @@ pub struct Eviction {
     step: u8,
     w_ts: i64,
     r_ts: i64,
+    /// Polls of the pending writer so far (bounded by [`MAX_WRITER_POLLS`]).
+    polls: u32,
 }
+
+/// The most times an eviction polls a key's pending writer (one poll a [`TICK_NS`] tick: 10 s)
+/// before it fails the epoch: a writer pending that long lost its decision (its client died
+/// mid-write), and waiting on it forever would keep the controller from ever going idle.
+pub const MAX_WRITER_POLLS: u32 = 200_000;
 
 impl Eviction {
     /// The eviction of `key` from `slot`.
     pub fn new(key: u64, slot: u16) -> Self {
-        Eviction { key, slot, step: 0, w_ts: 0, r_ts: 0 }
+        Eviction { key, slot, step: 0, w_ts: 0, r_ts: 0, polls: 0 }
     }
 
     /// Given the reply to the last operation (`None` at the start), what to do next.
@@ -321,7 +328,16 @@ impl Eviction {
                 ok(reply)?;
                 (2, Next::Send(poll))
             }
-            2 if cell(reply)? != 0 => (2, Next::Retry(poll)),
+            2 if cell(reply)? != 0 => {
+                self.polls += 1;
+                if self.polls > MAX_WRITER_POLLS {
+                    return Err(format!(
+                        "key {}'s pending writer did not finish in {MAX_WRITER_POLLS} polls",
+                        self.key
+                    ));
+                }
+                (2, Next::Retry(poll))
+            }
             2 => (3, Next::Send(ControlOp::ReadRegister { register: W_TS, index })),
             3 => {
                 self.w_ts = cell(reply)?;
@@ -1413,6 +1429,31 @@ mod tests {
         assert_eq!(retries, 3, "polled until the writer cleared");
         assert_eq!(entry(&sw[s], key), None, "deleted");
         assert_eq!(ev.floor(), Some(90), "max(W-TS 70, R-TS 90)");
+    }
+
+    #[test]
+    fn an_eviction_gives_up_on_a_writer_that_never_finishes_instead_of_polling_forever() {
+        let h = Hierarchy::new(20_000, 8).unwrap();
+        let mut sw = switches(&h);
+        let (&key, &(s, slot)) = h.cached.iter().next().unwrap();
+        let s = usize::from(s);
+        sw[s].registers_mut().write(T_TS, u32::from(slot), 70, 0).unwrap();
+        let mut ev = Eviction::new(key, slot);
+        let mut reply = None;
+        let mut polls = 0u32;
+        let err = loop {
+            match ev.next(reply) {
+                Ok(Next::Send(op)) => reply = Some(sw[s].apply_control(&op)),
+                Ok(Next::Retry(op)) => {
+                    polls += 1;
+                    reply = Some(sw[s].apply_control(&op));
+                }
+                Ok(other) => panic!("the writer never finishes, yet {other:?}"),
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(polls, MAX_WRITER_POLLS, "polled up to the bound, then failed");
+        assert!(err.contains("pending writer did not finish"), "{err}");
     }
 
     #[test]
