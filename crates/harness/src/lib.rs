@@ -24,6 +24,7 @@
 //!   read back into its typed configuration, with errors that name the key and the keys or
 //!   values it accepts.
 
+pub mod real;
 pub mod settings;
 
 pub use settings::{apply_set, read_back, SettingsError};
