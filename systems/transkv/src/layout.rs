@@ -100,6 +100,41 @@ pub fn key_of_rank(rank: u64, records: u64) -> u64 {
     hash % records
 }
 
+/// The keys met so far by [`Hierarchy::new`]'s walk over the ranks: a bit per record while
+/// that is small (10M records: 1.2 MiB), an ordered set beyond.
+enum KeySet {
+    /// Bit `k` for key `k`.
+    Bits(Vec<u64>),
+    /// The keys.
+    Tree(std::collections::BTreeSet<u64>),
+}
+
+impl KeySet {
+    /// Records above which the set is a tree rather than bits (512 MiB of bits).
+    const BITS_MAX: u64 = 1 << 32;
+
+    fn new(records: u64) -> Self {
+        if records <= Self::BITS_MAX {
+            KeySet::Bits(vec![0; records.div_ceil(64) as usize])
+        } else {
+            KeySet::Tree(Default::default())
+        }
+    }
+
+    /// Adds `key` (below the records); whether it was new.
+    fn insert(&mut self, key: u64) -> bool {
+        match self {
+            KeySet::Bits(words) => {
+                let (word, bit) = (&mut words[(key / 64) as usize], 1u64 << (key % 64));
+                let new = *word & bit == 0;
+                *word |= bit;
+                new
+            }
+            KeySet::Tree(keys) => keys.insert(key),
+        }
+    }
+}
+
 /// The keys, their nodes and their cache places.
 #[derive(Clone, Debug)]
 pub struct Hierarchy {
@@ -121,25 +156,30 @@ impl Hierarchy {
             return Err(format!("cache_per_switch {cache_per_switch}: accepted 0..={}", crate::program::CACHE_ENTRIES));
         }
         let mut used = [0u32; SWITCHES as usize];
-        let mut cached = BTreeMap::new();
         let capacity = u64::from(cache_per_switch) * u64::from(SWITCHES);
+        // Placed in rank order, into a vector, and made a map once at the end (a sorted bulk
+        // build): hundreds of thousands of map inserts were most of a run's setup.
+        let mut placed: Vec<(u64, (u16, u16))> = Vec::new();
+        let mut seen = KeySet::new(records);
         // Scrambling collides, and ToRs fill unevenly: walk a bounded number of ranks.
         let ranks = records.min(capacity.saturating_mul(4));
         for rank in 0..ranks {
-            if cached.len() as u64 >= capacity {
+            if placed.len() as u64 >= capacity {
                 break;
             }
             let key = key_of_rank(rank, records);
-            if cached.contains_key(&key) {
+            if !seen.insert(key) {
                 continue;
             }
             let node = Self::node_of_key(records, key);
             if let Some(&switch) = levels_of(node).iter().find(|&&s| used[usize::from(s)] < cache_per_switch) {
                 let slot = used[usize::from(switch)] as u16;
                 used[usize::from(switch)] += 1;
-                cached.insert(key, (switch, slot));
+                placed.push((key, (switch, slot)));
             }
         }
+        placed.sort_unstable_by_key(|&(key, _)| key);
+        let cached: BTreeMap<u64, (u16, u16)> = placed.into_iter().collect();
         Ok(Hierarchy { records, cache_per_switch, cached })
     }
 
