@@ -24,6 +24,7 @@ pub mod admission;
 pub mod config;
 pub mod experiments;
 pub mod fuzz;
+pub mod presets;
 pub mod program;
 pub mod rack;
 pub mod real;
