@@ -53,10 +53,12 @@
 //! past its own resolution claims the key and its node's `Aborted` is lost.
 //!
 //! **Duplicated requests** are the gap issue 31 names for TransKV ("a copy would be decided
-//! twice"): a copy of a request the switch refused can claim the key later and be committed by
-//! the node while its client was told it aborted. The model shows it
-//! (`finding_a_duplicated_request_commits_after_its_client_was_told_it_aborted`), so the
-//! exhaustive checks leave request copies out until TransKV handles them.
+//! twice"): two copies of one request can be answered differently, one committed by the node,
+//! the other refused by the switch (W-TS has moved past it: a later commit, or a rebuild's
+//! floor), and the client takes whichever answer comes first. The model finds it
+//! (`finding_a_duplicated_request_commits_after_its_client_was_told_it_aborted`: the first
+//! copy commits, the switch crashes, the second copy is refused), so the exhaustive checks
+//! leave request copies out until TransKV handles them.
 //!
 //! **States**: 202,416 (a reply to a client that has its answer is forgotten, as it changes
 //! nothing); the whole file checks in about 13 s in a debug build on one thread.
@@ -412,9 +414,9 @@ fn the_checker_finds_a_release_by_time_and_an_install_before_the_commit() {
     }
 }
 
-/// A finding (issue 31's TransKV duplication gap): a copy of a request the switch refused
-/// claims the key once it is free and is committed by the node, whose client was told it
-/// aborted.
+/// A finding (issue 31's TransKV duplication gap): two copies of one request are answered
+/// differently, one committed by the node and the other refused by the switch, and the
+/// client is told it aborted.
 #[test]
 fn finding_a_duplicated_request_commits_after_its_client_was_told_it_aborted() {
     let property = "a timestamp is never both committed and aborted";
