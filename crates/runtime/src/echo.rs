@@ -35,7 +35,7 @@ use crate::supervisor::{free_ports, ConfigLaunch};
 use crate::switch_proc::{self, SwitchReport};
 use crate::{write_json, RackConfig};
 use pisadb_core::{Nanos, TraceBytes, TraceHash};
-use pisadb_host::{DecodedLog, Host, HostOutbox, LogCodec, Route, Send};
+use pisadb_host::{Host, HostOutbox, LogCodec, Route, Send};
 use pisadb_net::{LinkParams, Topology};
 use pisadb_switch::{Switch, SwitchProfile};
 use pisadb_wire::{Frame, Kind, FRAME_BYTES};
@@ -125,21 +125,12 @@ impl TraceBytes for ResendTick {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NoRecord {}
 
-/// Why an echo host's log cannot be read: it should be empty.
-#[derive(Debug, thiserror::Error)]
-#[error("an echo host logs nothing, but its log holds {0} bytes")]
-pub struct UnexpectedLog(usize);
-
 impl LogCodec for NoRecord {
-    type Error = UnexpectedLog;
-    fn append_to(&self, _out: &mut Vec<u8>) {
+    fn encode(&self, _out: &mut Vec<u8>) {
         match *self {}
     }
-    fn read_log(bytes: &[u8]) -> Result<DecodedLog<Self>, UnexpectedLog> {
-        match bytes.len() {
-            0 => Ok(DecodedLog { records: Vec::new(), valid_bytes: 0, torn_tail: None }),
-            n => Err(UnexpectedLog(n)),
-        }
+    fn decode(payload: &[u8]) -> Result<Self, String> {
+        Err(format!("an echo host logs nothing, but its log holds a record of {} bytes", payload.len()))
     }
 }
 

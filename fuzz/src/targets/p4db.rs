@@ -1,6 +1,6 @@
 //! P4DB's formats: switch transactions, LM-Switch lock requests, and the nodes' write-ahead log.
 
-use crate::check::{canonical, log, repair_crc_frames};
+use crate::check::{canonical, log, repair_frames};
 use crate::gen::Gen;
 use crate::{Target, Verdict};
 use pisadb_core::{AccOut, Insert, InsertRow, TupleKey};
@@ -12,7 +12,7 @@ use pisadb_p4db::wire::p4db::{Instruction, LockPair, TxnPacket, GID_LIMIT, MAX_I
 pub(crate) const TARGETS: &[Target] = &[
     Target { name: "p4db_txn", generate: txn_bytes, check: check_txn, repair: None },
     Target { name: "p4db_lock", generate: lock, check: check_lock, repair: None },
-    Target { name: "p4db_log", generate: wal, check: log::<LogRecord>, repair: Some(repair_crc_frames) },
+    Target { name: "p4db_log", generate: wal, check: log::<LogRecord>, repair: Some(repair_frames) },
 ];
 
 fn txn(g: &mut Gen) -> TxnPacket {

@@ -1,6 +1,6 @@
 //! SwitchTx's control, data and Eris messages, and the servers' write-ahead log.
 
-use crate::check::{canonical, log_of_json, repair_crc_frames};
+use crate::check::{canonical, log_of_json, repair_frames};
 use crate::gen::Gen;
 use crate::{Target, Verdict};
 use pisadb_switchtx::wal::WalRecord;
@@ -13,7 +13,7 @@ use zerocopy::{FromBytes, IntoBytes};
 /// SwitchTx's targets.
 pub(crate) const TARGETS: &[Target] = &[
     Target { name: "switchtx_msg", generate: message, check: check_message, repair: None },
-    Target { name: "switchtx_log", generate: wal, check: log_of_json::<WalRecord>, repair: Some(repair_crc_frames) },
+    Target { name: "switchtx_log", generate: wal, check: log_of_json::<WalRecord>, repair: Some(repair_frames) },
 ];
 
 const CONTROL_TYPES: [MsgType; 7] = [

@@ -1,7 +1,7 @@
 //! TransKV's messages, the storage nodes' (and controller's) log, and the records of its fjall
 //! store in real mode.
 
-use crate::check::{canonical, log};
+use crate::check::{canonical, log, repair_frames};
 use crate::gen::Gen;
 use crate::{Target, Verdict};
 use pisadb_core::TupleKey;
@@ -15,7 +15,7 @@ use pisadb_transkv::wire::{Message, Op, OpType, Status, FLAG_DECIDED, FLAG_SERVE
 /// TransKV's targets.
 pub(crate) const TARGETS: &[Target] = &[
     Target { name: "transkv_msg", generate: message_bytes, check: check_message, repair: None },
-    Target { name: "transkv_log", generate: wal, check: log::<NodeRecord>, repair: None },
+    Target { name: "transkv_log", generate: wal, check: log::<NodeRecord>, repair: Some(repair_frames) },
     Target { name: "transkv_record", generate: record, check: check_record, repair: None },
 ];
 

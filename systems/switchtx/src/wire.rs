@@ -104,12 +104,12 @@ pub enum MsgType {
     /// Eris baseline: a shard executed its part (`coord` names the shard; items: what it
     /// read).
     ErisReply = 23,
-    /// A server asks the configuration manager for a lease ([`crate::config`]): `attempt`
+    /// A server asks the configuration manager for a lease (`ShardMap`): `attempt`
     /// the epoch of its map, `txn` when it asked (its clock, echoed in the grant).
     Lease = 24,
     /// The manager's answer: `attempt` its map's epoch, `txn` the echoed asking time, `wp` 1
     /// if the lease is granted (the server is in the map), items the map
-    /// ([`crate::config::ShardMap::to_items`]).
+    /// (`ShardMap::to_items`).
     Grant = 25,
 }
 
@@ -274,7 +274,7 @@ pub struct Data {
     pub thread: u8,
     /// `FLAG_RETRY` or 0.
     pub flags: u8,
-    /// Prepare: how the transaction is coordinated (a [`crate::tree::Coordination`] byte).
+    /// Prepare: how the transaction is coordinated (a `Coordination` byte).
     pub coord: u8,
     /// Prepare: servers that are write primaries (bit per server).
     pub wp: u8,
