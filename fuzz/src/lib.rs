@@ -15,7 +15,8 @@
 //! - plain random bytes.
 //!
 //! and asserts, for every input, the properties of [`check`]: decoding never panics (a panic
-//! is caught and reported with the input), never takes longer than [`HANG_NS`], and whatever
+//! is caught and reported with the input), never takes longer than [`HANG_NS`] (twice in a
+//! row: one slow check may be the scheduler of a shared machine), and whatever
 //! it accepts re-encodes to exactly the bytes it read. The last is how "bytes that should be
 //! refused are refused" is checked without a second decoder: a format whose decoder accepted
 //! an unknown enum byte, a stray flag bit, a nonzero reserved byte or trailing bytes would
@@ -132,10 +133,11 @@ pub fn run(target: &Target, seed: u64, inputs: u64) -> Report {
                 bytes
             }
         };
-        #[allow(clippy::disallowed_methods)] // a hang is a wall-clock figure; no protocol reads it
-        let started = Instant::now();
-        let outcome = catch_unwind(AssertUnwindSafe(|| (target.check)(&input)));
-        let took_ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let (outcome, mut took_ns) = timed(|| catch_unwind(AssertUnwindSafe(|| (target.check)(&input))));
+        if took_ns > HANG_NS {
+            // A hang is deterministic; a stall of a shared machine's scheduler is not: time it again.
+            took_ns = took_ns.min(timed(|| catch_unwind(AssertUnwindSafe(|| (target.check)(&input)))).1);
+        }
         report.slowest_ns = report.slowest_ns.max(took_ns);
         report.inputs += 1;
         let failed = |why: String| Some(Failure { index, input: input.clone(), why });
@@ -160,6 +162,15 @@ pub fn run(target: &Target, seed: u64, inputs: u64) -> Report {
         }
     }
     report
+}
+
+/// What `f` returns and how long it took in nanoseconds (wall clock: a test tool's figure, which
+/// no protocol reads).
+fn timed<T>(f: impl FnOnce() -> T) -> (T, u64) {
+    #[allow(clippy::disallowed_methods)]
+    let started = Instant::now();
+    let value = f();
+    (value, u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX))
 }
 
 fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
