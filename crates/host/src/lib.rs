@@ -123,6 +123,13 @@ pub trait Host {
     /// Whether nothing is in flight (after [`Host::stop`]: the host may leave).
     fn is_idle(&self) -> bool;
 
+    /// How much work is in flight (open transactions, requests awaiting an answer): what a
+    /// stopping rack watches fall while it drains, and gives up on when it stops falling. The
+    /// default counts 1 while the host is not idle.
+    fn in_flight(&self) -> u64 {
+        u64::from(!self.is_idle())
+    }
+
     /// Whether the driver stable-sorts each batch of datagrams that waited for a core by
     /// [`Host::receive_class`] before handing them over (see "Receive batches" above). The
     /// default, `false`, hands them over in arrival order.

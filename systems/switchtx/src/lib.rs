@@ -32,6 +32,7 @@ pub mod experiments;
 pub mod fuzz;
 pub mod keys;
 pub mod ledger;
+pub mod presets;
 pub mod program;
 pub mod rack;
 pub mod real;
