@@ -12,13 +12,18 @@
 //!   cells and table entries of a switch, and the switch's replies with a status.
 //!
 //! Layouts are `#[repr(C)]` structs of byte-order-explicit integers read in place with
-//! `zerocopy`, so decoding costs a bounds check, not a parse. Decoding never panics and never
+//! `zerocopy`, so decoding costs a bounds check, not a parse. Enumerated fields are Rust enums
+//! that derive `num_enum::TryFromPrimitive`, read by [`enum_field`]; 0/1 bytes are read by
+//! [`bool_field`] and whole payloads measured by [`exact_len`], so no format hand-writes a
+//! byte-to-value `match` or a length check of its own, and every refusal says the same thing
+//! the same way. Decoding never panics and never
 //! allocates more than the fixed maximum: malformed input returns a [`DecodeError`] whose
 //! [`DecodeError::reason`] is a stable label the receiver counts.
 
 pub mod control;
 pub mod node;
 
+use num_enum::TryFromPrimitive;
 use thiserror::Error;
 use zerocopy::network_endian::U16;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
@@ -116,6 +121,34 @@ impl Frame {
             FrameHeader { version: VERSION, kind: self.kind.byte(), src: U16::new(self.src), dst: U16::new(self.dst) };
         out.extend_from_slice(header.as_bytes());
     }
+}
+
+/// The variant of enum `E` that `byte` stands for, or a [`DecodeError::BadField`] naming `field`
+/// and the byte (the enum derives `num_enum::TryFromPrimitive` with `#[repr(u8)]`).
+pub fn enum_field<E: TryFromPrimitive<Primitive = u8>>(field: &'static str, byte: u8) -> Result<E, DecodeError> {
+    E::try_from_primitive(byte).map_err(|_| DecodeError::BadField { field, value: u64::from(byte) })
+}
+
+/// A flag byte: 0 is false, 1 is true, anything else a [`DecodeError::BadField`] naming `field`
+/// (so every accepted byte re-encodes to itself).
+pub fn bool_field(field: &'static str, byte: u8) -> Result<bool, DecodeError> {
+    match byte {
+        0 => Ok(false),
+        1 => Ok(true),
+        value => Err(DecodeError::BadField { field, value: u64::from(value) }),
+    }
+}
+
+/// Checks that a payload of `got` bytes is the `need` its header announces: fewer is
+/// [`DecodeError::TooShort`], more is [`DecodeError::TrailingBytes`].
+pub fn exact_len(got: usize, need: usize) -> Result<(), DecodeError> {
+    if got < need {
+        return Err(DecodeError::TooShort { need, got });
+    }
+    if got > need {
+        return Err(DecodeError::TrailingBytes { extra: got - need });
+    }
+    Ok(())
 }
 
 /// Why a datagram was rejected. [`DecodeError::reason`] gives the label it is counted under.
@@ -218,10 +251,34 @@ mod tests {
         assert_eq!(Frame::decode(&[VERSION]).unwrap_err().reason(), "too_short");
     }
 
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, num_enum::TryFromPrimitive)]
+    #[repr(u8)]
+    enum Colour {
+        Red = 1,
+        Blue = 7,
+    }
+
+    #[test]
+    fn field_readers_accept_what_they_define_and_name_the_field_otherwise() {
+        assert_eq!(enum_field::<Colour>("colour", 7), Ok(Colour::Blue));
+        assert_eq!(enum_field::<Colour>("colour", 1), Ok(Colour::Red));
+        assert_eq!(enum_field::<Colour>("colour", 2), Err(DecodeError::BadField { field: "colour", value: 2 }));
+        assert_eq!((bool_field("f", 0), bool_field("f", 1)), (Ok(false), Ok(true)));
+        assert_eq!(bool_field("f", 2).unwrap_err().reason(), "f");
+        assert_eq!(exact_len(5, 5), Ok(()));
+        assert_eq!(exact_len(4, 5), Err(DecodeError::TooShort { need: 5, got: 4 }));
+        assert_eq!(exact_len(7, 5), Err(DecodeError::TrailingBytes { extra: 2 }));
+    }
+
     proptest! {
         #[test]
-        fn frame_decoding_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..16)) {
-            let _ = Frame::decode(&bytes);
+        fn frame_decoding_never_panics_and_reencodes(bytes in proptest::collection::vec(any::<u8>(), 0..16)) {
+            if let Ok((frame, rest)) = Frame::decode(&bytes) {
+                let mut again = Vec::new();
+                frame.encode(&mut again);
+                again.extend_from_slice(rest);
+                prop_assert_eq!(again, bytes);
+            }
         }
     }
 }

@@ -124,7 +124,7 @@ impl Popularity {
         let last = self.records() - 1;
         match &self.zipf {
             Some(zipf) => (zipf.sample(rng) as u64).saturating_sub(1).min(last),
-            None => rng.random_range(0..=last),
+            None => rng.random_range(0..self.records()),
         }
     }
 

@@ -4,7 +4,7 @@
 //! loaded thread queues its messages as a busy core does. The figures are **measured**: the
 //! criterion benchmarks in `benches/costs.rs` time the real handlers (`CALIBRATION.md`,
 //! `## SwitchTx`, 2026-11-26), except the network stack, which is not our code and is
-//! **assumed** (as P4DB's). They are settings of [`crate::rack::RackConfig`] (`costs`), each
+//! **assumed** (as P4DB's). They are settings of a run (`RackConfig::costs`), each
 //! defaulting to the measured figure, so a preset can sweep one to show what a result depends
 //! on, and a settings file that names none runs with [`COSTS`].
 //!

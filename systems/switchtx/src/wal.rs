@@ -163,7 +163,7 @@ pub enum WalRecord {
         /// Attempt.
         attempt: u32,
     },
-    /// The server adopted a new shard map ([`crate::config`]); the shards it became primary
+    /// The server adopted a new shard map (`ShardMap`); the shards it became primary
     /// of moved from its backup copy to its primary store at this point of the log.
     Adopted {
         /// The map's epoch.
@@ -192,8 +192,8 @@ impl LogCodec for WalRecord {
 /// The ledger (committed transactions with their reads, and installs) a server's log proves:
 /// real mode's checks read it from the log, so a server killed with `kill -9` still accounts
 /// for what it did before.
-pub fn ledger_of(log: &[WalRecord]) -> crate::rack::Ledger {
-    let mut ledger = crate::rack::Ledger::default();
+pub fn ledger_of(log: &[WalRecord]) -> crate::ledger::Ledger {
+    let mut ledger = crate::ledger::Ledger::default();
     for r in log {
         match r {
             WalRecord::Closed { txn, committed: Some(reads), read_only, .. } => {

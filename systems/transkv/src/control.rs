@@ -69,6 +69,7 @@ use crate::recovery::{LogRecord, Outcome, TxnLog};
 use crate::refresh::Refresher;
 use crate::wire::{Message, OpType, Rejections, Status, LEASE_CLIENT};
 use pisadb_core::Nanos;
+use pisadb_engine::twopc::{Round, Tally};
 use pisadb_host::{Host, HostOutbox, Route, Send};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -154,11 +155,20 @@ struct Coordination {
     /// Aborted: the first abort (a switch's or a node's; its status goes to the client, for
     /// its figures).
     abort: Option<Message>,
+    /// The vote round (the engine's two-phase-commit tally): a share's first answer out of
+    /// `Preparing` is its vote, yes (voted, or already committed) or no (aborted).
+    votes: Round,
 }
 
 impl Coordination {
+    /// Every share voted yes and none aborted since: the commit is decided.
     fn all_yes(&self) -> bool {
-        self.parts.values().all(|(_, p)| matches!(p, Part::Voted(_) | Part::Committed(_)))
+        self.abort.is_none() && self.votes.state() == Tally::AllYes
+    }
+
+    /// Counts `node`'s vote (`yes` or not) once; a later answer from it is no vote.
+    fn vote(&mut self, node: u16, yes: bool) {
+        let _ = self.votes.answer(node, yes);
     }
 
     fn all_final(&self) -> bool {
@@ -512,7 +522,8 @@ impl Controller {
                 for (&node, (share, _)) in &parts {
                     self.send(share.clone(), status, node, out);
                 }
-                self.waiting.insert(msg.ts, Coordination { client: src, msg, parts, abort: None });
+                let votes = Round::new(parts.len());
+                self.waiting.insert(msg.ts, Coordination { client: src, msg, parts, abort: None, votes });
             }
             Status::Voted | Status::Committed | Status::Aborted | Status::SwitchAborted => {
                 let node = self.hierarchy.node_of(msg.ops[0].key as u64);
@@ -528,6 +539,7 @@ impl Controller {
                 match (msg.status, &*part) {
                     (Status::Voted, Part::Preparing) => {
                         *part = Part::Voted(msg);
+                        c.vote(node, true);
                         if c.abort.is_some() {
                             self.send(share, Status::Aborted, node, out);
                         } else if c.all_yes() {
@@ -541,6 +553,7 @@ impl Controller {
                     // other shares commit too once they have voted.
                     (Status::Committed, Part::Preparing) => {
                         *part = Part::Committed(msg);
+                        c.vote(node, true);
                         if c.all_yes() {
                             let c = c.clone();
                             self.push(&c, false, out);
@@ -548,6 +561,7 @@ impl Controller {
                     }
                     (Status::Aborted | Status::SwitchAborted, Part::Preparing | Part::Voted(_)) if !commit_decided => {
                         *part = Part::Aborted;
+                        c.vote(node, false);
                         if c.abort.is_none() {
                             c.abort = Some(msg);
                             let c = c.clone();
