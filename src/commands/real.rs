@@ -186,7 +186,7 @@ pub(crate) struct ClusterArgs {
     /// Seconds a killed process stays down (default 0.5).
     #[arg(long)]
     down: Option<f64>,
-    /// A named set of settings (real mode has none yet: refused, naming `--set`).
+    /// A named set of settings (real mode does not apply presets yet: refused, naming `--set`).
     #[arg(long)]
     preset: Option<String>,
     /// Probability that the switch loses a datagram it sends to a node (every port; 0 to 1).
@@ -428,7 +428,7 @@ pub(crate) fn run_cluster_command(args: &ClusterArgs) -> Result<(), String> {
     let takes_set = modes.get(&args.system)?.flags().contains(&RealFlag::Set);
     modes.check_request(&args.system, &real_request(args, takes_set)?)?;
     if let Some(preset) = &args.preset {
-        return Err(format!("--preset {preset}: real mode has no presets yet (give the settings with --set)"));
+        return Err(format!("--preset {preset}: real mode does not apply presets yet (give the settings with --set)"));
     }
     if args.system == pisadb_gotthard::real::SYSTEM {
         return gotthard_cluster(args);
