@@ -54,6 +54,8 @@ enum Command {
     /// Real mode: the software switch process alone under a load generator, measured beside
     /// the simulator's switch model on the same load.
     SwitchBench(commands::real::SwitchBenchArgs),
+    /// How fast the simulator runs: each system's default point split into setup and event loop (events/s, simulated txn/s, peak memory), and a scaling table.
+    Perf(commands::perf::Args),
 }
 
 fn main() -> ExitCode {
@@ -78,6 +80,7 @@ fn main() -> ExitCode {
         Command::Switch(args) => commands::real::run_switch(&args),
         Command::Node(args) => commands::real::run_node(&args),
         Command::SwitchBench(args) => commands::real::run_switch_bench_command(&args),
+        Command::Perf(args) => commands::perf::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

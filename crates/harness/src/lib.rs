@@ -28,12 +28,16 @@
 //! - [`settings`]: `--set key=value` overrides applied to a system's settings before they are
 //!   read back into its typed configuration, with errors that name the key and the keys or
 //!   values it accepts.
+//! - [`perf`]: what `pisadb perf` asks of a system beyond its points (a larger network of
+//!   it, the transactions a point committed).
 
 pub mod campaign;
 pub mod experiment;
 pub mod output;
+pub mod perf;
 pub mod pool;
 pub mod preset;
+pub mod real;
 pub mod runner;
 pub mod settings;
 pub mod shard;
@@ -203,6 +207,12 @@ pub trait System: Sync {
     fn default_settings(&self) -> Value;
     /// Runs one simulated point of `variant` with `settings` (the default settings, edited).
     fn run_point(&self, variant: &str, settings: &Value) -> Result<PointReport, HarnessError>;
+
+    /// A network `factor` times its default's hosts, for `pisadb perf`'s scaling table, or
+    /// `None` when its topology is fixed (the default).
+    fn scaled(&self, _factor: u32) -> Option<perf::Scaled> {
+        None
+    }
 
     /// Its seeded fault-injection cases, if it has them (none by default).
     fn fuzz_case(&self) -> Option<FuzzCaseFn> {

@@ -41,6 +41,9 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters::style::FontStyle;
 
+pub mod latency;
+pub use latency::{Latency, LatencySummary};
+
 /// One line of a chart: a name (shown in the legend) and its `(x, y)` points, drawn in order,
 /// with an error bar of `y ± errors[i]` at point `i` where `errors` gives one (a point whose
 /// half-width is 0 or missing has none).

@@ -31,6 +31,10 @@
 //! per stream, so a seed reproduces the stream exactly; [`Workload::hot_sample`] draws from its
 //! own stream, so computing a data layout does not shift the transactions a run executes.
 //!
+//! Key popularity for workloads that draw keys by rank rather than from a hot set (YCSB as
+//! TransKV and SwitchTx run it) is [`Popularity`]: Zipf or uniform ranks, scrambled onto keys
+//! one-to-one ([`popularity`]).
+//!
 //! TPC-C ([`tpcc`]) is different in kind: its transactions mix hot and cold tuples (*warm*),
 //! its rows are keyed by warehouse rather than drawn from a hot/cold split, and it inserts
 //! rows. It shares the [`Workload`] interface and the seeding rules.
@@ -41,11 +45,13 @@
 //! ([`external_flow`]) depend on them.
 
 pub mod partition;
+pub mod popularity;
 pub mod smallbank;
 pub mod tpcc;
 pub mod ycsb;
 
 pub use partition::{NodeId, Partitioning, RemoteRule, Scheme};
+pub use popularity::{Popularity, Scramble};
 pub use smallbank::{external_flow, SmallBank, SmallBankConfig, CHECKING, SAVINGS};
 pub use tpcc::{Tpcc, TpccConfig};
 pub use ycsb::{Ycsb, YcsbConfig, YcsbMix};

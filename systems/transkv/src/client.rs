@@ -44,8 +44,8 @@ use crate::wire::{value_of, version_of, Message, Op, OpType, Rejections, Status,
 use pisadb_core::rng::{derive, SeededRng};
 use pisadb_core::{Nanos, TraceBytes, TraceHash};
 use pisadb_host::{Host, HostOutbox, Route, Send};
+use pisadb_workload::Popularity;
 use rand::Rng;
-use rand_distr::{Distribution, Zipf};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -172,7 +172,8 @@ struct Txn {
 pub struct ClientHost {
     cfg: ClientConfig,
     rng: SeededRng,
-    zipf: Option<Zipf<f64>>,
+    /// Which key a draw picks: YCSB's Zipf (or uniform) ranks, scrambled one-to-one.
+    popularity: Popularity,
     /// What the committed answers taught about the cache where it differs from the setup
     /// fill: key → cached on its path.
     learned: BTreeMap<u64, bool>,
@@ -193,17 +194,12 @@ pub struct ClientHost {
 impl ClientHost {
     /// A client host; `cfg.zipf` must be 0 or a valid exponent.
     pub fn new(cfg: ClientConfig) -> Result<Self, String> {
-        let zipf = if cfg.zipf == 0.0 {
-            None
-        } else {
-            let s = cfg.zipf;
-            Some(Zipf::new(cfg.hierarchy.records as f64, s).map_err(|e| format!("zipf {s}: {e}"))?)
-        };
+        let popularity = Popularity::new(cfg.hierarchy.records, cfg.zipf).map_err(|e| format!("zipf: {e}"))?;
         let rng = derive(cfg.seed, &format!("transkv-client-{}", cfg.index));
         Ok(ClientHost {
             cfg,
             rng,
-            zipf,
+            popularity,
             learned: BTreeMap::new(),
             in_flight: BTreeMap::new(),
             started: 0,
@@ -222,7 +218,7 @@ impl ClientHost {
 
     fn draw_ops(&mut self, now: Nanos) -> Vec<Op> {
         let h = Arc::clone(&self.cfg.hierarchy);
-        let first = self.draw_key(&h, now);
+        let first = self.draw_key(now);
         let write = self.rng.random_bool(self.cfg.write_ratio);
         let mut keys = vec![first];
         let wanted = usize::from(self.cfg.ops_per_txn);
@@ -245,7 +241,7 @@ impl ClientHost {
             let mut tries = 0;
             while keys.len() < wanted && tries < 64 * wanted {
                 tries += 1;
-                let k = self.draw_key(&h, now);
+                let k = self.draw_key(now);
                 if !keys.contains(&k) {
                     keys.push(k);
                 }
@@ -270,14 +266,11 @@ impl ClientHost {
 
     /// One key by the workload's popularity (YCSB's scrambled Zipf, or uniform).
     /// From `hot_shift`'s time on, rank r is drawn as rank r + its shift.
-    fn draw_key(&mut self, h: &Hierarchy, now: Nanos) -> u64 {
-        let rank = match &self.zipf {
-            Some(z) => (z.sample(&mut self.rng) as u64).saturating_sub(1).min(h.records - 1),
-            None => self.rng.random_range(0..h.records),
-        };
+    fn draw_key(&mut self, now: Nanos) -> u64 {
+        let rank = self.popularity.rank(&mut self.rng);
         let (shift_at, shift) = self.cfg.hot_shift;
         let rank = if shift > 0 && now >= shift_at { rank.wrapping_add(shift) } else { rank };
-        crate::layout::key_of_rank(rank, h.records)
+        self.popularity.key_of_rank(rank)
     }
 
     fn send_attempt(&mut self, now: Nanos, seq: u32, out: &mut HostOutbox<Self>) {

@@ -450,13 +450,13 @@ mod tests {
         assert!(refreshed >= 2, "the campaign has cases with cache refresh: {refreshed}");
     }
 
-    /// Refreshed cases whose controller crashed while keys moved (87, 557: the restarted
+    /// Refreshed cases whose controller crashed while keys moved (557, 2187: the restarted
     /// controller finishes or undoes the moves its log shows under way) and whose switch was
     /// rebuilt in the middle of an insertion (1779: before the rebuild restored the handed
     /// value, the controller's publish exposed a slot whose value writes the crash had lost).
     #[test]
     fn refreshed_cases_survive_controller_and_switch_crashes_in_the_middle_of_moves() {
-        for seed in [87, 557, 1779] {
+        for seed in [557, 2187, 1779] {
             let r = fuzz_report(seed);
             assert_eq!(r.failure, None, "seed {seed}: {} / {}", r.case, r.faults);
             assert!(r.case.contains("refresh every"), "seed {seed} refreshes: {}", r.case);

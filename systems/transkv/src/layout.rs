@@ -21,13 +21,15 @@
 //! ## Keys and their cache level
 //!
 //! `records` keys, range-partitioned over the 16 nodes (node = key × 16 / records). YCSB's
-//! scrambled Zipf: popularity rank r is key `fnv(r) mod records` ([`key_of_rank`]). The cache
+//! scrambled Zipf: popularity rank r is key `scramble(r)` ([`key_of_rank`], the workload's
+//! one-to-one [`Scramble`] of `0..records`, so every key is drawn and none twice). The cache
 //! fill walks ranks from the hottest and puts each key at the first level of its pod with
 //! room: its pod's core, then its pod's aggregation switch, then its ToR, each holding
 //! `cache_per_switch` keys (§IV-B: hottest at level 1, hot at level 2, warm at level 3; each
 //! key once). The total is n × m: 8 switches × m.
 
 use pisadb_net::{Endpoint, LinkParams, Topology};
+use pisadb_workload::Scramble;
 use std::collections::BTreeMap;
 
 /// The core switches.
@@ -90,14 +92,10 @@ pub fn topology(link: &LinkParams) -> Topology {
     t
 }
 
-/// YCSB's scrambling of a popularity rank into a key (FNV-1a of the rank, mod `records`).
+/// YCSB's scrambling of a popularity rank into a key: the workload's one-to-one
+/// [`Scramble`] of `0..records` (the rank taken mod `records`); panics if `records` is 0.
 pub fn key_of_rank(rank: u64, records: u64) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in rank.to_le_bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
-    hash % records
+    Scramble::new(records).expect("a key space of at least one key").apply(rank)
 }
 
 /// The keys, their nodes and their cache places.
@@ -121,25 +119,27 @@ impl Hierarchy {
             return Err(format!("cache_per_switch {cache_per_switch}: accepted 0..={}", crate::program::CACHE_ENTRIES));
         }
         let mut used = [0u32; SWITCHES as usize];
-        let mut cached = BTreeMap::new();
         let capacity = u64::from(cache_per_switch) * u64::from(SWITCHES);
-        // Scrambling collides, and ToRs fill unevenly: walk a bounded number of ranks.
+        // Placed in rank order, into a vector, and made a map once at the end (a sorted bulk
+        // build): hundreds of thousands of map inserts were most of a run's setup. The scramble is
+        // one-to-one, so no key comes twice; ToRs fill unevenly (a full pod's keys find no room):
+        // walk a bounded number of ranks.
+        let mut placed: Vec<(u64, (u16, u16))> = Vec::new();
         let ranks = records.min(capacity.saturating_mul(4));
         for rank in 0..ranks {
-            if cached.len() as u64 >= capacity {
+            if placed.len() as u64 >= capacity {
                 break;
             }
             let key = key_of_rank(rank, records);
-            if cached.contains_key(&key) {
-                continue;
-            }
             let node = Self::node_of_key(records, key);
             if let Some(&switch) = levels_of(node).iter().find(|&&s| used[usize::from(s)] < cache_per_switch) {
                 let slot = used[usize::from(switch)] as u16;
                 used[usize::from(switch)] += 1;
-                cached.insert(key, (switch, slot));
+                placed.push((key, (switch, slot)));
             }
         }
+        placed.sort_unstable_by_key(|&(key, _)| key);
+        let cached: BTreeMap<u64, (u16, u16)> = placed.into_iter().collect();
         Ok(Hierarchy { records, cache_per_switch, cached })
     }
 

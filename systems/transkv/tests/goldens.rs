@@ -42,4 +42,4 @@ fn small_data_centers_are_pinned() {
 }
 
 const PINNED: [(&str, &str, u64, u64, u64, f64); 2] =
-    [("transkv", "ae6579466e4c2bd6", 402, 73, 0, 12.201), ("tranx-coor", "e227c816f098a716", 0, 0, 34, 27.106)];
+    [("transkv", "d3b4a1006a9bad55", 401, 66, 0, 12.176), ("tranx-coor", "f99d820f71ead9fd", 0, 0, 31, 27.291)];
