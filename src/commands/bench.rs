@@ -656,7 +656,7 @@ pub(crate) fn run_point(system: &dyn System, variant: &str, rack: &RackArgs, set
         system: name,
         mode: variant.clone(),
         variant,
-        preset: if p4db { rack.preset.name() } else { rack.preset.harness_name() },
+        preset: rack.preset.harness_name(),
         settings,
         figures,
         events,
