@@ -253,6 +253,8 @@ pub fn case(seed: u64) -> (&'static str, RackConfig, Faults) {
         refresh_epoch_us: 0,
         hot_shift_at_us: 0,
         hot_shift_ranks: 0,
+        controller_cores: 2,
+        nic_ns: 1_000,
     };
     let slow = (0..rng.random_range(0..3))
         .map(|_| {
