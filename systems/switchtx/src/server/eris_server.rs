@@ -96,23 +96,12 @@ impl Host for ErisServer {
     }
 
     fn timer_core(&self, timer: &ServerTimer) -> u16 {
-        match *timer {
-            ServerTimer::Epoch(t)
-            | ServerTimer::Timeout(t, _, _)
-            | ServerTimer::Retry(t, _, _)
-            | ServerTimer::Fill(t) => t.min(self.sh.cfg.threads - 1),
-            ServerTimer::Lease | ServerTimer::Recover(..) => 0,
-        }
+        self.sh.lane_timer_core(timer).unwrap_or(0)
     }
 
     fn handle_datagram(&mut self, now: Nanos, bytes: &[u8], out: &mut HostOutbox<Self>) {
         let costs = self.sh.cfg.costs;
-        out.cpu_ns += costs.stack_ns;
-        let (frame, msg) = match Message::open(bytes) {
-            Ok(m) => m,
-            Err(e) => return out.events.push(ServerEvent::Rejected(e.reason())),
-        };
-        let from = u8::try_from(frame.src).unwrap_or(u8::MAX);
+        let Some((from, msg)) = self.sh.open(bytes, out) else { return };
         match msg {
             Message::Data(_) if from >= self.sh.n() => out.events.push(ServerEvent::Rejected("unknown_source")),
             Message::Data(d) if d.msg == MsgType::ErisReply => {

@@ -256,23 +256,15 @@ impl Host for Replicated {
     fn timer_core(&self, timer: &ServerTimer) -> u16 {
         let threads = self.sh.cfg.threads;
         match *timer {
-            ServerTimer::Epoch(t)
-            | ServerTimer::Timeout(t, _, _)
-            | ServerTimer::Retry(t, _, _)
-            | ServerTimer::Fill(t) => t.min(threads - 1),
             ServerTimer::Lease => threads,
             ServerTimer::Recover(slot, _) => self.participant.thread_of(slot).unwrap_or(0).min(threads - 1),
+            _ => self.sh.lane_timer_core(timer).unwrap_or(0),
         }
     }
 
     fn handle_datagram(&mut self, now: Nanos, bytes: &[u8], out: &mut HostOutbox<Self>) {
         let costs = self.sh.cfg.costs;
-        out.cpu_ns += costs.stack_ns;
-        let (frame, msg) = match Message::open(bytes) {
-            Ok(m) => m,
-            Err(e) => return out.events.push(ServerEvent::Rejected(e.reason())),
-        };
-        let from = u8::try_from(frame.src).unwrap_or(u8::MAX);
+        let Some((from, msg)) = self.sh.open(bytes, out) else { return };
         let (sh, clients, p) = (&mut self.sh, &mut self.clients, &mut self.participant);
         match msg {
             Message::Control(c) => {

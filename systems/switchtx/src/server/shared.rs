@@ -13,7 +13,7 @@ use crate::config::ShardMap;
 use crate::keys::bits;
 use crate::tree::{Coordination, Participants};
 use crate::wal::WalRecord;
-use crate::wire::{class_of, Control, Data, MsgType, FLAG_RETRY};
+use crate::wire::{class_of, Control, Data, Message, MsgType, FLAG_RETRY};
 use pisadb_core::Nanos;
 use pisadb_host::{Route, Send};
 
@@ -131,6 +131,31 @@ impl Shared {
             let mut d = Data::new(MsgType::Lease, 0, 0, self.map.epoch, now);
             d.client = self.cfg.id;
             self.send(out, manager, d.datagram(u16::from(self.cfg.id), u16::from(manager)));
+        }
+    }
+
+    /// Opens a received datagram, charging the network stack: its sender and message, or
+    /// `None` with the reason reported.
+    pub fn open(&self, bytes: &[u8], out: &mut Out) -> Option<(u8, Message)> {
+        out.cpu_ns += self.cfg.costs.stack_ns;
+        match Message::open(bytes) {
+            Ok((frame, msg)) => Some((u8::try_from(frame.src).unwrap_or(u8::MAX), msg)),
+            Err(e) => {
+                out.events.push(ServerEvent::Rejected(e.reason()));
+                None
+            }
+        }
+    }
+
+    /// The core of a client lane's timer (its thread's), or `None` for a timer of another
+    /// kind.
+    pub fn lane_timer_core(&self, timer: &ServerTimer) -> Option<u16> {
+        match *timer {
+            ServerTimer::Epoch(t)
+            | ServerTimer::Timeout(t, _, _)
+            | ServerTimer::Retry(t, _, _)
+            | ServerTimer::Fill(t) => Some(t.min(self.cfg.threads - 1)),
+            ServerTimer::Lease | ServerTimer::Recover(..) => None,
         }
     }
 
