@@ -166,7 +166,7 @@ fn forward_s(plan: &Plan, results: &[RackFigures], i: usize) -> f64 {
         .map_or(f64::NAN, |b| results[b].completion_s)
 }
 
-const HEADER: [&str; 21] = [
+const HEADER: [&str; 22] = [
     "experiment",
     "panel",
     "variant",
@@ -184,8 +184,9 @@ const HEADER: [&str; 21] = [
     "aborts_switch_optimistic",
     "retries",
     "retransmissions",
-    "latency_ms_mean",
-    "latency_ms_p99",
+    "latency_us_mean",
+    "latency_us_p50",
+    "latency_us_p99",
     "events",
     "trace_hash",
 ];
@@ -216,8 +217,9 @@ fn write_outputs(plan: &Plan, results: &[RackFigures], out: &Path) -> Result<(Pa
                 f.aborts_switch_optimistic.to_string(),
                 f.retries.to_string(),
                 f.retransmissions.to_string(),
-                f.latency_ms_mean.to_string(),
-                f.latency_ms_p99.to_string(),
+                f.latency.latency_us_mean.to_string(),
+                f.latency.latency_us_p50.to_string(),
+                f.latency.latency_us_p99.to_string(),
                 f.events.to_string(),
                 f.trace_hash.clone(),
             ]
@@ -341,8 +343,8 @@ fn detail_table(plan: &Plan, r: &[RackFigures]) -> String {
             f.aborts_switch_optimistic,
             f.retries,
             f.retransmissions,
-            readable(f.latency_ms_mean / 1e3),
-            readable(f.latency_ms_p99 / 1e3),
+            readable(f.latency.latency_us_mean / 1e6),
+            readable(f.latency.latency_us_p99 / 1e6),
         );
     }
     s

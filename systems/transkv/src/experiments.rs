@@ -31,6 +31,7 @@
 
 use crate::rack::{run, RackConfig, RackFigures};
 use pisadb_harness::{ExperimentName, ExperimentOptions};
+use pisadb_report::latency::LatencySummary;
 use pisadb_report::{run_all, write_csv, write_svg, Panel, Series, Unit};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -328,12 +329,12 @@ const HEADER: [&str; 20] = [
     "switch_answers",
     "aborts_switch",
     "aborts_store",
-    "read_us_mean",
-    "read_us_p50",
-    "read_us_p99",
-    "write_us_mean",
-    "write_us_p50",
-    "write_us_p99",
+    "read_latency_us_mean",
+    "read_latency_us_p50",
+    "read_latency_us_p99",
+    "write_latency_us_mean",
+    "write_latency_us_p50",
+    "write_latency_us_p99",
     "trace_hash",
 ];
 
@@ -359,7 +360,7 @@ fn write_outputs(plan: &Plan, results: &[RackFigures], out: &Path) -> Result<(Pa
                 f.aborts_switch.to_string(),
                 f.aborts_store.to_string(),
             ];
-            row.extend(f.read_us.iter().chain(&f.write_us).map(|v| v.to_string()));
+            row.extend(figures_us(f.read_latency).iter().chain(&figures_us(f.write_latency)).map(|v| v.to_string()));
             row.push(f.trace_hash.clone());
             row
         })
@@ -416,7 +417,8 @@ fn detail_table(plan: &Plan, r: &[RackFigures]) -> String {
         "| panel | x | variant | Mtxn/s | answered by a switch | aborts switch / node | read µs mean / p50 / p99 | write µs mean / p50 / p99 | recirculations per commit |\n|---|---|---|---|---|---|---|---|---|\n",
     );
     for (p, f) in plan.points.iter().zip(r) {
-        let us = |v: [f64; 3]| format!("{:.1} / {:.1} / {:.1}", v[0], v[1], v[2]);
+        let us =
+            |v: LatencySummary| format!("{:.1} / {:.1} / {:.1}", v.latency_us_mean, v.latency_us_p50, v.latency_us_p99);
         let _ = writeln!(
             s,
             "| {} | {} | {} | {:.3} | {:.0}% | {} / {} | {} | {} | {:.2} |",
@@ -427,12 +429,17 @@ fn detail_table(plan: &Plan, r: &[RackFigures]) -> String {
             100.0 * f.switch_answers as f64 / f.commits.max(1) as f64,
             f.aborts_switch,
             f.aborts_store,
-            us(f.read_us),
-            us(f.write_us),
+            us(f.read_latency),
+            us(f.write_latency),
             f.recirculations as f64 / f.commits.max(1) as f64,
         );
     }
     s
+}
+
+/// A latency summary as the (mean, p50, p99) columns of a table, µs.
+fn figures_us(l: LatencySummary) -> [f64; 3] {
+    [l.latency_us_mean, l.latency_us_p50, l.latency_us_p99]
 }
 
 /// Our side of the paper's claims for one experiment: Markdown rows.
@@ -472,18 +479,19 @@ fn claims(plan: &Plan, r: &[RackFigures]) -> String {
             let _ = writeln!(s, "| Fig. 10b: TransKV over Tranx-Coor, skewed: 1.5×–3× | {} |", list(&z, pct));
         }
         "latency" => {
-            let change = |panel: &str, x: f64, pick: fn(&RackFigures) -> [f64; 3]| -> Option<String> {
+            let change = |panel: &str, x: f64, pick: fn(&RackFigures) -> LatencySummary| -> Option<String> {
                 let (t, c) = (pick(at(plan, r, panel, "transkv", x)?), pick(at(plan, r, panel, "tranx-coor", x)?));
+                let (t, c) = (figures_us(t), figures_us(c));
                 let d = |i: usize| 100.0 * (t[i] / c[i] - 1.0);
                 Some(format!("mean {:+.0}%, p50 {:+.0}%, p99 {:+.0}%", d(0), d(1), d(2)))
             };
             let reads: Vec<String> = [0.0, 0.99, 1.2]
                 .iter()
-                .filter_map(|&x| Some(format!("{}: {}", skew(x), change("reads", x, |f| f.read_us)?)))
+                .filter_map(|&x| Some(format!("{}: {}", skew(x), change("reads", x, |f| f.read_latency)?)))
                 .collect();
             let writes: Vec<String> = [0.0, 1.2]
                 .iter()
-                .filter_map(|&x| Some(format!("{}: {}", skew(x), change("writes", x, |f| f.write_us)?)))
+                .filter_map(|&x| Some(format!("{}: {}", skew(x), change("writes", x, |f| f.write_latency)?)))
                 .collect();
             let _ = writeln!(s, "| Table I: TransKV's read latency vs Tranx-Coor, mean −8% uniform, −15% Zipf 0.99, −32% Zipf 1.2 | {} |", reads.join("; "));
             let _ = writeln!(
