@@ -36,6 +36,9 @@ enum Command {
     Sweep(commands::sweep::Args),
     /// Run every experiment of a paper and write `results/<paper>.md` beside the CSVs and charts.
     Reproduce(commands::reproduce::Args),
+    /// Assemble the shards of a sharded sweep or reproduce (`--shard K/N`) into its CSVs,
+    /// charts and report.
+    Merge(commands::merge::Args),
     /// Simulate one system on one workload (YCSB, SmallBank or TPC-C) and report its figures.
     Bench(commands::bench::Args),
     /// Fault-injection testing: many short simulated racks with lossy links and crashes, each
@@ -51,6 +54,8 @@ enum Command {
     /// Real mode: the software switch process alone under a load generator, measured beside
     /// the simulator's switch model on the same load.
     SwitchBench(commands::real::SwitchBenchArgs),
+    /// How fast the simulator runs: each system's default point split into setup and event loop (events/s, simulated txn/s, peak memory), and a scaling table.
+    Perf(commands::perf::Args),
 }
 
 fn main() -> ExitCode {
@@ -69,11 +74,13 @@ fn main() -> ExitCode {
         Command::Bench(args) => commands::bench::run_bench(&args),
         Command::Sweep(args) => commands::sweep::run_sweep(&args),
         Command::Reproduce(args) => commands::reproduce::run(&args),
+        Command::Merge(args) => commands::merge::run(&args),
         Command::Fuzz(args) => commands::fuzz::run(&args),
         Command::Cluster(args) => commands::real::run_cluster_command(&args),
         Command::Switch(args) => commands::real::run_switch(&args),
         Command::Node(args) => commands::real::run_node(&args),
         Command::SwitchBench(args) => commands::real::run_switch_bench_command(&args),
+        Command::Perf(args) => commands::perf::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

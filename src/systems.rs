@@ -13,3 +13,57 @@ pub(crate) fn registry() -> Registry {
         &pisadb_transkv::SYSTEM,
     ])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::registry;
+    use pisadb_wire::Kind;
+    use std::collections::BTreeMap;
+
+    /// The frame kinds each system declares in its `wire` module, one line per system of
+    /// [`registry`], in its order.
+    fn frame_kinds() -> Vec<(&'static str, &'static [Kind])> {
+        vec![
+            ("p4db", pisadb_p4db::wire::KINDS),
+            ("gotthard", pisadb_gotthard::wire::KINDS),
+            ("netaccel", pisadb_netaccel::wire::KINDS),
+            ("switchtx", pisadb_switchtx::wire::KINDS),
+            ("transkv", pisadb_transkv::wire::KINDS),
+        ]
+    }
+
+    /// Who claims each kind byte, shared kinds included; `Err` names the first byte claimed twice.
+    fn owners<'a>(claims: &[(&'a str, &[Kind])]) -> Result<BTreeMap<u8, &'a str>, String> {
+        let mut owner = BTreeMap::new();
+        for (name, kinds) in claims {
+            for kind in *kinds {
+                if let Some(first) = owner.insert(kind.byte(), *name) {
+                    return Err(format!("frame kind {} is declared by both {first} and {name}", kind.byte()));
+                }
+            }
+        }
+        Ok(owner)
+    }
+
+    #[test]
+    fn every_system_declares_its_kinds_and_no_two_collide() {
+        let names: Vec<&str> = registry().systems().iter().map(|s| s.name()).collect();
+        let declared: Vec<&str> = frame_kinds().iter().map(|(name, _)| *name).collect();
+        assert_eq!(declared, names, "frame_kinds lists every registered system, in order");
+        let mut claims = vec![("shared", Kind::SHARED)];
+        claims.extend(frame_kinds());
+        let owner = owners(&claims).unwrap();
+        assert!(frame_kinds().iter().all(|(_, kinds)| !kinds.is_empty()), "each system sends some kind");
+        assert_eq!(owner.len(), 8, "two shared kinds and six of the systems'");
+    }
+
+    #[test]
+    fn a_collision_is_caught() {
+        const CLASH: &[Kind] = &[Kind::new(7)];
+        let mut claims = vec![("shared", Kind::SHARED)];
+        claims.extend(frame_kinds());
+        claims.push(("newcomer", CLASH));
+        assert_eq!(owners(&claims).unwrap_err(), "frame kind 7 is declared by both switchtx and newcomer");
+        assert!(owners(&[("shared", Kind::SHARED), ("forger", &[Kind::CONTROL])]).is_err());
+    }
+}

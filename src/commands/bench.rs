@@ -189,8 +189,9 @@ impl SwitchChoices {
     }
 }
 
-/// A set of defaults for everything a run is made of, as spelled on the command line.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum, Serialize)]
+/// A set of defaults for everything a run is made of, as spelled on the command line: P4DB's
+/// two, or another system's preset by name (`pisadb systems --presets NAME` lists them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum Preset {
     /// PisaDB's own model: its engine, its measured CPU costs, a 1 us NIC, PisaDB's workloads.
@@ -203,16 +204,39 @@ pub(crate) enum Preset {
     /// skipped, one handler core, row latches), 12.25 us per node->switch->node traversal,
     /// 0.86 us of CPU per local 8-operation transaction and two-port FIFO recirculation. The
     /// layout stays declustered; the paper's headline runs take --layout ideal. Flags given
-    /// explicitly override it.
+    /// explicitly override it. P4DB's `paper` preset; `p4db-testbed` is its old name.
     P4dbTestbed,
+    /// Another preset, looked up in the system's own list when the command runs.
+    Other(&'static str),
 }
 
 impl Preset {
-    /// The CLI spelling.
+    /// The CLI spelling (P4DB's directory name for its testbed).
     pub(crate) fn name(self) -> &'static str {
         match self {
             Preset::Pisadb => "pisadb",
             Preset::P4dbTestbed => "p4db-testbed",
+            Preset::Other(name) => name,
+        }
+    }
+
+    /// The name the harness looks the preset up by (`paper` for P4DB's testbed).
+    pub(crate) fn harness_name(self) -> &'static str {
+        match self {
+            Preset::P4dbTestbed => "paper",
+            other => other.name(),
+        }
+    }
+
+    /// Reads `--preset NAME`: `pisadb`, `paper` (or its old name `p4db-testbed`), or any
+    /// name a system's list has (checked when the system is known).
+    pub(crate) fn parse(name: &str) -> Result<Preset, String> {
+        match name {
+            "pisadb" => Ok(Preset::Pisadb),
+            "paper" | "p4db-testbed" => Ok(Preset::P4dbTestbed),
+            "" => Err("--preset needs a name: pisadb, paper, or one `pisadb systems --presets NAME` lists".into()),
+            // A command line is parsed once per process: the name lives as long as the run.
+            other => Ok(Preset::Other(Box::leak(other.to_string().into_boxed_str()))),
         }
     }
 }
@@ -252,10 +276,11 @@ pub(crate) enum PartitioningArg {
 /// The rack and workload flags shared by `bench` and `compare`.
 #[derive(ClapArgs, Debug, Clone, Serialize)]
 pub(crate) struct RackArgs {
-    /// Defaults for everything below: PisaDB's model, or the P4DB prototype's testbed (its
-    /// workloads, node engine, latencies and costs; see CALIBRATION.md). Flags given
-    /// explicitly override the preset's values.
-    #[arg(long, value_enum, default_value = "pisadb")]
+    /// Defaults for everything below: `pisadb` (PisaDB's model) or `paper` (the paper's
+    /// testbed; for P4DB its prototype's workloads, node engine, latencies and costs, old name
+    /// `p4db-testbed`; see CALIBRATION.md), or another preset of the system (`pisadb systems
+    /// --presets NAME`). Flags and --set given explicitly override the preset's values.
+    #[arg(long, default_value = "pisadb", value_parser = Preset::parse)]
     pub preset: Preset,
     /// How the nodes run transactions [default: the preset's: pisadb, or prototype under
     /// --preset p4db-testbed].
@@ -563,19 +588,15 @@ impl Point {
 /// The settings a system runs with: P4DB's come from the rack flags, every system's from its
 /// defaults; then the `--set` overrides.
 fn settings(system: &dyn System, rack: &RackArgs, sets: &[String]) -> Result<serde_json::Value, String> {
-    if system.name() != "p4db" && rack.preset != Preset::Pisadb {
-        return Err(format!(
-            "--preset {} is P4DB's testbed; system `{}` has no presets",
-            rack.preset.name(),
-            system.name()
-        ));
-    }
     let mut settings = if system.name() == "p4db" {
         // The variant decides the mode, not a setting: the rack's mode is dropped here.
         let rack_config = serde_json::to_value(rack.config(Mode::P4db)).map_err(|e| e.to_string())?;
         pisadb_p4db::system::without_mode(rack_config)
     } else {
-        system.default_settings()
+        let (settings, preset) =
+            pisadb_harness::preset_settings(system, rack.preset.harness_name()).map_err(|e| e.to_string())?;
+        eprint!("{}", pisadb_harness::preset::describe(system, &preset));
+        settings
     };
     for set in sets {
         apply_set(&mut settings, set).map_err(|e| e.to_string())?;

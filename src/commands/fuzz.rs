@@ -1,15 +1,15 @@
 //! `pisadb fuzz`: many short simulated racks with injected faults, each checked by the
 //! oracles of the system's own fault-injection cases ([`pisadb_harness::System::fuzz_case`]:
-//! P4DB's `pisadb_p4db::fuzz`, Gotthard's `pisadb_gotthard::fuzz`). Seeds run in parallel, one
-//! per core; every seed's line says what it ran and what happened, and a failing seed comes
+//! P4DB's `pisadb_p4db::fuzz`, Gotthard's `pisadb_gotthard::fuzz`). Seeds run in parallel on
+//! the harness's one thread pool, one per core (`--shard K/N`: a slice of them); every seed's line says what it ran and what happened, and a failing seed comes
 //! with the command that replays it alone.
 
 use crate::systems::registry;
 use clap::Args as ClapArgs;
+use pisadb_harness::pool::{default_threads, run_parallel};
 use pisadb_harness::FuzzReport;
 use pisadb_report::Progress;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 
 /// Flags of `pisadb fuzz`.
 #[derive(ClapArgs, Debug)]
@@ -29,40 +29,42 @@ pub(crate) struct Args {
     /// Print one JSON object (every seed's report) instead of lines.
     #[arg(long)]
     pub json: bool,
+    /// Run only the K-th of N deterministic slices of the seeds (seed index i with
+    /// i mod N = K - 1), so N machines share one campaign (see the README).
+    #[arg(long, value_name = "K/N", value_parser = pisadb_harness::Shard::parse)]
+    pub shard: Option<pisadb_harness::Shard>,
 }
 
 /// Runs the campaign.
 pub(crate) fn run(args: &Args) -> Result<(), String> {
     let run_case = registry().fuzzer(&args.system).map_err(|e| e.to_string())?;
-    let seeds: Vec<u64> = (0..args.seeds).map(|i| args.seed.wrapping_add(i)).collect();
-    let threads = args
-        .threads
-        .map(|t| t as usize)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .min(seeds.len());
+    let all: Vec<u64> = (0..args.seeds).map(|i| args.seed.wrapping_add(i)).collect();
+    let seeds = match args.shard {
+        Some(shard) => shard.slice(&all),
+        None => all,
+    };
+    if seeds.is_empty() {
+        return Err(format!("--shard leaves no seeds of {} to run", args.seeds));
+    }
+    let threads = args.threads.map_or_else(default_threads, |t| t as usize);
     let progress = Progress::new(seeds.len() as u64, "seeds");
-    let next = AtomicU64::new(0);
     let failed = AtomicU64::new(0);
-    let reports: Mutex<Vec<FuzzReport>> = Mutex::new(Vec::with_capacity(seeds.len()));
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::SeqCst) as usize;
-                let Some(&seed) = seeds.get(i) else { break };
-                let report = run_case(seed);
-                if report.failure.is_some() {
-                    failed.fetch_add(1, Ordering::SeqCst);
-                }
-                if !args.json {
-                    progress.println(&line(&report));
-                }
-                progress.inc(&format!("{} failed", failed.load(Ordering::SeqCst)));
-                reports.lock().expect("reports").push(report);
-            });
-        }
-    });
+    let mut reports = run_parallel(
+        &seeds,
+        threads,
+        &progress,
+        |&seed| run_case(seed),
+        |_, report| {
+            if report.failure.is_some() {
+                failed.fetch_add(1, Ordering::SeqCst);
+            }
+            if !args.json {
+                progress.println(&line(report));
+            }
+            format!("{} failed", failed.load(Ordering::SeqCst))
+        },
+    );
     progress.clear();
-    let mut reports = reports.into_inner().expect("reports");
     reports.sort_by_key(|r| r.seed);
     let failures: Vec<&FuzzReport> = reports.iter().filter(|r| r.failure.is_some()).collect();
     if args.json {

@@ -8,8 +8,8 @@
 
 use clap::{Args as ClapArgs, ValueEnum};
 use pisadb_core::Txn;
-use pisadb_layout::{declustered, evaluate, modulo, random, LayoutStats};
 use pisadb_p4db::programs::p4db::P4dbConfig;
+use pisadb_p4db_layout::{declustered, evaluate, modulo, random, LayoutStats};
 use pisadb_switch::SwitchProfile;
 use pisadb_workload::{SmallBank, SmallBankConfig, Workload, Ycsb, YcsbConfig};
 use serde::Serialize;

@@ -4,6 +4,8 @@ pub(crate) mod bench;
 pub(crate) mod experiments;
 pub(crate) mod fuzz;
 pub(crate) mod layout;
+pub(crate) mod merge;
+pub(crate) mod perf;
 pub(crate) mod real;
 pub(crate) mod reproduce;
 pub(crate) mod sweep;

@@ -3,27 +3,26 @@
 //! simulator running the same load).
 //!
 //! `switch` and `node` serve any rack the runtime can run: they read the rack config's system
-//! and hand over to that system's process (P4DB's, Gotthard's, or the runtime's own echo
-//! system that its tests run). `cluster --system gotthard` runs Gotthard's rack
-//! (`pisadb_gotthard::real`) with `--variant`, `--set`, `--seconds`, `--loss`, `--jitter-us`,
-//! `--data-dir` and `--json`; `cluster --system netaccel` runs NetAccel's rack
-//! (`pisadb_netaccel::real`: segments streaming real tuples through the switch process until
-//! the query is answered) with `--variant`, `--set`, `--tuple-gap-ns`, `--seconds` (a
-//! deadline), `--data-dir` and `--json`; `cluster --system transkv` runs TransKV's data center
-//! (`pisadb_transkv::real`: 8 switch processes, storage nodes over fjall) with `--variant`,
-//! `--set`, `--seconds`, `--kill-node` (a storage node), `--down`, `--data-dir` and `--json`;
-//! `cluster --system switchtx` runs SwitchTx's servers and switches (`pisadb_switchtx::real`)
-//! with `--variant`, `--set`, `--seconds`, `--loss`, `--delay-us`, `--jitter-us`,
-//! `--kill-switch` (S0), `--down`, `--data-dir` and `--json`.
+//! and hand over to that system's real mode (`pisadb_harness::real::RealMode`, one table of
+//! them here: the five systems' and the runtime's own echo system that its tests run).
+//!
+//! `cluster` takes one flag vocabulary for every system (`--system --variant --preset --set
+//! --seconds --loss --delay-us --jitter-us --port-wire --kill-node N@S --kill-switch [ID@]S
+//! --down --netns --no-log --json`, and P4DB's own `--mode --cc --nodes --workers …`, `--mode`
+//! an alias of `--variant`). Before anything starts, the contract's
+//! `RealModes::check_request` refuses a flag the system cannot honour (naming the systems that
+//! take it), a kill outside the run or of a process the rack does not have, and settings the
+//! rack cannot hold. Each system's cluster and its report are then its own.
 
 use crate::commands::bench::{CcArg, FineLocksArg, LayoutArg, ModeArg, PartitioningArg, Preset, RackArgs, WorkloadArg};
 use clap::Args as ClapArgs;
+use pisadb_harness::real::{RealFlag, RealKill, RealMode, RealModes, RealRequest};
 use pisadb_p4db::real::cluster::{node_dir, run_cluster, ClusterOptions, ClusterResult, Fault};
 use pisadb_p4db::real::loadgen::{run_switch_bench, BenchOptions, BenchResult, Side};
 use pisadb_p4db::real::RealError;
 use pisadb_runtime::wire::{PortWire, WireCounts};
 use pisadb_runtime::{echo, install_stop_signals, system_of, RackConfig, RuntimeError};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// A flag's value out of range: names the flag, the value and what is accepted.
 fn bad_flag(flag: &str, value: impl ToString, accepted: impl Into<String>) -> RuntimeError {
@@ -144,18 +143,19 @@ pub(crate) struct ClusterArgs {
     /// The system whose rack runs (`pisadb systems` lists them).
     #[arg(long, default_value = "p4db")]
     system: String,
-    /// Database nodes (one process each).
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
-    nodes: u16,
-    /// Workers per node (logical: one transaction each, one thread per node process).
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
-    workers: u16,
-    /// The system.
-    #[arg(long, value_enum, default_value = "p4db")]
-    mode: ModeArg,
-    /// Concurrency control for transactions on the nodes.
-    #[arg(long, value_enum, default_value = "no-wait")]
-    cc: CcArg,
+    /// P4DB: database nodes (one process each; default 4).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=64))]
+    nodes: Option<u16>,
+    /// P4DB: workers per node (logical: one transaction each, one thread per node process;
+    /// default 4).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=64))]
+    workers: Option<u16>,
+    /// P4DB: its mode (an alias of `--variant`; default p4db).
+    #[arg(long, value_enum)]
+    mode: Option<ModeArg>,
+    /// P4DB: concurrency control for transactions on the nodes (default no-wait).
+    #[arg(long, value_enum)]
+    cc: Option<CcArg>,
     #[command(flatten)]
     load: LoadArgs,
     /// Seconds of load.
@@ -168,23 +168,27 @@ pub(crate) struct ClusterArgs {
     /// Run without write-ahead logs (no fsync; no recovery possible).
     #[arg(long)]
     no_log: bool,
-    /// Skip the end-of-run checks (they keep every committed transaction in memory).
+    /// P4DB: skip the end-of-run checks (they keep every committed transaction in memory).
     #[arg(long)]
     no_verify: bool,
-    /// A worker aborts an attempt another node has not answered within this many ms.
-    #[arg(long, default_value_t = 50)]
-    peer_timeout_ms: u64,
+    /// P4DB: a worker aborts an attempt another node has not answered within this many ms
+    /// (default 50).
+    #[arg(long)]
+    peer_timeout_ms: Option<u64>,
     /// `kill -9` a node mid-run and restart it: NODE@SECONDS, e.g. 1@2.5 (repeatable).
     /// (SwitchTx: a server, restarted from its write-ahead log; every server then logs.)
     #[arg(long, value_parser = parse_kill_node)]
     kill_node: Vec<(u16, f64)>,
-    /// `kill -9` the switch at SECONDS into the run and restart it, rebuilt from the logs
-    /// (SwitchTx: S0, restarted with zeroed registers).
+    /// `kill -9` a switch at SECONDS into the run and restart it: [ID@]SECONDS, switch 0 if no
+    /// ID (P4DB: rebuilt from the logs; SwitchTx: restarted with zeroed registers; repeatable).
+    #[arg(long, value_parser = parse_kill_switch)]
+    kill_switch: Vec<(u16, f64)>,
+    /// Seconds a killed process stays down (default 0.5).
     #[arg(long)]
-    kill_switch: Option<f64>,
-    /// Seconds a killed process stays down.
-    #[arg(long, default_value_t = 0.5)]
-    down: f64,
+    down: Option<f64>,
+    /// A named set of settings (real mode has none yet: refused, naming `--set`).
+    #[arg(long)]
+    preset: Option<String>,
     /// Probability that the switch loses a datagram it sends to a node (every port; 0 to 1).
     #[arg(long, default_value_t = 0.0)]
     loss: f64,
@@ -218,8 +222,43 @@ pub(crate) struct ClusterArgs {
     /// nothing else paces the segments, and a software switch fed faster than it forwards
     /// loses datagrams, which fails the query). NetAccel's query ends by itself; `--seconds`
     /// is then its deadline beyond the time this pacing needs.
-    #[arg(long, default_value_t = pisadb_netaccel::real::TUPLE_GAP_NS)]
-    tuple_gap_ns: u64,
+    /// (Default: `pisadb_netaccel::real::TUPLE_GAP_NS`.)
+    #[arg(long)]
+    tuple_gap_ns: Option<u64>,
+}
+
+impl ClusterArgs {
+    /// P4DB's nodes.
+    fn nodes(&self) -> u16 {
+        self.nodes.unwrap_or(4)
+    }
+
+    /// P4DB's workers per node.
+    fn workers(&self) -> u16 {
+        self.workers.unwrap_or(4)
+    }
+
+    /// Seconds a killed process stays down.
+    fn down(&self) -> f64 {
+        self.down.unwrap_or(0.5)
+    }
+
+    /// P4DB's mode: `--variant`, or its alias `--mode`; both must agree.
+    fn mode(&self) -> Result<ModeArg, RuntimeError> {
+        use clap::ValueEnum;
+        let variant = match &self.variant {
+            Some(v) => Some(
+                ModeArg::from_str(v, false).map_err(|_| bad_flag("--variant", v, "p4db, no-switch or lm-switch"))?,
+            ),
+            None => None,
+        };
+        match (variant, self.mode) {
+            (Some(v), Some(m)) if v != m => {
+                Err(bad_flag("--mode", format!("{m:?}"), "the same mode as --variant (--mode is its alias)"))
+            }
+            (v, m) => Ok(v.or(m).unwrap_or(ModeArg::P4db)),
+        }
+    }
 }
 
 fn parse_kill_node(s: &str) -> Result<(u16, f64), RuntimeError> {
@@ -228,6 +267,15 @@ fn parse_kill_node(s: &str) -> Result<(u16, f64), RuntimeError> {
     let node = node.parse().map_err(|_| bad_flag("--kill-node", s, accepted))?;
     let at: f64 = at.parse().map_err(|_| bad_flag("--kill-node", s, accepted))?;
     Ok((node, at))
+}
+
+fn parse_kill_switch(s: &str) -> Result<(u16, f64), RuntimeError> {
+    let accepted = "[ID@]SECONDS with a switch number and a number of seconds, e.g. 0.8 or 1@0.8";
+    let bad = || bad_flag("--kill-switch", s, accepted);
+    match s.split_once('@') {
+        Some((id, at)) => Ok((id.parse().map_err(|_| bad())?, at.parse().map_err(|_| bad())?)),
+        None => Ok((0, s.parse().map_err(|_| bad())?)),
+    }
 }
 
 fn parse_port_wire(s: &str) -> Result<(u16, Vec<(String, f64)>), RuntimeError> {
@@ -258,9 +306,9 @@ fn parse_port_wire(s: &str) -> Result<(u16, Vec<(String, f64)>), RuntimeError> {
 fn port_wires(args: &ClusterArgs) -> Result<Vec<PortWire>, RuntimeError> {
     let every = PortWire { loss: args.loss, delay_us: args.delay_us, jitter_us: args.jitter_us };
     every.validate().map_err(|e| within_flag("--loss/--delay-us/--jitter-us", e))?;
-    let mut wires = vec![every; usize::from(args.nodes)];
+    let mut wires = vec![every; usize::from(args.nodes())];
     for (node, settings) in &args.port_wire {
-        let accepted = format!("a node of the rack: 0..{}", args.nodes);
+        let accepted = format!("a node of the rack: 0..{}", args.nodes());
         let w = wires.get_mut(usize::from(*node)).ok_or_else(|| bad_flag("--port-wire", node, accepted))?;
         for (k, v) in settings {
             match k.as_str() {
@@ -277,89 +325,113 @@ fn port_wires(args: &ClusterArgs) -> Result<Vec<PortWire>, RuntimeError> {
     Ok(wires)
 }
 
-/// The error of a config whose system this binary does not run.
-fn unknown_system(system: &str) -> RuntimeError {
-    let accepted = format!(
-        "{:?}, {:?}, {:?}, {:?}, {:?} or {:?}",
-        pisadb_p4db::real::SYSTEM,
-        pisadb_gotthard::real::SYSTEM,
-        pisadb_netaccel::real::SYSTEM,
-        pisadb_switchtx::real::SYSTEM,
-        pisadb_transkv::real::SYSTEM,
+/// The runtime's own echo system in the table of real modes (its tests run it through this
+/// binary).
+struct EchoReal;
+
+static ECHO: EchoReal = EchoReal;
+
+impl RealMode for EchoReal {
+    fn name(&self) -> &'static str {
         echo::SYSTEM
-    );
-    bad_flag("system in the rack config", format!("{system:?}"), accepted)
+    }
+
+    fn flags(&self) -> &'static [RealFlag] {
+        &[]
+    }
+
+    fn serve_switch(&self, config: &Path, id: u16, _: &[PathBuf], _: u16, report: Option<&Path>) -> Result<(), String> {
+        let cfg = RackConfig::load(config).map_err(|e| e.to_string())?;
+        echo::serve_switch(&cfg, id, report).map(drop).map_err(|e| e.to_string())
+    }
+
+    fn serve_host(&self, config: &Path, id: u16, data_dir: &Path) -> Result<(), String> {
+        let cfg = RackConfig::load(config).map_err(|e| e.to_string())?;
+        echo::serve_host(&cfg, id, data_dir).map(drop).map_err(|e| e.to_string())
+    }
+}
+
+/// Every real mode this binary runs: the systems' and the runtime's echo.
+fn real_modes() -> RealModes {
+    RealModes::new(vec![
+        &pisadb_p4db::real::REAL,
+        &pisadb_gotthard::real::REAL,
+        &pisadb_netaccel::real::REAL,
+        &pisadb_switchtx::real::REAL,
+        &pisadb_transkv::real::REAL,
+        &ECHO,
+    ])
 }
 
 /// Runs `pisadb switch`: the switch process of the config's system.
 pub(crate) fn run_switch(args: &SwitchArgs) -> Result<(), String> {
-    serve_switch(args).map_err(|e| e.to_string())
-}
-
-fn serve_switch(args: &SwitchArgs) -> Result<(), RealError> {
-    install_stop_signals()?;
-    match system_of(&args.config)?.as_str() {
-        pisadb_p4db::real::SYSTEM => {
-            if args.id != 0 {
-                return Err(bad_flag("--id", args.id, "0: a P4DB rack has one switch").into());
-            }
-            let cfg = pisadb_p4db::real::load(&args.config)?;
-            pisadb_p4db::real::switch::run_switch(&cfg, &args.recover_from, args.epoch, args.report.as_deref())?;
-        }
-        pisadb_gotthard::real::SYSTEM => {
-            pisadb_gotthard::real::serve_switch(&RackConfig::load(&args.config)?, args.id, args.report.as_deref())?;
-        }
-        pisadb_netaccel::real::SYSTEM => {
-            pisadb_netaccel::real::serve_switch(&RackConfig::load(&args.config)?, args.id, args.report.as_deref())?;
-        }
-        pisadb_switchtx::real::SYSTEM => {
-            pisadb_switchtx::real::serve_switch(&RackConfig::load(&args.config)?, args.id, args.report.as_deref())?;
-        }
-        pisadb_transkv::real::SYSTEM => {
-            pisadb_transkv::real::serve_switch(&RackConfig::load(&args.config)?, args.id, args.report.as_deref())?;
-        }
-        echo::SYSTEM => {
-            echo::serve_switch(&RackConfig::load(&args.config)?, args.id, args.report.as_deref())?;
-        }
-        other => return Err(unknown_system(other).into()),
-    }
-    Ok(())
+    install_stop_signals().map_err(|e| e.to_string())?;
+    let system = system_of(&args.config).map_err(|e| e.to_string())?;
+    real_modes().get(&system)?.serve_switch(
+        &args.config,
+        args.id,
+        &args.recover_from,
+        args.epoch,
+        args.report.as_deref(),
+    )
 }
 
 /// Runs `pisadb node`: a host process of the config's system.
 pub(crate) fn run_node(args: &NodeArgs) -> Result<(), String> {
-    serve_node(args).map_err(|e| e.to_string())
+    install_stop_signals().map_err(|e| e.to_string())?;
+    let system = system_of(&args.config).map_err(|e| e.to_string())?;
+    real_modes().get(&system)?.serve_host(&args.config, args.id, &args.data_dir)
 }
 
-fn serve_node(args: &NodeArgs) -> Result<(), RealError> {
-    install_stop_signals()?;
-    match system_of(&args.config)?.as_str() {
-        pisadb_p4db::real::SYSTEM => {
-            let cfg = pisadb_p4db::real::load(&args.config)?;
-            pisadb_p4db::real::node::run_node(&cfg, args.id, &args.data_dir)?;
-        }
-        pisadb_gotthard::real::SYSTEM => {
-            pisadb_gotthard::real::serve_host(&RackConfig::load(&args.config)?, args.id, &args.data_dir)?;
-        }
-        pisadb_netaccel::real::SYSTEM => {
-            pisadb_netaccel::real::serve_host(&RackConfig::load(&args.config)?, args.id, &args.data_dir)?;
-        }
-        pisadb_switchtx::real::SYSTEM => {
-            pisadb_switchtx::real::serve_host(&RackConfig::load(&args.config)?, args.id, &args.data_dir)?;
-        }
-        pisadb_transkv::real::SYSTEM => {
-            pisadb_transkv::real::serve_host(&RackConfig::load(&args.config)?, args.id, &args.data_dir)?;
-        }
-        echo::SYSTEM => {
-            echo::serve_host(&RackConfig::load(&args.config)?, args.id, &args.data_dir)?;
-        }
-        other => return Err(unknown_system(other).into()),
-    }
-    Ok(())
+/// The flags given that not every system honours, and the kills, as the contract's request;
+/// the settings with every `--set` applied if the system takes `--set` (`takes_set`).
+fn real_request(args: &ClusterArgs, takes_set: bool) -> Result<RealRequest, String> {
+    let mut flags = Vec::new();
+    let given = [
+        (args.loss > 0.0, RealFlag::Loss),
+        (args.delay_us > 0, RealFlag::DelayUs),
+        (args.jitter_us > 0, RealFlag::JitterUs),
+        (!args.port_wire.is_empty(), RealFlag::PortWire),
+        (!args.kill_node.is_empty(), RealFlag::KillNode),
+        (!args.kill_switch.is_empty(), RealFlag::KillSwitch),
+        (args.down.is_some(), RealFlag::Down),
+        (args.netns, RealFlag::Netns),
+        (args.no_log, RealFlag::NoLog),
+        (args.preset.is_some(), RealFlag::Preset),
+        (!args.sets.is_empty(), RealFlag::Set),
+        (args.mode.is_some(), RealFlag::Own(pisadb_p4db::real::OWN_FLAGS[0])),
+        (args.cc.is_some(), RealFlag::Own(pisadb_p4db::real::OWN_FLAGS[1])),
+        (args.nodes.is_some(), RealFlag::Own(pisadb_p4db::real::OWN_FLAGS[2])),
+        (args.workers.is_some(), RealFlag::Own(pisadb_p4db::real::OWN_FLAGS[3])),
+        (args.peer_timeout_ms.is_some(), RealFlag::Own(pisadb_p4db::real::OWN_FLAGS[4])),
+        (args.no_verify, RealFlag::Own(pisadb_p4db::real::OWN_FLAGS[5])),
+        (args.tuple_gap_ns.is_some(), RealFlag::Own("--tuple-gap-ns")),
+    ];
+    flags.extend(given.iter().filter(|g| g.0).map(|g| g.1));
+    let mut kills: Vec<RealKill> = args.kill_node.iter().map(|&(id, at_s)| RealKill::Node { id, at_s }).collect();
+    kills.extend(args.kill_switch.iter().map(|&(id, at_s)| RealKill::Switch { id, at_s }));
+    let system = crate::systems::registry().get(&args.system).map_err(|e| e.to_string())?;
+    let variant = match &args.variant {
+        Some(v) => system.variant(v).map_err(|e| e.to_string())?.name,
+        None => system.variants()[0].name,
+    };
+    let settings = if args.sets.is_empty() || !takes_set {
+        system.default_settings()
+    } else {
+        pisadb_harness::read_back(system.default_settings(), &args.sets).map_err(|e| e.to_string())?
+    };
+    Ok(RealRequest { seconds: args.seconds, flags, kills, variant: variant.to_string(), settings })
 }
 
 /// Runs `pisadb cluster`.
 pub(crate) fn run_cluster_command(args: &ClusterArgs) -> Result<(), String> {
+    // Everything a system cannot honour or its rack cannot hold is refused before anything starts.
+    let modes = real_modes();
+    let takes_set = modes.get(&args.system)?.flags().contains(&RealFlag::Set);
+    modes.check_request(&args.system, &real_request(args, takes_set)?)?;
+    if let Some(preset) = &args.preset {
+        return Err(format!("--preset {preset}: real mode has no presets yet (give the settings with --set)"));
+    }
     if args.system == pisadb_gotthard::real::SYSTEM {
         return gotthard_cluster(args);
     }
@@ -376,6 +448,14 @@ pub(crate) fn run_cluster_command(args: &ClusterArgs) -> Result<(), String> {
     cluster(args).map_err(|e| e.to_string())
 }
 
+/// The processes `--kill-node` and `--kill-switch` name, as the supervisor's crashes.
+fn kills(args: &ClusterArgs) -> Vec<pisadb_runtime::supervisor::Crash> {
+    use pisadb_runtime::{supervisor::Crash, Role};
+    let nodes = args.kill_node.iter().map(|&(id, at_s)| (Role::Host(id), at_s));
+    let switches = args.kill_switch.iter().map(|&(id, at_s)| (Role::Switch(id), at_s));
+    nodes.chain(switches).map(|(role, at_s)| Crash { role, at_s, down_s: args.down() }).collect()
+}
+
 /// `pisadb cluster --system gotthard`: Gotthard's rack as processes on loopback.
 fn gotthard_cluster(args: &ClusterArgs) -> Result<(), String> {
     use pisadb_gotthard::real::{run_cluster, ClusterOptions, Spec};
@@ -387,6 +467,7 @@ fn gotthard_cluster(args: &ClusterArgs) -> Result<(), String> {
         data_dir,
         exe: this_binary().map_err(|e| e.to_string())?,
         extra: PortWire { loss: args.loss, delay_us: 0, jitter_us: args.jitter_us },
+        crashes: kills(args),
     };
     let r = run_cluster(&opts).map_err(|e| e.to_string())?;
     if args.json {
@@ -415,6 +496,9 @@ fn gotthard_cluster(args: &ClusterArgs) -> Result<(), String> {
             f.latency.latency_us_p99 / 1e3
         );
         println!("store's hot key: {}   switch: {} passes", r.final_value, r.switch.passes);
+        for (role, at_s, down_s) in &r.crashes {
+            println!("{role:?} killed (kill -9) at {at_s} s, restarted from its log {down_s} s later");
+        }
     }
     let ok = "serializable, nothing committed or counted twice, every client finished";
     cluster_verdict(r.failure, ok, &opts.data_dir, args.json)
@@ -428,24 +512,29 @@ fn netaccel_cluster(args: &ClusterArgs) -> Result<(), String> {
         system_cluster_inputs::<pisadb_netaccel::rack::RackConfig>(&pisadb_netaccel::SYSTEM, args)?;
     let plan = pisadb_netaccel::system::plan_of(variant)?;
     rack.check().map_err(|e| format!("--set: {e}"))?;
-    if args.tuple_gap_ns > 1_000_000 {
-        return Err(bad_flag("--tuple-gap-ns", args.tuple_gap_ns, "at most 1000000 (1 ms)").to_string());
+    let tuple_gap_ns = args.tuple_gap_ns.unwrap_or(pisadb_netaccel::real::TUPLE_GAP_NS);
+    if tuple_gap_ns > 1_000_000 {
+        return Err(bad_flag("--tuple-gap-ns", tuple_gap_ns, "at most 1000000 (1 ms)").to_string());
     }
     install_stop_signals().map_err(|e| e.to_string())?;
     let opts = ClusterOptions {
-        spec: Spec { plan, rack, tuple_gap_ns: args.tuple_gap_ns },
+        spec: Spec { plan, rack, tuple_gap_ns },
         seconds: args.seconds,
         data_dir,
         exe: this_binary().map_err(|e| e.to_string())?,
+        crashes: kills(args),
     };
     let r = run_cluster(&opts).map_err(|e| e.to_string())?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&r).expect("a result serializes"));
     } else {
+        for (role, at_s, down_s) in &r.crashes {
+            println!("{role:?} killed (kill -9) at {at_s} s and restarted {down_s} s later, with nothing of its part");
+        }
         let rack = &opts.spec.rack;
         println!(
             "NetAccel ({variant}, {:?}) on loopback: SF {}, {} segments, split {}x{}, one tuple per {} ns per segment\n",
-            rack.query, rack.sf, rack.segments, r.split[0], r.split[1], args.tuple_gap_ns
+            rack.query, rack.sf, rack.segments, r.split[0], r.split[1], tuple_gap_ns
         );
         let response = r.response_ms.map_or("–".to_string(), |ms| format!("{ms:.1} ms"));
         println!(
@@ -470,7 +559,7 @@ fn transkv_cluster(args: &ClusterArgs) -> Result<(), String> {
         data_dir,
         exe: this_binary().map_err(|e| e.to_string())?,
         kills: args.kill_node.clone(),
-        down_s: args.down,
+        down_s: args.down(),
     };
     let r = run_cluster(&opts).map_err(|e| e.to_string())?;
     if args.json {
@@ -571,12 +660,15 @@ fn switchtx_cluster(args: &ClusterArgs) -> Result<(), String> {
     // A server that is killed must restart from its log; so must every server's data, since
     // a survivor's answers may be all a restarted one's client has.
     rack.durable |= !args.kill_node.is_empty();
-    let mut crashes: Vec<Crash> =
-        args.kill_switch.map(|at_s| Crash { role: Role::Switch(0), at_s, down_s: args.down }).into_iter().collect();
+    let mut crashes: Vec<Crash> = args
+        .kill_switch
+        .iter()
+        .map(|&(id, at_s)| Crash { role: Role::Switch(id), at_s, down_s: args.down() })
+        .collect();
     crashes.extend(args.kill_node.iter().map(|&(node, at_s)| Crash {
         role: Role::Host(node),
         at_s,
-        down_s: args.down,
+        down_s: args.down(),
     }));
     install_stop_signals().map_err(|e| e.to_string())?;
     let opts = ClusterOptions {
@@ -636,8 +728,8 @@ fn switchtx_cluster(args: &ClusterArgs) -> Result<(), String> {
 
 fn cluster(args: &ClusterArgs) -> Result<(), RealError> {
     check_seconds(args.seconds)?;
-    let rack = args.load.rack(args.nodes, args.workers, args.cc, None);
-    let mut run = rack.config(args.mode.into());
+    let rack = args.load.rack(args.nodes(), args.workers(), args.cc.unwrap_or(CcArg::NoWait), None);
+    let mut run = rack.config(args.mode()?.into());
     // Real round trips include a kernel UDP stack and an fsync: far above the simulated ones.
     run.switch_timeout_ns = 20_000_000;
     run.backoff_max_ns = 200_000;
@@ -645,14 +737,21 @@ fn cluster(args: &ClusterArgs) -> Result<(), RealError> {
         .kill_node
         .iter()
         .map(|&(node, at_s)| {
-            if node >= args.nodes {
-                let accepted = format!("a node of the rack: 0..{}", args.nodes);
+            if node >= args.nodes() {
+                let accepted = format!("a node of the rack: 0..{}", args.nodes());
                 return Err(bad_flag("--kill-node", format!("{node}@{at_s}"), accepted));
             }
-            Ok(Fault::KillNode { node, at_s, down_s: args.down })
+            Ok(Fault::KillNode { node, at_s, down_s: args.down() })
         })
         .collect::<Result<_, _>>()?;
-    faults.extend(args.kill_switch.map(|at_s| Fault::KillSwitch { at_s, down_s: args.down }));
+    for &(id, at_s) in &args.kill_switch {
+        if id != 0 {
+            return Err(
+                bad_flag("--kill-switch", format!("{id}@{at_s}"), "switch 0: a P4DB rack has one switch").into()
+            );
+        }
+        faults.push(Fault::KillSwitch { at_s, down_s: args.down() });
+    }
     let data_dir = args.data_dir.clone().unwrap_or_else(|| {
         std::env::temp_dir().join(format!("pisadb-cluster-{}-{}", std::process::id(), pisadb_runtime::unix_now_ns()))
     });
@@ -662,7 +761,7 @@ fn cluster(args: &ClusterArgs) -> Result<(), RealError> {
         data_dir,
         durable: !args.no_log,
         verify: !args.no_verify,
-        peer_timeout_ms: args.peer_timeout_ms,
+        peer_timeout_ms: args.peer_timeout_ms.unwrap_or(50),
         faults,
         wire: port_wires(args)?,
         netns: args.netns,
@@ -684,8 +783,8 @@ fn print_table(args: &ClusterArgs, opts: &ClusterOptions, r: &ClusterResult) {
     println!(
         "{:?} on {} node processes x {} workers and a software switch {}, {}, {} s, {}\n",
         args.load.workload,
-        args.nodes,
-        args.workers,
+        args.nodes(),
+        args.workers(),
         if r.namespaces.is_empty() { "on loopback" } else { "in network namespaces" },
         opts.run.mode.name(),
         args.seconds,

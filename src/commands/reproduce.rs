@@ -95,6 +95,10 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
         );
         return super::sweep::run_system_reproduce(&args.paper, &args.common);
     }
+    args.common.check_p4db()?;
+    if args.common.preset != Preset::Pisadb {
+        return Err("--preset: `reproduce p4db` runs its three setups (the testbed as run, faithful P4DB on the testbed, PisaDB's model) itself; give no preset".into());
+    }
     let options = args.common.options();
     let setups: Vec<(Setup, Vec<Plan>)> =
         Setup::ALL.iter().map(|setup| (*setup, plans(&setup.options(&options)))).collect();

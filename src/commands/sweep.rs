@@ -17,13 +17,12 @@ use super::bench::{CcArg, FineLocksArg, LayoutArg, Preset, RecirculationArg, Swi
 use super::experiments::{plan, prototype_point, Baseline, Chart, Experiment, Options, Plan, PointSpec};
 use crate::systems::registry;
 use clap::{Args as ClapArgs, ValueEnum};
+use pisadb_harness::pool::run_parallel;
 use pisadb_harness::ExperimentOptions;
 use pisadb_p4db::{run, RunConfig, RunResult};
 use pisadb_report::{write_csv, write_svg, Panel, Progress, Series, Unit};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 /// Flags of `pisadb sweep`.
 #[derive(ClapArgs, Debug)]
@@ -35,11 +34,6 @@ pub(crate) struct Args {
     /// The system whose experiments run (`pisadb systems` lists them).
     #[arg(long, default_value = "p4db")]
     system: String,
-    /// Defaults for every point: PisaDB's model, or the P4DB prototype's testbed (each point's
-    /// workload as the prototype defined it, with the experiment's knobs kept; its node
-    /// engine, latencies and costs). Testbed results go to `<out>/p4db-testbed/`.
-    #[arg(long, value_enum, default_value = "pisadb")]
-    preset: Preset,
     #[command(flatten)]
     common: CommonArgs,
     #[command(flatten)]
@@ -96,17 +90,52 @@ pub(crate) struct CommonArgs {
     /// standard deviation [default: 3, or 1 with --quick]
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=20))]
     pub seeds: Option<u32>,
-    /// Concurrency control on the nodes.
+    /// Concurrency control on the nodes (P4DB's).
     #[arg(long, value_enum, default_value = "no-wait")]
     pub cc: CcArg,
+    /// Defaults for every point: `pisadb` (PisaDB's model) or `paper` (the paper's testbed as
+    /// far as it states it; P4DB's old name `p4db-testbed`), or another preset of the system
+    /// (`pisadb systems --presets NAME` lists them with where each value comes from). The
+    /// experiment's own knobs stay. Results under another preset than pisadb go to
+    /// `<out>/<preset>/`.
+    #[arg(long, default_value = "pisadb", value_parser = Preset::parse)]
+    pub preset: Preset,
+    /// Run only the K-th of N deterministic slices of the runs and write them raw to
+    /// `<out>/shard-SYSTEM-K-of-N.json`; `pisadb merge DIR...` then writes the CSVs, charts and
+    /// report (run the N shards on N machines: see the README).
+    #[arg(long, value_name = "K/N", value_parser = pisadb_harness::Shard::parse)]
+    pub shard: Option<pisadb_harness::Shard>,
 }
 
 impl CommonArgs {
     /// The plan options these flags mean.
     pub(crate) fn options(&self) -> Options {
-        let seeds = self.seeds.unwrap_or(if self.quick { 1 } else { 3 });
         let (switch, preset) = (Default::default(), Preset::Pisadb);
-        Options { quick: self.quick, seed: self.seed, seeds, cc: self.cc.into(), switch, preset, as_run: false }
+        Options {
+            quick: self.quick,
+            seed: self.seed,
+            seeds: self.seeds(),
+            cc: self.cc.into(),
+            switch,
+            preset,
+            as_run: false,
+        }
+    }
+
+    /// Runs per point: `--seeds`, or 3 (1 with `--quick`).
+    pub(crate) fn seeds(&self) -> u32 {
+        self.seeds.unwrap_or(if self.quick { 1 } else { 3 })
+    }
+
+    /// Refuses what P4DB's experiments, still run by the binary, do not take yet.
+    pub(crate) fn check_p4db(&self) -> Result<(), String> {
+        if let Preset::Other(name) = self.preset {
+            return Err(format!("P4DB has no preset `{name}`; its presets: pisadb, paper (old name p4db-testbed)"));
+        }
+        if self.shard.is_some() {
+            return Err("--shard: P4DB's experiments still run in the binary, not on the harness's runner, and are not sharded yet".into());
+        }
+        Ok(())
     }
 
     /// Threads to use.
@@ -219,27 +248,20 @@ impl Runner {
             self.threads
         );
         let progress = Progress::new(todo.len() as u64, name);
-        let next = AtomicUsize::new(0);
-        let slots: Mutex<Vec<Option<Outcome>>> = Mutex::new(vec![None; todo.len()]);
-        std::thread::scope(|s| {
-            for _ in 0..self.threads.min(todo.len().max(1)) {
-                s.spawn(|| loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(job) = todo.get(i) else { break };
-                    let result = run_one(&job.cfg);
-                    let p = job.point;
-                    progress.inc(&format!("{} {} x={} seed {}", p.panel, p.series, p.x, job.cfg.seed));
-                    slots.lock().expect("no panics while holding")[i] = Some(result);
-                });
-            }
-        });
+        let slots = run_parallel(
+            &todo,
+            self.threads,
+            &progress,
+            |job| run_one(&job.cfg),
+            |job, _| {
+                let p = job.point;
+                format!("{} {} x={} seed {}", p.panel, p.series, p.x, job.cfg.seed)
+            },
+        );
         progress.finish("done");
-        let slots = slots.into_inner().expect("threads joined");
         for (job, r) in todo.iter().zip(slots) {
             let p = job.point;
-            let r = r
-                .expect("every simulation ran")
-                .map_err(|e| format!("{name}, {} {} x={} seed {}: {e}", p.panel, p.series, p.x, job.cfg.seed))?;
+            let r = r.map_err(|e| format!("{name}, {} {} x={} seed {}: {e}", p.panel, p.series, p.x, job.cfg.seed))?;
             self.done.insert(job.key.clone(), r);
         }
         Ok(plan
@@ -267,13 +289,6 @@ fn run_one(cfg: &RunConfig) -> Outcome {
 
 /// Runs `pisadb sweep`.
 pub(crate) fn run_sweep(args: &Args) -> Result<(), String> {
-    if args.system != "p4db" && args.preset != Preset::Pisadb {
-        return Err(format!(
-            "--preset {} is P4DB's testbed; system `{}` has no presets",
-            args.preset.name(),
-            args.system
-        ));
-    }
     let system = system_of(&args.system, &args.experiment)?;
     if system != "p4db" {
         let summary =
@@ -289,17 +304,18 @@ pub(crate) fn run_sweep(args: &Args) -> Result<(), String> {
             .collect();
         format!("no P4DB experiment `{}`; accepted: {}", args.experiment, names.join(", "))
     })?;
-    let options = Options { switch: args.switch.choices(), preset: args.preset, ..args.common.options() };
+    args.common.check_p4db()?;
+    let options = Options { switch: args.switch.choices(), preset: args.common.preset, ..args.common.options() };
     for warning in options.switch.warnings() {
         println!("{warning}");
     }
     let plan = plan(experiment, &options);
     let mut out = args.common.out.clone();
-    if args.preset == Preset::P4dbTestbed {
+    if args.common.preset == Preset::P4dbTestbed {
         if let Some(first) = plan.points.first() {
             println!("{}", pisadb_p4db::testbed::describe(&first.cfg));
         }
-        out = out.join(args.preset.name());
+        out = out.join(args.common.preset.name());
     }
     let mut runner = Runner::new(args.common.threads(), options.seeds);
     let results = runner.run(&plan)?;
@@ -368,7 +384,15 @@ fn experiment_names() -> Vec<clap::builder::PossibleValue> {
 
 /// The harness's experiment options from the shared flags (`--cc` is P4DB's alone).
 fn system_options(common: &CommonArgs) -> ExperimentOptions {
-    ExperimentOptions { quick: common.quick, seed: common.seed, threads: common.threads(), out: common.out.clone() }
+    ExperimentOptions {
+        quick: common.quick,
+        seed: common.seed,
+        seeds: common.seeds(),
+        threads: common.threads(),
+        out: common.out.clone(),
+        shard: common.shard,
+        preset: common.preset.harness_name().to_string(),
+    }
 }
 
 /// `pisadb reproduce NAME` for a system that runs its own experiments.

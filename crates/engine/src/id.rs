@@ -22,7 +22,7 @@
 //!   is never reused after a crash while the old one may still be on the wire.
 //! - **lane** (58..62): which of the worker's in-flight transactions this is. A worker that runs
 //!   one transaction at a time (closed loop, as P4DB's) uses lane 0 only; one that keeps several
-//!   in flight (SwitchTx's multi-programming level) gives each its own lane. With lane 0 the
+//!   in flight (a multi-programming level) gives each its own lane. With lane 0 the
 //!   bits are exactly those of the layout before lanes existed, so one-lane systems' ids, and
 //!   every trace hash built from them, did not move when lanes were added.
 //! - **tag** (63): one bit a system may set on the ids it puts in its own packets, to mark a

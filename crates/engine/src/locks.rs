@@ -104,6 +104,32 @@ impl LockTable {
         self.locks.get(&key).is_some_and(|l| l.holders.iter().any(|h| h.txn == txn))
     }
 
+    /// The transactions holding a lock on `key`, in the order they were granted.
+    pub fn holders(&self, key: TupleKey) -> impl Iterator<Item = TxnId> + '_ {
+        self.locks.get(&key).into_iter().flat_map(|l| l.holders.iter().map(|h| h.txn))
+    }
+
+    /// Whether anyone holds a lock on `key`.
+    pub fn is_held(&self, key: TupleKey) -> bool {
+        self.locks.get(&key).is_some_and(|l| !l.holders.is_empty())
+    }
+
+    /// Every lock held, as (tuple, holder), in tuple order then grant order: what a node still
+    /// holds when it should hold nothing (an end-of-run check) or what it rebuilds from a log.
+    pub fn held(&self) -> impl Iterator<Item = (TupleKey, TxnId)> + '_ {
+        self.locks.iter().flat_map(|(&k, l)| l.holders.iter().map(move |h| (k, h.txn)))
+    }
+
+    /// Makes `txn` the one exclusive holder of `key`, whoever held it before, and returns the
+    /// former holders. For a node replaying its log or taking over a shard, which restores
+    /// locks as they were rather than requesting them; waiters are left as they were.
+    pub fn install_exclusive(&mut self, key: TupleKey, txn: TxnId) -> Vec<TxnId> {
+        let lock = self.locks.entry(key).or_default();
+        let former = lock.holders.iter().map(|h| h.txn).filter(|&t| t != txn).collect();
+        lock.holders = vec![Request { txn, ts: 0, mode: LockMode::Exclusive }];
+        former
+    }
+
     /// Tuples with a holder or a waiter.
     pub fn len(&self) -> usize {
         self.locks.len()
@@ -189,6 +215,22 @@ mod tests {
         );
         assert_eq!(locks.release(k(1), t(10)), vec![t(5)]);
         assert!(locks.holds(k(1), t(5)));
+    }
+
+    #[test]
+    fn holders_are_listed_and_an_installed_lock_replaces_them() {
+        let mut locks = LockTable::default();
+        assert!(!locks.is_held(k(1)));
+        locks.acquire(k(1), t(1), 1, LockMode::Shared, OnConflict::Deny);
+        locks.acquire(k(1), t(2), 2, LockMode::Shared, OnConflict::Deny);
+        locks.acquire(k(3), t(3), 3, LockMode::Exclusive, OnConflict::Deny);
+        assert_eq!(locks.holders(k(1)).collect::<Vec<_>>(), vec![t(1), t(2)]);
+        assert_eq!(locks.held().collect::<Vec<_>>(), vec![(k(1), t(1)), (k(1), t(2)), (k(3), t(3))]);
+        assert_eq!(locks.install_exclusive(k(1), t(9)), vec![t(1), t(2)]);
+        assert!(locks.holds(k(1), t(9)) && !locks.holds(k(1), t(1)));
+        assert_eq!(locks.acquire(k(1), t(4), 4, LockMode::Shared, OnConflict::Deny), Acquire::Denied);
+        locks.release(k(1), t(9));
+        assert!(!locks.is_held(k(1)));
     }
 
     /// Random schedules: under WAIT_DIE every wait-for edge goes from an older transaction to

@@ -3,7 +3,7 @@
 //! A node has a fixed set of workers (its cores), and each worker has one or more *lanes*: a
 //! lane runs one transaction at a time, closed loop, from its first attempt until it commits.
 //! A worker with one lane is P4DB's thread that runs one transaction after another; several
-//! lanes per worker are SwitchTx's multi-programming level, where a core keeps a few
+//! lanes per worker are a multi-programming level, where a core keeps a few
 //! transactions in flight and works on whichever has news.
 //!
 //! - [`Workers`] holds each lane's attempt counter and current attempt (of the system's own type
@@ -15,8 +15,16 @@
 //!   starve under WAIT_DIE or timestamp ordering), when it first started (latency counts from
 //!   there) and how many attempts it took.
 //! - [`Backoff`] draws the random wait before a retry from a seeded generator, so that a seed
-//!   reproduces a run. One generator per node, drawn in abort order, is the determinism
-//!   contract: the draws depend on nothing but the order of aborts.
+//!   reproduces a run. One generator per node (or per worker), drawn in abort order, is the
+//!   determinism contract: the draws depend on nothing but the order of aborts. Two schedules:
+//!   *uniform* (a wait in `0..=max`, P4DB's), and *doubling* (a wait that doubles with each
+//!   failure in a row up to a cap, jittered in its upper half: for a system whose aborts are
+//!   timeouts, where retrying at once adds load exactly when latency nears the timeout).
+//!
+//! A system that numbers its attempts in its own id layout (a switch program's slots) uses the
+//! lanes' counters alone ([`Workers::next_attempt`]); after a restart that rebuilds lanes from
+//! a log, [`Workers::skip_to`] moves a counter past every logged attempt, so no attempt number
+//! is reused.
 
 use crate::id::{IdError, Lanes, Slot, Timestamp, TxnId};
 use pisadb_core::rng::SeededRng;
@@ -58,19 +66,59 @@ impl<T> Job<T> {
 pub struct Backoff {
     /// The node's generator.
     rng: SeededRng,
-    /// The longest wait; waits are drawn uniformly from `0..=max_ns`.
-    max_ns: Nanos,
+    /// How waits grow.
+    schedule: Schedule,
+}
+
+/// How a [`Backoff`]'s waits are drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Schedule {
+    /// Uniformly in `0..=max_ns`, whatever came before.
+    Uniform {
+        /// The longest wait.
+        max_ns: Nanos,
+    },
+    /// `base_ns` doubled per earlier failure in a row, at most `cap` × `base_ns`, times a
+    /// jitter factor uniform in `[1/2, 1)`.
+    Doubling {
+        /// The ceiling after one failure.
+        base_ns: Nanos,
+        /// The most the ceiling grows to, in multiples of `base_ns`.
+        cap: u64,
+    },
 }
 
 impl Backoff {
     /// Waits drawn from `rng`, uniformly in `0..=max_ns`.
     pub fn new(rng: SeededRng, max_ns: Nanos) -> Self {
-        Backoff { rng, max_ns }
+        Backoff { rng, schedule: Schedule::Uniform { max_ns } }
     }
 
-    /// The next wait.
+    /// Waits that double with each failure in a row ([`Backoff::draw_after_ns`]): after `n`
+    /// failures the ceiling is `base_ns` doubled `n - 1` times, at most `cap` × `base_ns`, and
+    /// the wait is drawn uniformly from the ceiling's upper half, so the lanes that failed
+    /// together do not retry together.
+    pub fn doubling(rng: SeededRng, base_ns: Nanos, cap: u64) -> Self {
+        Backoff { rng, schedule: Schedule::Doubling { base_ns, cap } }
+    }
+
+    /// The next wait (of a uniform backoff; a doubling one waits as after one failure).
     pub fn draw_ns(&mut self) -> Nanos {
-        self.rng.random_range(0..=self.max_ns)
+        self.draw_after_ns(1)
+    }
+
+    /// The next wait after `failures_in_a_row` failures (this one included); a uniform
+    /// backoff ignores the count.
+    pub fn draw_after_ns(&mut self, failures_in_a_row: u32) -> Nanos {
+        match self.schedule {
+            Schedule::Uniform { max_ns } => self.rng.random_range(0..=max_ns),
+            Schedule::Doubling { base_ns, cap } => {
+                let doublings = failures_in_a_row.saturating_sub(1);
+                let ceiling = base_ns.saturating_mul(1u64.checked_shl(doublings).unwrap_or(u64::MAX));
+                let ceiling = ceiling.min(cap.saturating_mul(base_ns)).max(1);
+                ceiling / 2 + self.rng.random_range(0..ceiling.div_ceil(2))
+            }
+        }
     }
 }
 
@@ -132,6 +180,24 @@ impl<A> Workers<A> {
         let l = self.lane_mut(worker, lane);
         l.attempt = l.attempt.wrapping_add(1);
         slot.attempt(l.attempt)
+    }
+
+    /// The next attempt number of `lane` of `worker` (the lane's counter moves on, wrapping),
+    /// for a system that builds its ids in its own layout.
+    pub fn next_attempt(&mut self, worker: u16, lane: u16) -> u32 {
+        let l = self.lane_mut(worker, lane);
+        l.attempt = l.attempt.wrapping_add(1);
+        l.attempt
+    }
+
+    /// Moves the counter of `lane` of `worker` to at least `attempt` (a restart replaying its
+    /// log: the next attempt is numbered above every logged one). Lanes outside the workers
+    /// are ignored (a log from another configuration).
+    pub fn skip_to(&mut self, worker: u16, lane: u16, attempt: u32) {
+        if worker < self.workers && lane < self.lanes.get() {
+            let l = self.lane_mut(worker, lane);
+            l.attempt = l.attempt.max(attempt);
+        }
     }
 
     /// The worker and lane an id of this node names, if it names one of them (any
@@ -242,6 +308,37 @@ mod tests {
         let job = Job::new("t", 42, 1_000).retry().retry();
         assert_eq!((job.ts, job.first_start_ns, job.attempts), (42, 1_000, 3));
         assert_eq!(job.age_ns(1_500), 500);
+    }
+
+    #[test]
+    fn attempt_numbers_count_on_and_skip_past_a_logged_one() {
+        let mut w: Workers<()> = Workers::new(0, 0, 2, Lanes::new(2).unwrap()).unwrap();
+        assert_eq!((w.next_attempt(1, 1), w.next_attempt(1, 1), w.next_attempt(0, 1)), (1, 2, 1));
+        w.skip_to(1, 1, 7);
+        w.skip_to(1, 1, 3);
+        w.skip_to(5, 0, 99);
+        assert_eq!(w.next_attempt(1, 1), 8, "past the logged attempt, never back");
+        assert_eq!(w.next_id(1, 1).attempt(), 9, "ids count on the same counter");
+    }
+
+    #[test]
+    fn a_doubling_backoff_doubles_per_failure_in_a_row_within_its_jitter_and_caps() {
+        let t: Nanos = 20_000_000;
+        let mut b = Backoff::doubling(rng::derive(7, "lane"), t, 8);
+        for k in 1..=8u32 {
+            let ceiling = (t * (1 << (k - 1))).min(8 * t);
+            for _ in 0..200 {
+                let w = b.draw_after_ns(k);
+                assert!((ceiling / 2..ceiling).contains(&w), "{k} in a row: {w} not in [{}, {ceiling})", ceiling / 2);
+            }
+        }
+        assert!(b.draw_after_ns(u32::MAX) < 8 * t, "capped however many");
+        let draws = |seed| {
+            let mut b = Backoff::doubling(rng::derive(seed, "lane"), t, 8);
+            (1..6).map(|k| b.draw_after_ns(k)).collect::<Vec<_>>()
+        };
+        assert_eq!(draws(3), draws(3), "a seed replays its waits");
+        assert_ne!(draws(3), draws(4), "lanes seeded apart draw apart");
     }
 
     #[test]

@@ -15,18 +15,37 @@
 //!   system's own oracles and summed up in a [`FuzzReport`]. `pisadb fuzz --system NAME` runs
 //!   any system's cases; a system without them is refused with the names of those that have
 //!   them ([`Registry::fuzzer`]).
-//! - Experiments: a system may run its paper's experiments itself ([`System::experiments`],
-//!   [`System::sweep`], [`System::reproduce`]), writing its CSVs, charts and report under
-//!   [`ExperimentOptions::out`]; `pisadb sweep --system NAME EXPERIMENT` and `pisadb
-//!   reproduce NAME` reach them through [`Registry::sweep`] and [`Registry::reproduce`]. (P4DB's
-//!   experiments predate this and still live in the binary.)
+//! - Experiments as data ([`experiment`]): a system describes its paper's experiments —
+//!   points, columns, charts, the paper's claims — ([`System::experiment`],
+//!   [`System::reproduction`]) and one runner ([`runner`], [`campaign`]) runs every point
+//!   under N seeds on one thread pool ([`pool`]), shares runs between figures, slices a
+//!   command into shards ([`shard`]) and writes CSVs with `_sd` columns, SVGs with error bars
+//!   and the claims table ([`output`]). `pisadb sweep --system NAME EXPERIMENT` and `pisadb
+//!   reproduce NAME` reach them through [`Registry::sweep`] and [`Registry::reproduce`].
+//!   (P4DB's experiments predate this and still live in the binary.)
+//! - [`preset`]: named sets of settings, every value with its provenance (measured, stated,
+//!   assumed); every system has at least `pisadb` (the default) and `paper`.
 //! - [`settings`]: `--set key=value` overrides applied to a system's settings before they are
 //!   read back into its typed configuration, with errors that name the key and the keys or
 //!   values it accepts.
+//! - [`perf`]: what `pisadb perf` asks of a system beyond its points (a larger network of
+//!   it, the transactions a point committed).
 
+pub mod campaign;
+pub mod experiment;
+pub mod output;
+pub mod perf;
+pub mod pool;
+pub mod preset;
+pub mod real;
+pub mod runner;
 pub mod settings;
+pub mod shard;
 
+pub use experiment::{Experiment, Reproduction};
+pub use preset::{preset_settings, Preset, Provenance, DEFAULT_PRESET};
 pub use settings::{apply_set, read_back, SettingsError};
+pub use shard::Shard;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -135,12 +154,34 @@ pub type FuzzCaseFn = fn(u64) -> FuzzReport;
 pub struct ExperimentOptions {
     /// Fewer points and shorter runs, for a first look.
     pub quick: bool,
-    /// The seed of every point.
+    /// The first seed of every point.
     pub seed: u64,
+    /// Runs per point, under seeds `seed`, `seed + 1`, …: figures are their mean.
+    pub seeds: u32,
     /// Simulations run side by side.
     pub threads: usize,
     /// The directory for CSVs, charts and reports.
     pub out: PathBuf,
+    /// Run only this slice of the runs and write them raw ([`shard`]).
+    pub shard: Option<Shard>,
+    /// The preset the experiments' settings start from.
+    pub preset: String,
+}
+
+impl ExperimentOptions {
+    /// Quick or full runs of one seed from `seed`, on one thread, into `out`, under the
+    /// default preset, unsharded.
+    pub fn new(quick: bool, seed: u64, out: impl Into<PathBuf>) -> Self {
+        ExperimentOptions {
+            quick,
+            seed,
+            seeds: 1,
+            threads: 1,
+            out: out.into(),
+            shard: None,
+            preset: DEFAULT_PRESET.to_string(),
+        }
+    }
 }
 
 /// One experiment a system can run (`pisadb sweep --system NAME EXPERIMENT`).
@@ -167,27 +208,47 @@ pub trait System: Sync {
     /// Runs one simulated point of `variant` with `settings` (the default settings, edited).
     fn run_point(&self, variant: &str, settings: &Value) -> Result<PointReport, HarnessError>;
 
+    /// A network `factor` times its default's hosts, for `pisadb perf`'s scaling table, or
+    /// `None` when its topology is fixed (the default).
+    fn scaled(&self, _factor: u32) -> Option<perf::Scaled> {
+        None
+    }
+
     /// Its seeded fault-injection cases, if it has them (none by default).
     fn fuzz_case(&self) -> Option<FuzzCaseFn> {
         None
     }
 
-    /// The experiments it runs itself (none by default).
+    // --- Experiments and presets: the runner's side of the contract (see `experiment`). ---
+
+    /// The experiments it describes as data (none by default).
     fn experiments(&self) -> &'static [ExperimentName] {
         &[]
     }
 
-    /// Runs `experiment` (one of [`System::experiments`]), writes its files under
-    /// `options.out` and returns a summary for the terminal.
-    fn sweep(&self, experiment: &str, _options: &ExperimentOptions) -> Result<String, HarnessError> {
-        Err(HarnessError::Run { system: self.name().into(), why: format!("no experiment `{experiment}`") })
+    /// Experiment `name` (one of [`System::experiments`]) as data, its points' settings
+    /// edited from `base` (the default settings under the chosen preset).
+    fn experiment(&self, name: &str, _base: &Value, _options: &ExperimentOptions) -> Result<Experiment, String> {
+        Err(format!("no experiment `{name}`"))
     }
 
-    /// Runs every experiment of its paper, writes the files and a report beside them under
-    /// `options.out`, and returns a summary for the terminal.
-    fn reproduce(&self, _options: &ExperimentOptions) -> Result<String, HarnessError> {
-        Err(HarnessError::Run { system: self.name().into(), why: "no experiments".into() })
+    /// What `pisadb reproduce` runs and the report's prose (by default: every experiment).
+    fn reproduction(&self, _options: &ExperimentOptions) -> Reproduction {
+        Reproduction {
+            title: format!("{} on PisaDB", self.paper()),
+            intro: String::new(),
+            experiments: self.experiments().iter().map(|e| e.name).collect(),
+            notes: String::new(),
+        }
     }
+
+    /// Its presets: at least `pisadb` (the default) and `paper` (by default only `pisadb`,
+    /// the default settings as they are).
+    fn presets(&self) -> Vec<Preset> {
+        vec![Preset::new(DEFAULT_PRESET, "PisaDB's model as it stands (the default settings)")]
+    }
+
+    // --- End of experiments and presets. ---
 
     /// The variant called `name`, or an error listing the variants.
     fn variant(&self, name: &str) -> Result<&'static Variant, HarnessError> {
@@ -266,12 +327,12 @@ impl Registry {
                 ),
             });
         }
-        system.sweep(experiment, options)
+        campaign::sweep(system, experiment, options)
     }
 
     /// Runs every experiment of the system called `name` and its report.
     pub fn reproduce(&self, name: &str, options: &ExperimentOptions) -> Result<String, HarnessError> {
-        self.experimenter(name)?.reproduce(options)
+        campaign::reproduce(self.experimenter(name)?, options)
     }
 }
 

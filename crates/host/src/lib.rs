@@ -23,9 +23,9 @@
 //! ## Logs on disk
 //!
 //! The simulator keeps a host's log records in memory as they are; the real runtime writes
-//! them to a file. How a record looks in that file is the system's own format: its record
-//! type implements [`LogCodec`] (frames, checksums, what counts as a torn tail), and the
-//! runtime's log file is generic over it.
+//! them to a file. How one record's bytes look is the system's own encoding (its record type
+//! implements [`LogCodec`]); the frame around it (length, CRC32C) and the rules for torn tails
+//! and corruption are the runtime's, one for every log.
 //!
 //! ## Receive batches
 //!
@@ -123,6 +123,13 @@ pub trait Host {
     /// Whether nothing is in flight (after [`Host::stop`]: the host may leave).
     fn is_idle(&self) -> bool;
 
+    /// How much work is in flight (open transactions, requests awaiting an answer): what a
+    /// stopping rack watches fall while it drains, and gives up on when it stops falling. The
+    /// default counts 1 while the host is not idle.
+    fn in_flight(&self) -> u64 {
+        u64::from(!self.is_idle())
+    }
+
     /// Whether the driver stable-sorts each batch of datagrams that waited for a core by
     /// [`Host::receive_class`] before handing them over (see "Receive batches" above). The
     /// default, `false`, hands them over in arrival order.
@@ -142,58 +149,27 @@ pub trait Host {
     fn fence_switch(&mut self, _epoch: u16) {}
 }
 
-/// How a host's write-ahead log records are kept in a file: each system's own format.
+/// How one of a host's write-ahead log records is kept in a file: each system's own record
+/// encoding, inside the one framing every log shares.
 ///
-/// The real runtime appends the records a round of handlers produced with one write and one
-/// `fdatasync`, and reads the whole file back when the host restarts. A crash may cut the last
-/// write short anywhere, so [`LogCodec::read_log`] must tell a torn tail (dropped and reported,
-/// never replayed) from damage before it (an error).
+/// The real runtime frames each record (its length and a CRC32C, `pisadb_runtime::framed_log`),
+/// appends the records a round of handlers produced with one write and one `fdatasync`, and
+/// reads the whole file back when the host restarts. Torn tails and corruption are the
+/// framing's business, so a codec only says how one record's bytes look.
 pub trait LogCodec: Sized {
-    /// Why a log cannot be read (corruption before its tail).
-    type Error: std::error::Error + std::marker::Send + Sync + 'static;
+    /// Appends `self`'s encoding to `out` (the framing delimits it: no length is needed).
+    fn encode(&self, out: &mut Vec<u8>);
 
-    /// Appends `self` to `out`, self-delimiting, so that records can be read back one by one.
-    fn append_to(&self, out: &mut Vec<u8>);
-
-    /// Reads a whole log: every record before a torn tail, where the valid part ends, and why
-    /// the tail was dropped, if there was one.
-    fn read_log(bytes: &[u8]) -> Result<DecodedLog<Self>, Self::Error>;
+    /// Reads one record from the whole of `payload`, or says why it is not one.
+    fn decode(payload: &[u8]) -> Result<Self, String>;
 }
-
-/// What [`LogCodec::read_log`] found in a log file.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DecodedLog<R> {
-    /// The records, in log order.
-    pub records: Vec<R>,
-    /// Bytes of whole, valid records; anything after is a torn tail to cut off.
-    pub valid_bytes: usize,
-    /// Why the tail was dropped, if there was one.
-    pub torn_tail: Option<&'static str>,
-}
-
-/// Why the log of a host that logs nothing cannot be read: it should be empty.
-#[derive(Debug)]
-pub struct UnexpectedLogBytes(pub usize);
-
-impl std::fmt::Display for UnexpectedLogBytes {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "this host logs nothing, but its log holds {} bytes", self.0)
-    }
-}
-
-impl std::error::Error for UnexpectedLogBytes {}
 
 /// The log of a host that logs nothing (`type Log = ()`): nothing is written (such a host
-/// pushes no record), and a log file must be empty.
+/// pushes no record), and any record found in its log is refused.
 impl LogCodec for () {
-    type Error = UnexpectedLogBytes;
+    fn encode(&self, _out: &mut Vec<u8>) {}
 
-    fn append_to(&self, _out: &mut Vec<u8>) {}
-
-    fn read_log(bytes: &[u8]) -> Result<DecodedLog<()>, UnexpectedLogBytes> {
-        match bytes.len() {
-            0 => Ok(DecodedLog { records: Vec::new(), valid_bytes: 0, torn_tail: None }),
-            n => Err(UnexpectedLogBytes(n)),
-        }
+    fn decode(payload: &[u8]) -> Result<(), String> {
+        Err(format!("this host logs nothing, but its log holds a record of {} bytes", payload.len()))
     }
 }

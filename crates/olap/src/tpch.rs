@@ -15,12 +15,40 @@
 //! (`partkey`, `suppkey`), the column pair Q20 groups and joins them on (the paper's footnote 3:
 //! then pattern 1's aggregation needs no global step), `part_FP` over `partkey`, `supplier`
 //! over `suppkey`.
+//!
+//! ## Cost
+//!
+//! tpchgen's generators draw comments from a text pool that, by default, is 300 MiB of
+//! generated text, built once per process: most of a NetAccel point's setup. Q20 reads no
+//! comment, and every column has its own random stream in dbgen's design (a comment's offset
+//! and length come from the comment's stream alone), so the generators here get a 1 MiB pool
+//! ([`TEXT_POOL_BYTES`]): every column Q20 reads is the same, row for row (the bundled SF 1
+//! answer test checks it). And the tables are generated once per scale factor and parameters
+//! in a process ([`generate`] keeps them), since a sweep or a reproduction runs many points
+//! on the same data.
 
 use crate::batch::Batch;
 use crate::keytable::pack2;
 use crate::ops::segment_of;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use tpchgen::distribution::Distributions;
 use tpchgen::generators::{LineItemGenerator, NationGenerator, PartGenerator, PartSuppGenerator, SupplierGenerator};
+use tpchgen::text::TextPool;
+
+/// Bytes of the text pool comments are drawn from: above the longest comment (`ps_comment`, at
+/// most 199 characters), far below tpchgen's default 300 MiB. Q20 reads no comment.
+pub const TEXT_POOL_BYTES: i32 = 1 << 20;
+
+/// The small text pool, built once.
+fn text_pool() -> &'static TextPool {
+    static POOL: OnceLock<TextPool> = OnceLock::new();
+    POOL.get_or_init(|| TextPool::new(TEXT_POOL_BYTES, Distributions::static_default()))
+}
+
+/// Generated tables by (scale factor's bits, parameters), for the life of the process.
+type Generated = Mutex<BTreeMap<(u64, String), Arc<Q20Data>>>;
 
 /// Q20's substitution parameters.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -85,13 +113,29 @@ impl std::error::Error for TpchError {}
 /// Smallest and largest scale factors accepted (dbgen's tables stay within 32-bit keys).
 pub const SCALE_FACTOR_RANGE: (f64, f64) = (0.001, 100.0);
 
-/// Generates Q20's tables at `scale_factor` with `params`.
+/// Q20's tables at `scale_factor` with `params`: generated the first time the process asks
+/// for them, a copy of those afterwards.
 pub fn generate(scale_factor: f64, params: &Q20Params) -> Result<Q20Data, TpchError> {
+    static GENERATED: OnceLock<Generated> = OnceLock::new();
     let (lo, hi) = SCALE_FACTOR_RANGE;
     if !(scale_factor.is_finite() && (lo..=hi).contains(&scale_factor)) {
         return Err(TpchError(format!("sf {scale_factor}: accepted {lo}..={hi}")));
     }
-    let part_fp: Vec<i64> = PartGenerator::new(scale_factor, 1, 1)
+    let key = (scale_factor.to_bits(), format!("{params:?}"));
+    let generated = GENERATED.get_or_init(Generated::default);
+    if let Some(data) = generated.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        return Ok(Q20Data::clone(data));
+    }
+    // Generated outside the lock: two threads asking at once both generate, and agree.
+    let data = Arc::new(generate_tables(scale_factor, params)?);
+    generated.lock().unwrap_or_else(|p| p.into_inner()).insert(key, Arc::clone(&data));
+    Ok(Q20Data::clone(&data))
+}
+
+/// Generates Q20's tables at `scale_factor` (checked) with `params`.
+fn generate_tables(scale_factor: f64, params: &Q20Params) -> Result<Q20Data, TpchError> {
+    let (dists, pool) = (Distributions::static_default(), text_pool());
+    let part_fp: Vec<i64> = PartGenerator::new_with_distributions_and_text_pool(scale_factor, 1, 1, dists, pool)
         .iter()
         .filter(|p| p.p_name.to_string().starts_with(params.color.as_str()))
         .map(|p| p.p_partkey)
@@ -99,7 +143,7 @@ pub fn generate(scale_factor: f64, params: &Q20Params) -> Result<Q20Data, TpchEr
     let (y, m, d) = params.date;
     let (from, to) = (days_from_civil(y, m, d), days_from_civil(y + 1, m, d));
     let (mut l_partkey, mut l_suppkey, mut l_quantity) = (Vec::new(), Vec::new(), Vec::new());
-    for l in LineItemGenerator::new(scale_factor, 1, 1).iter() {
+    for l in LineItemGenerator::new_with_distributions_and_text_pool(scale_factor, 1, 1, dists, pool).iter() {
         let day = l.l_shipdate.to_unix_epoch();
         if (from..to).contains(&day) {
             l_partkey.push(l.l_partkey);
@@ -108,18 +152,18 @@ pub fn generate(scale_factor: f64, params: &Q20Params) -> Result<Q20Data, TpchEr
         }
     }
     let (mut ps_partkey, mut ps_suppkey, mut ps_availqty) = (Vec::new(), Vec::new(), Vec::new());
-    for ps in PartSuppGenerator::new(scale_factor, 1, 1).iter() {
+    for ps in PartSuppGenerator::new_with_text_pool(scale_factor, 1, 1, pool).iter() {
         ps_partkey.push(ps.ps_partkey);
         ps_suppkey.push(ps.ps_suppkey);
         ps_availqty.push(i64::from(ps.ps_availqty));
     }
     let (mut s_suppkey, mut s_nationkey, mut supplier_text) = (Vec::new(), Vec::new(), Vec::new());
-    for s in SupplierGenerator::new(scale_factor, 1, 1).iter() {
+    for s in SupplierGenerator::new_with_distributions_and_text_pool(scale_factor, 1, 1, dists, pool).iter() {
         s_suppkey.push(s.s_suppkey);
         s_nationkey.push(s.s_nationkey);
         supplier_text.push((s.s_name.to_string(), s.s_address.to_string()));
     }
-    let nation_key = NationGenerator::default()
+    let nation_key = NationGenerator::new_with_distributions_and_text_pool(dists, pool)
         .iter()
         .find(|n| n.n_name == params.nation)
         .map(|n| n.n_nationkey)

@@ -8,7 +8,8 @@
 //!   [`Series`], for anyone who wants the picture.
 //!
 //! While a sweep runs, a [`Progress`] bar on stderr tells how far it got; it is hidden when
-//! stderr is not a terminal, so logs and CI output stay clean.
+//! stderr is not a terminal, so logs and CI output stay clean. (The thread pool that advances
+//! it is `pisadb_harness::pool`, the one every sweep, reproduction and fuzz campaign uses.)
 //!
 //! Charts are drawn with `plotters` and its SVG backend. Text is laid out with the DejaVu Sans
 //! font embedded by the `dejavu` crate, registered once per process, so no system font is
@@ -687,37 +688,6 @@ fn create_parent(path: &Path) -> Result<(), ReportError> {
     }
 }
 
-/// Runs `run` on every item on up to `threads` threads, each thread taking the next item as it
-/// finishes one, under a progress bar labelled `label` whose steps `describe` names. The results
-/// come back in the items' order, whatever order the threads finished them in: an experiment's
-/// points are simulations that share nothing, so only the order of their results matters.
-pub fn run_all<P: Sync, R: Send>(
-    items: &[P],
-    threads: usize,
-    label: &str,
-    describe: impl Fn(&P) -> String + Sync,
-    run: impl Fn(&P) -> R + Sync,
-) -> Vec<R> {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Mutex;
-    let progress = Progress::new(items.len() as u64, label);
-    let next = AtomicUsize::new(0);
-    let slots: Mutex<Vec<Option<R>>> = Mutex::new((0..items.len()).map(|_| None).collect());
-    std::thread::scope(|s| {
-        for _ in 0..threads.clamp(1, items.len().max(1)) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(item) = items.get(i) else { break };
-                let result = run(item);
-                progress.inc(&describe(item));
-                slots.lock().expect("no panics while holding")[i] = Some(result);
-            });
-        }
-    });
-    progress.finish("done");
-    slots.into_inner().expect("threads joined").into_iter().map(|r| r.expect("every item ran")).collect()
-}
-
 /// A progress bar over `total` steps with a message, drawn with indicatif to stderr, hidden when stderr is not a terminal.
 #[derive(Debug)]
 pub struct Progress {
@@ -765,24 +735,6 @@ impl Progress {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn run_all_returns_every_result_in_the_items_order_on_several_threads() {
-        let items: Vec<u64> = (0..50).collect();
-        // Later items finish sooner, so threads complete them out of order.
-        let results = run_all(
-            &items,
-            4,
-            "test",
-            |i| i.to_string(),
-            |&i| {
-                std::thread::sleep(std::time::Duration::from_micros(50 - i));
-                i * i
-            },
-        );
-        assert_eq!(results, items.iter().map(|i| i * i).collect::<Vec<_>>());
-        assert!(run_all(&[] as &[u64], 4, "empty", |_| String::new(), |&i| i).is_empty());
-    }
 
     /// A fresh, empty directory under the system temp dir for one test.
     fn scratch(name: &str) -> PathBuf {

@@ -6,7 +6,7 @@
 //! ## Pings and echoes
 //!
 //! Every host keeps `window` pings in flight, each from its own slot, to its peers in turn
-//! (every other host of the network). A ping is a plain [`Kind::Forward`] datagram whose
+//! (every other host of the network). A ping is a plain [`Kind::FORWARD`] datagram whose
 //! payload repeats its origin: `kind u8 | slot u16 | seq u32 | origin u16`. The peer checks
 //! that the frame's source is still the origin, answers with an echo to the frame's source,
 //! and the pinging host checks that the echo comes from the peer it pinged. A switch that
@@ -35,7 +35,7 @@ use crate::supervisor::{free_ports, ConfigLaunch};
 use crate::switch_proc::{self, SwitchReport};
 use crate::{write_json, RackConfig};
 use pisadb_core::{Nanos, TraceBytes, TraceHash};
-use pisadb_host::{DecodedLog, Host, HostOutbox, LogCodec, Route, Send};
+use pisadb_host::{Host, HostOutbox, LogCodec, Route, Send};
 use pisadb_net::{LinkParams, Topology};
 use pisadb_switch::{Switch, SwitchProfile};
 use pisadb_wire::{Frame, Kind, FRAME_BYTES};
@@ -67,7 +67,7 @@ impl Default for EchoSpec {
     }
 }
 
-/// A ping or an echo, behind a [`Kind::Forward`] frame.
+/// A ping or an echo, behind a [`Kind::FORWARD`] frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Message {
     /// An echo (else a ping).
@@ -84,7 +84,7 @@ impl Message {
     /// The datagram `src -> dst` carrying this message.
     pub fn datagram(&self, src: u16, dst: u16) -> Vec<u8> {
         let mut bytes = Vec::with_capacity(FRAME_BYTES + MESSAGE_BYTES);
-        Frame { kind: Kind::Forward, src, dst }.encode(&mut bytes);
+        Frame { kind: Kind::FORWARD, src, dst }.encode(&mut bytes);
         bytes.push(if self.echo { ECHO } else { PING });
         bytes.extend_from_slice(&self.slot.to_le_bytes());
         bytes.extend_from_slice(&self.seq.to_le_bytes());
@@ -107,7 +107,7 @@ impl Message {
             seq: u32::from_le_bytes([p[3], p[4], p[5], p[6]]),
             origin: u16::from_le_bytes([p[7], p[8]]),
         };
-        (frame.kind == Kind::Forward).then_some((frame, message))
+        (frame.kind == Kind::FORWARD).then_some((frame, message))
     }
 }
 
@@ -125,21 +125,12 @@ impl TraceBytes for ResendTick {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NoRecord {}
 
-/// Why an echo host's log cannot be read: it should be empty.
-#[derive(Debug, thiserror::Error)]
-#[error("an echo host logs nothing, but its log holds {0} bytes")]
-pub struct UnexpectedLog(usize);
-
 impl LogCodec for NoRecord {
-    type Error = UnexpectedLog;
-    fn append_to(&self, _out: &mut Vec<u8>) {
+    fn encode(&self, _out: &mut Vec<u8>) {
         match *self {}
     }
-    fn read_log(bytes: &[u8]) -> Result<DecodedLog<Self>, UnexpectedLog> {
-        match bytes.len() {
-            0 => Ok(DecodedLog { records: Vec::new(), valid_bytes: 0, torn_tail: None }),
-            n => Err(UnexpectedLog(n)),
-        }
+    fn decode(payload: &[u8]) -> Result<Self, String> {
+        Err(format!("an echo host logs nothing, but its log holds a record of {} bytes", payload.len()))
     }
 }
 
@@ -481,7 +472,7 @@ mod tests {
         let t = switch.poll_transmit().expect("forwarded");
         assert_eq!((t.port, t.bytes), (Port::Switch(1), ping));
         let mut program = Vec::new();
-        Frame { kind: Kind::P4dbTxn, src: 0, dst: 5 }.encode(&mut program);
+        Frame { kind: Kind::new(2), src: 0, dst: 5 }.encode(&mut program);
         switch.handle_datagram(1, 0, &program);
         assert_eq!(switch.stats().rejected.get("no_program"), Some(&1));
     }

@@ -29,19 +29,29 @@
 //! The system builds its host first (from the records [`open_log`] found, if it restarts) and
 //! hands it to [`serve`], which binds the host's address, meets the others at the rendezvous,
 //! waits for the rack's epoch and runs the loop. At the config's stop time the host is told to
-//! stop starting new work ([`Host::stop`]); it keeps serving until it is idle (or a grace
-//! period ends). SIGINT or SIGTERM stops it the same way. What the system reports afterwards
-//! is its own.
+//! stop starting new work ([`Host::stop`]); it keeps serving until it is idle. SIGINT or
+//! SIGTERM stops it the same way. What the system reports afterwards is its own.
+//!
+//! ## Drain ends on progress, not on a clock
+//!
+//! A stopping rack waits as long as its work in flight ([`Host::in_flight`], summed over the
+//! hosts) keeps reaching new lows: a restarted switch rebuilding from the logs, or a host down
+//! after a kill, holds it up only while nothing else finishes. When the sum has not reached a
+//! new low for [`DRAIN_STALL_NS`] the drain has stalled ([`DrainProgress`]): the hosts leave
+//! with their work in flight, undrained, and say what was left (a livelock, such as a
+//! controller that never goes idle, ends the run in that time instead of running a grace out).
 //!
 //! ## Leaving together
 //!
 //! A host that is idle may still be needed: another host's transaction, aborted and retried,
 //! may send it a request a moment later. A host that left as soon as it was idle would leave
-//! that transaction retrying until its grace period ran out, undrained. So in a rack with a
-//! rendezvous a stopping host reports whether it is idle, and how many datagrams it has moved,
-//! to the supervisor every few milliseconds ([`DrainStatus`]), and leaves once idle and the
-//! supervisor has seen every host idle with no datagram moving between two looks (`done`).
-//! That state is stable: every message in flight has a sender or a receiver that is not idle.
+//! that transaction retrying, undrained. So in a rack with a rendezvous a stopping host reports
+//! whether it is idle, its work in flight and how many datagrams it has moved, to the
+//! supervisor every few milliseconds ([`DrainStatus`]). The supervisor writes `done` saying
+//! `drained` once it has seen every host idle with no datagram moving between two looks (that
+//! state is stable: every message in flight has a sender or a receiver that is not idle), and
+//! a host then leaves once idle; or saying `stalled` when the rack's drain stalls, and every
+//! host leaves at once. A host alone applies the stall rule to itself.
 
 use crate::error::Result;
 use crate::udp::BatchSocket;
@@ -54,9 +64,35 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
-/// How long a stopping host keeps serving others and finishing its own work. Long enough for
-/// a restarted switch to plan the rack and rebuild from the logs.
-pub const DRAIN_GRACE_NS: Nanos = 15_000_000_000;
+/// How long a stopping rack's work in flight may go without reaching a new low before the
+/// drain is given up: a reason to stop (no progress), where a fixed grace was only a clock.
+/// Long enough for a process killed near the end to come back and a restarted switch to
+/// rebuild from the logs, during which nothing may finish.
+pub const DRAIN_STALL_NS: Nanos = 8_000_000_000;
+
+/// What the supervisor's `done` file says: every host may leave once idle.
+pub const DONE_DRAINED: &[u8] = b"drained";
+/// What the supervisor's `done` file says: the drain stalled; every host leaves now.
+pub const DONE_STALLED: &[u8] = b"stalled";
+
+/// Whether a drain still progresses: its work in flight reached a new low within the last
+/// [`DRAIN_STALL_NS`] (see "Drain ends on progress" in the module documentation).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DrainProgress {
+    /// The lowest work in flight seen, and when it was first seen.
+    low: Option<(u64, Nanos)>,
+}
+
+impl DrainProgress {
+    /// Takes in the work in flight at `now`; whether the drain has stalled.
+    pub fn stalled(&mut self, now: Nanos, in_flight: u64) -> bool {
+        match self.low {
+            Some((low, _)) if in_flight >= low => {}
+            _ => self.low = Some((in_flight, now)),
+        }
+        self.low.is_some_and(|(_, since)| now.saturating_sub(since) > DRAIN_STALL_NS)
+    }
+}
 
 /// How often a stopping host tells the supervisor whether it is idle.
 pub const DRAIN_REPORT_NS: Nanos = 5_000_000;
@@ -75,6 +111,18 @@ pub struct DrainStatus {
     pub idle: bool,
     /// Datagrams received and sent so far.
     pub activity: u64,
+    /// Its work in flight ([`Host::in_flight`]).
+    pub in_flight: u64,
+}
+
+/// What a stopping host does next.
+enum Leave {
+    /// Keeps serving.
+    Stay,
+    /// Leaves, idle.
+    Drained,
+    /// Leaves with work in flight: the drain stalled.
+    Stalled,
 }
 
 /// What [`serve`] saw.
@@ -84,7 +132,7 @@ pub struct HostRun {
     pub started_ns: Nanos,
     /// Seconds between the first round and the stop time.
     pub seconds: f64,
-    /// Whether the host was idle when it left (else the grace period ran out).
+    /// Whether the host was idle when it left (else the drain stalled).
     pub drained: bool,
     /// If not drained: the timers still pending, in words.
     pub timers_pending: Option<String>,
@@ -154,9 +202,11 @@ pub fn open_log<R: LogCodec>(durable: bool, dir: &Path, name: &str) -> Result<(O
         return Ok((None, Vec::new()));
     }
     let opened = WalFile::open(dir)?;
-    if let Some((why, bytes)) = &opened.torn_tail {
+    if let Some((why, bytes, aside)) = &opened.torn_tail {
         eprintln!(
-            "{name}: the log ended in a torn record ({why}, {bytes} bytes): cut off, as a crash mid-write leaves it"
+            "{name}: the log ended in a torn record ({why}, {bytes} bytes), as a crash mid-write leaves it: \
+             cut off, its bytes kept in {}",
+            aside.display()
         );
     }
     Ok((Some(opened.wal), opened.records))
@@ -191,6 +241,7 @@ where
         timers: Scheduler::new(),
         run: HostRun::default(),
         next_drain_report: 0,
+        progress: DrainProgress::default(),
         on_event,
     };
     driver.run(host, &mut socket, wal)?;
@@ -206,6 +257,8 @@ struct Driver<'a, H: Host, S, F> {
     timers: Scheduler<H::Timer>,
     run: HostRun,
     next_drain_report: Nanos,
+    /// A host alone: its own drain's progress.
+    progress: DrainProgress,
     on_event: F,
 }
 
@@ -222,24 +275,32 @@ where
         self.run.seconds = stop_at.saturating_sub(now) as f64 / 1e9;
         let mut out = HostOutbox::<H>::default();
         host.start(now, &mut out);
-        let mut stopping_since = None;
+        let mut stopping = false;
         loop {
             self.flush(&mut out, socket, wal.as_deref_mut())?;
             now = self.cfg.now_ns().max(now);
-            if stopping_since.is_none() && (now >= stop_at || stop_requested()) {
+            if !stopping && (now >= stop_at || stop_requested()) {
                 host.stop();
-                stopping_since = Some(now);
+                stopping = true;
             }
-            if let Some(since) = stopping_since {
-                if self.may_leave(now, host.is_idle())? {
-                    self.run.drained = true;
-                    return Ok(());
-                }
-                if now - since > DRAIN_GRACE_NS {
-                    eprintln!("{}: work still in flight after the grace period; stopping anyway", self.name);
-                    let next = self.timers.peek().map(|(at, t)| format!("{t:?} in {} ns", at.saturating_sub(now)));
-                    self.run.timers_pending = Some(format!("{} timers pending, next: {next:?}", self.timers.len()));
-                    return Ok(());
+            if stopping {
+                match self.may_leave(now, host.is_idle(), host.in_flight())? {
+                    Leave::Stay => {}
+                    Leave::Drained => {
+                        self.run.drained = true;
+                        return Ok(());
+                    }
+                    Leave::Stalled => {
+                        eprintln!(
+                            "{}: the drain stalled ({} in flight, no new low for {} s); stopping anyway",
+                            self.name,
+                            host.in_flight(),
+                            DRAIN_STALL_NS / 1_000_000_000
+                        );
+                        let next = self.timers.peek().map(|(at, t)| format!("{t:?} in {} ns", at.saturating_sub(now)));
+                        self.run.timers_pending = Some(format!("{} timers pending, next: {next:?}", self.timers.len()));
+                        return Ok(());
+                    }
                 }
             }
             if self.timers.peek_time().is_some_and(|at| at <= now) {
@@ -272,19 +333,30 @@ where
         receive_round(host, socket, self.switch, now, wait, out, &mut self.run)
     }
 
-    /// Whether a stopping host may leave now that it is `idle` or not. Alone, as soon as it is
-    /// idle. In a rack with a rendezvous, only once the supervisor says every host is idle
-    /// (see "Leaving together" in the module documentation): until then it tells the
-    /// supervisor how it stands, every [`DRAIN_REPORT_NS`].
-    fn may_leave(&mut self, now: Nanos, idle: bool) -> Result<bool> {
-        let Some(dir) = &self.cfg.rendezvous else { return Ok(idle) };
+    /// Whether a stopping host may leave now that it is `idle` or not, with `in_flight` work.
+    /// Alone, as soon as it is idle, or when its own drain stalls. In a rack with a
+    /// rendezvous, as the supervisor's `done` says (see "Leaving together" in the module
+    /// documentation): until then it tells the supervisor how it stands, every
+    /// [`DRAIN_REPORT_NS`].
+    fn may_leave(&mut self, now: Nanos, idle: bool, in_flight: u64) -> Result<Leave> {
+        let Some(dir) = &self.cfg.rendezvous else {
+            return Ok(match (idle, self.progress.stalled(now, in_flight)) {
+                (true, _) => Leave::Drained,
+                (false, true) => Leave::Stalled,
+                (false, false) => Leave::Stay,
+            });
+        };
         if now < self.next_drain_report {
-            return Ok(false);
+            return Ok(Leave::Stay);
         }
         self.next_drain_report = now + DRAIN_REPORT_NS;
-        let status = DrainStatus { idle, activity: self.run.datagrams_in + self.run.datagrams_out };
+        let status = DrainStatus { idle, activity: self.run.datagrams_in + self.run.datagrams_out, in_flight };
         write_atomically(&dir.join(DRAIN_DIR).join(Role::Host(self.id).tag()), &status)?;
-        Ok(idle && dir.join(DONE_FILE).exists())
+        Ok(match std::fs::read(dir.join(DONE_FILE)) {
+            Ok(said) if said == DONE_STALLED => Leave::Stalled,
+            Ok(_) if idle => Leave::Drained,
+            _ => Leave::Stay,
+        })
     }
 
     /// Group commit: makes the round's log records durable, then sends, sets timers and
@@ -320,6 +392,19 @@ mod tests {
     use super::*;
     use pisadb_core::TraceHash;
     use pisadb_host::{Route, TraceBytes};
+
+    #[test]
+    fn a_drain_whose_work_keeps_falling_goes_on_and_one_that_stops_falling_stalls() {
+        let s = DRAIN_STALL_NS;
+        let mut p = DrainProgress::default();
+        assert!(!p.stalled(0, 10));
+        assert!(!p.stalled(s, 10), "no new low yet, but not for longer than the window");
+        assert!(!p.stalled(s + 1, 9), "a new low restarts the window");
+        assert!(!p.stalled(2 * s, 12), "work rising again is no progress, but the window is young");
+        assert!(p.stalled(2 * s + 2, 9), "no new low for longer than the window: stalled");
+        let mut busy = DrainProgress::default();
+        assert!(!busy.stalled(0, 3) && !busy.stalled(s / 2, 2) && !busy.stalled(s, 1) && !busy.stalled(3 * s / 2, 0));
+    }
 
     #[derive(Clone, Copy, Debug)]
     struct NoTimer;

@@ -2,8 +2,9 @@
 //!
 //! The same state machines the simulator drives, driven by real time, real sockets and real
 //! files. Like the simulator, the runtime knows no system: it runs any host
-//! ([`pisadb_host::Host`]) as a process ([`host_proc`]) with its write-ahead log on disk in the
-//! system's own format ([`wal_file`], over [`pisadb_host::LogCodec`]), any switch
+//! ([`pisadb_host::Host`]) as a process ([`host_proc`]) with its write-ahead log on disk
+//! ([`wal_file`]: the one record framing of every log, [`framed_log`], around the system's own
+//! record encoding, [`pisadb_host::LogCodec`]), any switch
 //! ([`pisadb_switch::SwitchDevice`], with ports toward neighbour switches:
 //! [`pisadb_switch::SwitchDevice`]) as a process ([`switch_proc`]) that plays the wires
 //! behind its ports and, if asked, their strict-priority egress queues ([`wire`]), and a supervisor ([`supervisor`]) that starts them on loopback
@@ -47,6 +48,7 @@
 
 pub mod echo;
 pub mod error;
+pub mod framed_log;
 pub mod host_proc;
 pub mod host_set;
 pub mod netns;

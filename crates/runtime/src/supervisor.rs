@@ -17,7 +17,7 @@
 //! them).
 
 use crate::error::{Result, RuntimeError};
-use crate::host_proc::DrainStatus;
+use crate::host_proc::{DrainProgress, DrainStatus, DONE_DRAINED, DONE_STALLED, DRAIN_STALL_NS};
 use crate::netns::Netns;
 use crate::network::Network;
 use crate::switch_proc::SwitchReport;
@@ -315,6 +315,7 @@ impl<L: Launch> Supervisor<L> {
         let hosts: Vec<Role> = self.children.keys().copied().filter(|r| matches!(r, Role::Host(_))).collect();
         let mut asked = None;
         let mut last_drain = None;
+        let (mut progress, mut stalled) = (DrainProgress::default(), false);
         loop {
             let mut running = 0;
             for role in &hosts {
@@ -335,10 +336,27 @@ impl<L: Launch> Supervisor<L> {
             if running == 0 {
                 return Ok(asked);
             }
-            // Every host idle, and nothing moved since the last look: they may all leave.
+            // Every host idle, and nothing moved since the last look: they may all leave. Work
+            // in flight that stops reaching new lows: the drain has stalled, and they leave.
             let drain = self.drain_statuses(&hosts);
-            if drain.as_ref().is_some_and(|d| d.iter().all(|s| s.idle)) && drain == last_drain {
-                let _ = std::fs::write(self.rendezvous.join(DONE_FILE), b"");
+            if let Some(statuses) = &drain {
+                if statuses.iter().all(|s| s.idle) && drain == last_drain {
+                    let _ = std::fs::write(self.rendezvous.join(DONE_FILE), DONE_DRAINED);
+                } else if progress.stalled(unix_now_ns(), statuses.iter().map(|s| s.in_flight).sum()) && !stalled {
+                    stalled = true;
+                    let left: Vec<String> = hosts
+                        .iter()
+                        .zip(statuses)
+                        .filter(|(_, s)| !s.idle)
+                        .map(|(r, s)| format!("{} ({} in flight)", self.launch.name(*r), s.in_flight))
+                        .collect();
+                    eprintln!(
+                        "supervisor: the drain stalled: no new low of the work in flight for {} s; still busy: {}",
+                        DRAIN_STALL_NS / 1_000_000_000,
+                        left.join(", ")
+                    );
+                    let _ = std::fs::write(self.rendezvous.join(DONE_FILE), DONE_STALLED);
+                }
             }
             last_drain = drain;
             if asked.is_none() && (stop_requested() || done()) {

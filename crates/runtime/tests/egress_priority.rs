@@ -34,7 +34,7 @@ fn class_of(bytes: &[u8]) -> u8 {
 /// A plain datagram from host 0 to host 1 with payload (class, tag).
 fn datagram(class: u8, tag: u8) -> Vec<u8> {
     let mut bytes = Vec::new();
-    Frame { kind: Kind::Forward, src: 0, dst: 1 }.encode(&mut bytes);
+    Frame { kind: Kind::FORWARD, src: 0, dst: 1 }.encode(&mut bytes);
     bytes.extend_from_slice(&[class, tag]);
     bytes
 }

@@ -3,11 +3,13 @@
 //! [`world`] is the discrete-event engine, generic over the hosts ([`pisadb_host::Host`]), the
 //! switch ([`pisadb_switch::SwitchDevice`]) and what observes the hosts' events
 //! ([`world::Observer`]): links from [`net`], faults from [`faults`], one event scheduler in
-//! virtual nanoseconds; [`swarm`] draws a fuzz case's faults from the ones a system tolerates. It
-//! names no system: each system builds its racks on it (P4DB's are in
-//! `systems/p4db`). The simulator reads no clock: how fast it runs is measured by its caller.
+//! virtual nanoseconds; [`swarm`] draws a fuzz case's faults from the ones a system tolerates;
+//! [`probe`] lets a caller time its event loops. It names no system: each system builds its racks
+//! on it (P4DB's are in `systems/p4db`). The simulator reads no clock: how fast it runs is
+//! measured by its caller.
 
 pub mod faults;
+pub mod probe;
 pub mod swarm;
 pub mod world;
 

@@ -86,7 +86,6 @@ use pisadb_host::{Host, HostOutbox, Route};
 use pisadb_net::{ClassCounters, Endpoint, LinkParams, PriorityPort, Topology};
 use pisadb_switch::{Port, SwitchDevice, Transmit};
 use rand::Rng;
-use std::collections::BTreeMap;
 
 /// Why a run did not finish normally.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -325,8 +324,9 @@ pub struct World<H: Host, S, O> {
     /// Per switch, per host: the index of the link from the switch to the host, if any
     /// (looked up once: the send path is the simulator's hot loop).
     downlinks: Vec<Vec<Option<usize>>>,
-    /// The strict-priority ports, by link index.
-    ports: BTreeMap<usize, DrivenPort>,
+    /// The strict-priority ports, by link index (`None` for a FIFO link: looked up on every
+    /// send, so a vector rather than a map).
+    ports: Vec<Option<DrivenPort>>,
     /// The class of a datagram on strict-priority links.
     classify: fn(&[u8]) -> u8,
     /// What waits to happen.
@@ -349,6 +349,9 @@ pub struct World<H: Host, S, O> {
     host_epoch: Vec<u32>,
     /// Per host: whether it is down.
     host_down: Vec<bool>,
+    /// An empty outbox whose vectors keep their capacity: each handler fills it and [`World::apply`]
+    /// empties it again, so a handler allocates no outbox in steady state.
+    spare: HostOutbox<H>,
     /// What the system does with its hosts' events.
     observer: O,
     /// Why the run must stop (a restart or an observer failed).
@@ -423,8 +426,7 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
         let ports = topology
             .links
             .iter()
-            .enumerate()
-            .filter_map(|(i, link)| Some((i, DrivenPort { port: link.priority_port()?, wake: None, held: Vec::new() })))
+            .map(|link| Some(DrivenPort { port: link.priority_port()?, wake: None, held: Vec::new() }))
             .collect();
         Ok(World {
             cores: hosts.iter().map(|host| vec![0; usize::from(host.cores())]).collect(),
@@ -446,6 +448,7 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
             logs: vec![Vec::new(); n],
             host_epoch: vec![0; n],
             host_down: vec![false; n],
+            spare: HostOutbox::<H>::default(),
             observer,
             failure: None,
         })
@@ -513,7 +516,16 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
         self.run_until(Nanos::MAX, max_events)
     }
 
+    /// Runs the event loop until `end`, telling the probe ([`crate::probe`]) where it starts
+    /// and ends.
     fn run_until(&mut self, end: Nanos, max_events: u64) -> Result<(), SimError> {
+        crate::probe::fire(crate::probe::Phase::LoopStart { events: self.processed });
+        let result = self.run_events(end, max_events);
+        crate::probe::fire(crate::probe::Phase::LoopEnd { events: self.processed });
+        result
+    }
+
+    fn run_events(&mut self, end: Nanos, max_events: u64) -> Result<(), SimError> {
         while let Some((at, event)) = self.events.pop_due(end) {
             self.now = at;
             self.processed += 1;
@@ -618,7 +630,7 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
             self.schedule(free, Event::HostTimer { host, epoch, timer });
             return;
         }
-        let mut out = HostOutbox::<H>::default();
+        let mut out = std::mem::take(&mut self.spare);
         self.hosts[h].handle_timer(now, timer, &mut out);
         self.finish_handler(host, core, now, out);
     }
@@ -646,7 +658,7 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
     /// Runs host `host`'s handler for `bytes` on `core` at `now`.
     fn handle_datagram_on(&mut self, now: Nanos, host: u16, core: usize, bytes: Vec<u8>) {
         self.trace_event(now, host, b"deliver", &bytes);
-        let mut out = HostOutbox::<H>::default();
+        let mut out = std::mem::take(&mut self.spare);
         self.hosts[usize::from(host)].handle_datagram(now, &bytes, &mut out);
         self.finish_handler(host, core, now, out);
     }
@@ -833,11 +845,11 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
     ) {
         let fates = self.network_fate(left, fault_host);
         let [first, copy] = fates;
-        if self.ports.contains_key(&index) {
+        if self.ports.get(index).is_some_and(Option::is_some) {
             let class = (self.classify)(&bytes);
             let now = self.now;
             let enter = |world: &mut Self, (before, after): (Nanos, Nanos), bytes| {
-                let Some(driven) = world.ports.get_mut(&index) else { return };
+                let Some(Some(driven)) = world.ports.get_mut(index) else { return };
                 let at = driven.entry_time(now, class, ready, ready + before);
                 let entry = PortEntry { link: index, hop, after_ns: after, class, bytes };
                 world.schedule(at, Event::EnterPort(Box::new(entry)));
@@ -874,7 +886,7 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
     }
 
     fn enter_port(&mut self, now: Nanos, link: usize, hop: Hop, after_ns: Nanos, class: u8, bytes: Vec<u8>) {
-        let Some(driven) = self.ports.get_mut(&link) else { return };
+        let Some(Some(driven)) = self.ports.get_mut(link) else { return };
         let len = bytes.len();
         // A refused frame is counted by the port itself (tail drop).
         let _ = driven.port.push(now, class, len, (hop, after_ns, bytes));
@@ -882,7 +894,7 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
     }
 
     fn wake_port(&mut self, now: Nanos, link: usize) {
-        let Some(driven) = self.ports.get_mut(&link) else { return };
+        let Some(Some(driven)) = self.ports.get_mut(link) else { return };
         driven.wake = None;
         let nic_ns = self.topology.links[link].params.nic_ns;
         let mut arrivals = Vec::new();
@@ -899,7 +911,7 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
 
     /// Schedules link `link`'s port to wake when it next needs to, unless it already will.
     fn arm_port(&mut self, now: Nanos, link: usize) {
-        let Some(driven) = self.ports.get_mut(&link) else { return };
+        let Some(Some(driven)) = self.ports.get_mut(link) else { return };
         let Some(at) = driven.port.poll_timeout() else { return };
         // The port decides an instant only once time has passed it.
         let at = at.max(now) + 1;
@@ -938,27 +950,39 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
 
     /// Carries out the outputs of a handler that ran from `start` to `end`: its log records
     /// become durable and its datagrams leave at `end`, unless the host crashed first.
-    fn apply(&mut self, host: u16, start: Nanos, end: Nanos, out: HostOutbox<H>) {
+    fn apply(&mut self, host: u16, start: Nanos, end: Nanos, mut out: HostOutbox<H>) {
         if self.crashes_within(Target::Node(host), start, end) {
-            return self.count(|s| s.cut_short += 1);
+            self.count(|s| s.cut_short += 1);
+            return self.recycle(out);
         }
-        self.logs[usize::from(host)].extend(out.log);
+        self.logs[usize::from(host)].append(&mut out.log);
         let (switch, link) = self.uplink[usize::from(host)];
         let nic_ns = self.topology.links[link].params.nic_ns;
         let hop = Hop::Switch { switch, ingress: Port::Host(host) };
-        for send in out.sends {
+        for send in out.sends.drain(..) {
             self.send_on_link(link, hop, (end, end + nic_ns), send.bytes, Some(host));
         }
         let epoch = self.host_epoch[usize::from(host)];
-        for (at, timer) in out.timers {
+        for (at, timer) in out.timers.drain(..) {
             self.schedule(at.max(end), Event::HostTimer { host, epoch, timer });
         }
         let moment = self.moment(end);
-        for event in out.events {
+        for event in out.events.drain(..) {
             if let Err(why) = self.observer.on_event(host, event, moment) {
                 self.failure.get_or_insert(why);
             }
         }
+        self.recycle(out);
+    }
+
+    /// Keeps `out`'s vectors, emptied, for the next handler.
+    fn recycle(&mut self, mut out: HostOutbox<H>) {
+        out.sends.clear();
+        out.timers.clear();
+        out.log.clear();
+        out.events.clear();
+        out.cpu_ns = 0;
+        self.spare = out;
     }
 
     fn drain_switch(&mut self, now: Nanos, switch: u16) {
@@ -1036,7 +1060,7 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
     /// peak occupancy), if that link has one.
     pub fn port_counters(&self, from: Endpoint, to: Endpoint) -> Option<&[ClassCounters]> {
         let index = self.topology.link_index(from, to)?;
-        self.ports.get(&index).map(|p| p.port.counters())
+        self.ports.get(index)?.as_ref().map(|p| p.port.counters())
     }
 
     /// The observer (the system's metrics and records).

@@ -20,6 +20,8 @@ use pisadb_wire::{Frame, Kind};
 #[derive(Clone, Debug, Default)]
 struct Cells;
 
+/// The toy program's frame kind, declared here as a system declares its own.
+const TOY_KIND: Kind = Kind::new(2);
 const CELLS: u8 = 1;
 
 impl Program for Cells {
@@ -39,7 +41,7 @@ impl Program for Cells {
         ProgramSpec { name: "cells".into(), arrays: vec![cells], reserve_fast_recirc_port: false, tables: vec![] }
     }
     fn kind(&self) -> Kind {
-        Kind::P4dbTxn
+        TOY_KIND
     }
     fn admit(&self, frame: &Frame, _payload: &[u8]) -> Result<(), Reject> {
         Err(Reject::rule("no_program_packets", format!("{:?}", frame.kind)))
@@ -105,7 +107,7 @@ const CONTROLLER: u16 = 0;
 fn request(target: u16, id: u32, op: ControlOp) -> Vec<u8> {
     let mut bytes = Vec::new();
     let dst = switch_address(target).expect("an addressable switch");
-    Frame { kind: Kind::Control, src: CONTROLLER, dst }.encode(&mut bytes);
+    Frame { kind: Kind::CONTROL, src: CONTROLLER, dst }.encode(&mut bytes);
     ControlMessage::Request { request_id: id, op }.encode(&mut bytes);
     bytes
 }
@@ -189,7 +191,7 @@ fn a_controller_reads_and_writes_registers_of_a_switch_two_hops_away_and_of_one_
 #[test]
 fn a_request_from_another_host_is_refused_by_the_switch_it_names() {
     let mut bytes = Vec::new();
-    Frame { kind: Kind::Control, src: 1, dst: switch_address(0).unwrap() }.encode(&mut bytes);
+    Frame { kind: Kind::CONTROL, src: 1, dst: switch_address(0).unwrap() }.encode(&mut bytes);
     let op = ControlOp::WriteRegister { register: CELLS, index: 1, lo: 5, hi: 0 };
     ControlMessage::Request { request_id: 9, op }.encode(&mut bytes);
     let mut world = line_of(Vec::new(), vec![(1_000, bytes)]);

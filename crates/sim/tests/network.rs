@@ -28,6 +28,8 @@ use pisadb_wire::{Frame, Kind, SWITCH_ID};
 struct Cells;
 
 /// The register array the controller writes.
+/// The toy program's frame kind, declared here as a system declares its own.
+const TOY_KIND: Kind = Kind::new(2);
 const CELLS: u8 = 1;
 
 impl Program for Cells {
@@ -47,7 +49,7 @@ impl Program for Cells {
         ProgramSpec { name: "cells".into(), arrays: vec![cells], reserve_fast_recirc_port: false, tables: vec![] }
     }
     fn kind(&self) -> Kind {
-        Kind::P4dbTxn
+        TOY_KIND
     }
     fn admit(&self, frame: &Frame, _payload: &[u8]) -> Result<(), Reject> {
         Err(Reject::rule("no_program_packets", format!("{:?}", frame.kind)))
@@ -123,7 +125,7 @@ impl Host for Probe {
 /// A plain datagram `src -> dst` whose payload is `class` then `tag` and `pad` zero bytes.
 fn plain(src: u16, dst: u16, class: u8, tag: u8, pad: usize) -> Vec<u8> {
     let mut bytes = Vec::new();
-    Frame { kind: Kind::Forward, src, dst }.encode(&mut bytes);
+    Frame { kind: Kind::FORWARD, src, dst }.encode(&mut bytes);
     bytes.extend_from_slice(&[class, tag]);
     bytes.resize(bytes.len() + pad, 0);
     bytes
@@ -132,7 +134,7 @@ fn plain(src: u16, dst: u16, class: u8, tag: u8, pad: usize) -> Vec<u8> {
 /// The class of a plain datagram: the first payload byte (as hosts would mark DSCP).
 fn class_of(bytes: &[u8]) -> u8 {
     match Frame::decode(bytes) {
-        Ok((frame, payload)) if frame.kind == Kind::Forward => payload.first().copied().unwrap_or(0).min(1),
+        Ok((frame, payload)) if frame.kind == Kind::FORWARD => payload.first().copied().unwrap_or(0).min(1),
         _ => 0,
     }
 }
@@ -168,7 +170,7 @@ fn a_datagram_crosses_both_switches_hop_by_hop_keeping_its_source() {
     let arrived = &world.hosts()[3].arrived;
     assert_eq!(arrived.len(), 1, "one datagram reaches host 3");
     let (at, frame, payload) = &arrived[0];
-    assert_eq!((frame.src, frame.dst, frame.kind), (0, 3, Kind::Forward), "source and destination kept");
+    assert_eq!((frame.src, frame.dst, frame.kind), (0, 3, Kind::FORWARD), "source and destination kept");
     assert_eq!(payload[1], 7);
     // host NIC, three links (host->0, 0->1, 1->host), two switch passes, host NIC.
     let ten = LinkParams::ten_gbe();
@@ -236,7 +238,7 @@ fn a_controller_writes_and_reads_a_register_of_the_far_switch() {
     // served by the first switch it reaches, its own.
     let request = |id: u32, op: ControlOp| {
         let mut bytes = Vec::new();
-        Frame { kind: Kind::Control, src: 2, dst: SWITCH_ID }.encode(&mut bytes);
+        Frame { kind: Kind::CONTROL, src: 2, dst: SWITCH_ID }.encode(&mut bytes);
         ControlMessage::Request { request_id: id, op }.encode(&mut bytes);
         bytes
     };

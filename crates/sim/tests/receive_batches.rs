@@ -79,7 +79,7 @@ impl Host for Node {
         }
         for &(class, tag, core) in &self.bursts[i].1 {
             let mut bytes = Vec::new();
-            Frame { kind: Kind::Forward, src: 0, dst: 1 }.encode(&mut bytes);
+            Frame { kind: Kind::FORWARD, src: 0, dst: 1 }.encode(&mut bytes);
             bytes.extend_from_slice(&[class, tag, core as u8]);
             out.sends.push(Send { dst: 1, bytes });
         }

@@ -57,13 +57,13 @@
 //!
 //! The host set with [`Switch::set_controller`] sits behind the CPU port. It sends
 //! [`ControlMessage`] requests (read or write a register cell, insert or delete a table entry)
-//! in [`Kind::Control`] frames to [`SWITCH_ID`]; a request that arrives by the CPU port, or
+//! in [`Kind::CONTROL`] frames to [`SWITCH_ID`]; a request that arrives by the CPU port, or
 //! whose source is the controller, is carried out, any other is refused and counted as
 //! `not_controller`. The control plane serves one operation at a time, each taking
 //! `profile.control_plane_ns` (driver and PCIe, an assumption): an operation that arrives at
 //! `t` takes effect at `max(t, previous one's end) + control_plane_ns`, as an event between
 //! packets, and its reply leaves by the port the request came in by at that moment. Control
-//! frames addressed to a host are plain traffic, forwarded like [`Kind::Forward`] (a reply from
+//! frames addressed to a host are plain traffic, forwarded like [`Kind::FORWARD`] (a reply from
 //! a switch further away crossing this one). Drivers can run the same operations directly in
 //! their setup code ([`Switch::apply_control`], [`Switch::insert_entry`], ...).
 //!
@@ -421,8 +421,8 @@ impl<P: Program> Switch<P> {
             return self.reject("spoofed_source");
         }
         match frame.kind {
-            Kind::Control if self.is_control_target(frame.dst) => self.control_request(now, ingress, frame, payload),
-            Kind::Forward | Kind::Control => self.forward(now, frame.dst, bytes),
+            Kind::CONTROL if self.is_control_target(frame.dst) => self.control_request(now, ingress, frame, payload),
+            Kind::FORWARD | Kind::CONTROL => self.forward(now, frame.dst, bytes),
             _ => match self.program.admit(&frame, payload) {
                 Ok(packet) => self.enter(now, InFlight { src: frame.src, dst: frame.dst, packet }),
                 Err(e) => self.reject(e.reason()),
@@ -463,7 +463,7 @@ impl<P: Program> Switch<P> {
         let (status, result) = self.apply_control(&op);
         self.stats.control_ops += 1;
         let mut bytes = Vec::with_capacity(FRAME_BYTES + CONTROL_BYTES);
-        Frame { kind: Kind::Control, src: from, dst: to }.encode(&mut bytes);
+        Frame { kind: Kind::CONTROL, src: from, dst: to }.encode(&mut bytes);
         ControlMessage::Reply { request_id, op, status, result }.encode(&mut bytes);
         self.transmits.push_back(Transmit { at_ns, dst: to, bytes, port });
     }

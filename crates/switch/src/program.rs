@@ -555,7 +555,7 @@ pub fn stage_map(arrays: impl IntoIterator<Item = (u8, u8)>) -> [u8; 256] {
     stage_of
 }
 
-/// A switch program that runs nothing: plain traffic ([`Kind::Forward`]) is forwarded by the
+/// A switch program that runs nothing: plain traffic ([`Kind::FORWARD`]) is forwarded by the
 /// pipeline itself, anything else is refused. For racks and tests whose switches only route.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Forwarder;
@@ -573,7 +573,7 @@ impl Program for Forwarder {
     }
 
     fn kind(&self) -> Kind {
-        Kind::Forward
+        Kind::FORWARD
     }
 
     fn admit(&self, frame: &Frame, _payload: &[u8]) -> Result<(), Reject> {

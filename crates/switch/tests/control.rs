@@ -21,7 +21,7 @@ fn toy_switch() -> Switch<Toy> {
 
 fn request(from: u16, request_id: u32, op: ControlOp) -> Vec<u8> {
     let mut bytes = Vec::new();
-    Frame { kind: Kind::Control, src: from, dst: SWITCH_ID }.encode(&mut bytes);
+    Frame { kind: Kind::CONTROL, src: from, dst: SWITCH_ID }.encode(&mut bytes);
     ControlMessage::Request { request_id, op }.encode(&mut bytes);
     bytes
 }
@@ -29,7 +29,7 @@ fn request(from: u16, request_id: u32, op: ControlOp) -> Vec<u8> {
 /// The reply in `bytes`: `(request_id, status, result)`, checking its frame.
 fn reply(bytes: &[u8]) -> (u32, ControlStatus, ControlResult) {
     let (frame, payload) = Frame::decode(bytes).unwrap();
-    assert_eq!((frame.kind, frame.src, frame.dst), (Kind::Control, SWITCH_ID, CONTROLLER));
+    assert_eq!((frame.kind, frame.src, frame.dst), (Kind::CONTROL, SWITCH_ID, CONTROLLER));
     match ControlMessage::decode(payload).unwrap() {
         ControlMessage::Reply { request_id, status, result, .. } => (request_id, status, result),
         other => panic!("not a reply: {other:?}"),
@@ -130,10 +130,10 @@ fn requests_by_the_cpu_port_are_carried_out_and_answered_by_it() {
 fn malformed_or_misdirected_control_messages_are_counted() {
     let mut switch = toy_switch();
     let mut short = Vec::new();
-    Frame { kind: Kind::Control, src: CONTROLLER, dst: SWITCH_ID }.encode(&mut short);
+    Frame { kind: Kind::CONTROL, src: CONTROLLER, dst: SWITCH_ID }.encode(&mut short);
     short.extend_from_slice(&[1, 0, 1]);
     let mut a_reply = Vec::new();
-    Frame { kind: Kind::Control, src: CONTROLLER, dst: SWITCH_ID }.encode(&mut a_reply);
+    Frame { kind: Kind::CONTROL, src: CONTROLLER, dst: SWITCH_ID }.encode(&mut a_reply);
     let op = ControlOp::ReadRegister { register: COUNTER, index: 0 };
     let result = ControlResult::Cell { lo: 0, hi: 0 };
     ControlMessage::Reply { request_id: 1, op, status: ControlStatus::Ok, result }.encode(&mut a_reply);
@@ -162,7 +162,7 @@ proptest! {
     ) {
         let mut switch = toy_switch();
         let mut bytes = Vec::new();
-        Frame { kind: Kind::Control, src: CONTROLLER, dst: SWITCH_ID }.encode(&mut bytes);
+        Frame { kind: Kind::CONTROL, src: CONTROLLER, dst: SWITCH_ID }.encode(&mut bytes);
         // Half the time, a plausible start: a known opcode and zeros, so decoding goes deep.
         let mut payload = payload;
         if op <= 4 && payload.len() >= 4 {
@@ -192,7 +192,7 @@ fn a_switch_with_an_id_serves_requests_to_its_address_and_forwards_those_to_othe
     switch.set_switch_id(2);
     let addressed = |target: u16, id: u32, op: ControlOp| {
         let mut bytes = Vec::new();
-        Frame { kind: Kind::Control, src: CONTROLLER, dst: switch_address(target).unwrap() }.encode(&mut bytes);
+        Frame { kind: Kind::CONTROL, src: CONTROLLER, dst: switch_address(target).unwrap() }.encode(&mut bytes);
         ControlMessage::Request { request_id: id, op }.encode(&mut bytes);
         bytes
     };

@@ -59,7 +59,7 @@ fn two_switches_in_a_line_carry_plain_traffic_from_host_0_to_host_2_keeping_its_
     let profile = SwitchProfile::tofino1();
     let mut switches = line();
     let mut bytes = Vec::new();
-    Frame { kind: Kind::Forward, src: 0, dst: 2 }.encode(&mut bytes);
+    Frame { kind: Kind::FORWARD, src: 0, dst: 2 }.encode(&mut bytes);
     bytes.extend_from_slice(b"2pc prepare");
     let delivered = run_line(&mut switches, 1_000, 0, bytes.clone());
     assert_eq!(delivered.len(), 1);
@@ -88,7 +88,7 @@ fn a_program_forward_crosses_the_line_and_the_answer_comes_back_the_other_way() 
 fn neighbour_ports_are_trusted_but_must_exist_and_routes_must_name_a_port() {
     let [mut a, _] = line();
     let mut bytes = Vec::new();
-    Frame { kind: Kind::Forward, src: 7, dst: 0 }.encode(&mut bytes);
+    Frame { kind: Kind::FORWARD, src: 7, dst: 0 }.encode(&mut bytes);
     a.handle_datagram_from(0, Port::Switch(B), &bytes);
     let t = a.poll_transmit().expect("a neighbour may carry any source");
     assert_eq!((t.dst, t.port), (0, Port::Host(0)));
@@ -99,7 +99,7 @@ fn neighbour_ports_are_trusted_but_must_exist_and_routes_must_name_a_port() {
     assert_eq!(a.egress_port(2), Some(Port::Switch(B)));
     assert_eq!(a.clear_route(2), Some(Port::Switch(B)));
     let mut to_2 = Vec::new();
-    Frame { kind: Kind::Forward, src: 0, dst: 2 }.encode(&mut to_2);
+    Frame { kind: Kind::FORWARD, src: 0, dst: 2 }.encode(&mut to_2);
     a.handle_datagram(0, 0, &to_2);
     assert_eq!(a.stats().rejected.get("unknown_destination"), Some(&1), "no route, as before routes existed");
 }
@@ -110,7 +110,7 @@ fn without_neighbours_or_routes_a_switch_forwards_as_a_single_rack_switch() {
     let mut switch = Switch::new(profile.clone(), Toy::default()).unwrap();
     (0..2).for_each(|n| switch.attach(n));
     let mut bytes = Vec::new();
-    Frame { kind: Kind::Forward, src: 0, dst: 1 }.encode(&mut bytes);
+    Frame { kind: Kind::FORWARD, src: 0, dst: 1 }.encode(&mut bytes);
     let out = common::drive(&mut switch, vec![(500, 0, bytes.clone())]);
     assert_eq!(
         out,

@@ -3,7 +3,7 @@
 //! On a Tofino the control plane (the switch's CPU running the driver) reads and writes
 //! register cells and installs match-table entries over PCIe, between packets. PisaDB gives a
 //! designated controller host the same powers over the wire: it sends a [`ControlMessage`]
-//! request in a [`crate::Kind::Control`] frame addressed to [`crate::SWITCH_ID`], and the switch
+//! request in a [`crate::Kind::CONTROL`] frame addressed to [`crate::SWITCH_ID`], and the switch
 //! answers with a reply that echoes the request and says how it went ([`ControlStatus`]).
 //!
 //! ## Addressing a switch by id, hop by hop
@@ -42,7 +42,8 @@
 //! (a property test feeds it random bytes): unknown opcodes or statuses, nonzero reserved or
 //! unused fields and wrong lengths come back as a [`DecodeError`] naming the field.
 
-use crate::DecodeError;
+use crate::{enum_field, DecodeError};
+use num_enum::TryFromPrimitive;
 use zerocopy::network_endian::{U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
@@ -86,7 +87,7 @@ pub const CONTROL_BYTES: usize = std::mem::size_of::<RawControl>();
 const REPLY_BIT: u8 = 0x80;
 
 /// The operation a control message asks for, as its `op` byte (without the reply bit).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, TryFromPrimitive)]
 #[repr(u8)]
 pub enum OpCode {
     /// Read one register cell.
@@ -97,18 +98,6 @@ pub enum OpCode {
     InsertEntry = 3,
     /// Delete a table entry.
     DeleteEntry = 4,
-}
-
-impl OpCode {
-    fn from_u8(byte: u8) -> Result<Self, DecodeError> {
-        match byte {
-            1 => Ok(OpCode::ReadRegister),
-            2 => Ok(OpCode::WriteRegister),
-            3 => Ok(OpCode::InsertEntry),
-            4 => Ok(OpCode::DeleteEntry),
-            other => Err(DecodeError::BadField { field: "control_op", value: u64::from(other) }),
-        }
-    }
 }
 
 /// A control-plane operation with its arguments.
@@ -206,7 +195,7 @@ impl ControlOp {
 }
 
 /// How a control operation went.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, TryFromPrimitive)]
 #[repr(u8)]
 pub enum ControlStatus {
     /// Done.
@@ -225,22 +214,6 @@ pub enum ControlStatus {
     TableFull = 6,
     /// The key has no entry to delete.
     NoSuchEntry = 7,
-}
-
-impl ControlStatus {
-    fn from_u8(byte: u8) -> Result<Self, DecodeError> {
-        Ok(match byte {
-            0 => ControlStatus::Ok,
-            1 => ControlStatus::UnknownRegister,
-            2 => ControlStatus::IndexOutOfRange,
-            3 => ControlStatus::UnknownTable,
-            4 => ControlStatus::KeyTooWide,
-            5 => ControlStatus::ValueTooWide,
-            6 => ControlStatus::TableFull,
-            7 => ControlStatus::NoSuchEntry,
-            other => return Err(DecodeError::BadField { field: "control_status", value: u64::from(other) }),
-        })
-    }
 }
 
 /// What a successful control operation reports back.
@@ -319,7 +292,7 @@ impl ControlMessage {
         if raw.reserved != 0 {
             return Err(DecodeError::BadField { field: "reserved", value: u64::from(raw.reserved) });
         }
-        let code = OpCode::from_u8(raw.op & !REPLY_BIT)?;
+        let code = enum_field::<OpCode>("control_op", raw.op & !REPLY_BIT)?;
         let op = ControlOp::read(raw, code)?;
         let request_id = raw.request_id.get();
         let (out_lo, out_hi) = (raw.out_lo.get(), raw.out_hi.get());
@@ -330,7 +303,7 @@ impl ControlMessage {
             }
             return Ok(ControlMessage::Request { request_id, op });
         }
-        let status = ControlStatus::from_u8(raw.status)?;
+        let status = enum_field::<ControlStatus>("control_status", raw.status)?;
         let result = match code {
             OpCode::ReadRegister | OpCode::WriteRegister => {
                 ControlResult::Cell { lo: out_lo as i64, hi: out_hi as i64 }
@@ -449,7 +422,7 @@ mod tests {
                 _ => ControlOp::DeleteEntry { table: object, key },
             };
             let msg = if reply {
-                let status = ControlStatus::from_u8(status).unwrap();
+                let status = ControlStatus::try_from(status).unwrap();
                 let result = match code {
                     1 | 2 => ControlResult::Cell { lo: hi, hi: lo },
                     _ => ControlResult::Entry { previous },

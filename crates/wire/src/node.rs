@@ -1,6 +1,6 @@
 //! Node-to-node messages: two-phase locking and two-phase commit between database nodes.
 //!
-//! They travel behind a [`crate::Frame`] of kind [`crate::Kind::Forward`]: the switch only
+//! They travel behind a [`crate::Frame`] of kind [`crate::Kind::FORWARD`]: the switch only
 //! forwards them. One message per datagram, a type byte first, integers little-endian, item
 //! counts bounded by [`MAX_ITEMS`] so decoding never allocates more than a few hundred bytes
 //! per item announced *and present* (counts are checked against the bytes left).
@@ -17,14 +17,15 @@
 //! | `Release` | coordinator → owner | write one tuple back (if written) and unlock it: the P4DB prototype's commit or rollback, one per remote key |
 //! | `Released` | owner → coordinator | acknowledges one `Release` |
 
-use crate::DecodeError;
+use crate::{bool_field, enum_field, DecodeError};
+use num_enum::TryFromPrimitive;
 use pisadb_core::TupleKey;
 
 /// Most tuples one message may name.
 pub const MAX_ITEMS: usize = 64;
 
 /// How a `LockRead` entry wants its tuple.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, TryFromPrimitive)]
 #[repr(u8)]
 pub enum LockMode {
     /// Read without a lock (the lock is held elsewhere, e.g. in the switch's lock manager).
@@ -36,7 +37,7 @@ pub enum LockMode {
 }
 
 /// What to do when a lock is taken (the concurrency-control scheme, per request).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, TryFromPrimitive)]
 #[repr(u8)]
 pub enum OnConflict {
     /// NO_WAIT: deny at once.
@@ -216,25 +217,19 @@ impl NodeMsg {
         if count > MAX_ITEMS {
             return Err(DecodeError::BadCount { count, max: MAX_ITEMS });
         }
+        if count != 0 && matches!(kind, VOTE | COMMIT | ABORT | INQUIRE | RELEASED) {
+            // These carry no items: a count would make two encodings of one message.
+            return Err(DecodeError::BadField { field: "item_count", value: count as u64 });
+        }
         let msg = match kind {
             LOCK_READ => {
                 let ts = r.u64()?;
-                let on_conflict = match r.u8()? {
-                    0 => OnConflict::Deny,
-                    1 => OnConflict::WaitDie,
-                    v => return Err(DecodeError::BadField { field: "on_conflict", value: u64::from(v) }),
-                };
+                let on_conflict = enum_field("on_conflict", r.u8()?)?;
                 r.need(count * (KEY + 1))?;
                 let entries = (0..count)
                     .map(|_| {
                         let key = r.key()?;
-                        let mode = match r.u8()? {
-                            0 => LockMode::None,
-                            1 => LockMode::Shared,
-                            2 => LockMode::Exclusive,
-                            v => return Err(DecodeError::BadField { field: "lock_mode", value: u64::from(v) }),
-                        };
-                        Ok((key, mode))
+                        Ok((key, enum_field("lock_mode", r.u8()?)?))
                     })
                     .collect::<Result<_, _>>()?;
                 NodeMsg::LockRead { txn, ts, on_conflict, entries }
@@ -317,11 +312,7 @@ impl Reader<'_> {
     }
 
     fn flag(&mut self, field: &'static str) -> Result<bool, DecodeError> {
-        match self.u8()? {
-            0 => Ok(false),
-            1 => Ok(true),
-            v => Err(DecodeError::BadField { field, value: u64::from(v) }),
-        }
+        bool_field(field, self.u8()?)
     }
 
     fn key(&mut self) -> Result<TupleKey, DecodeError> {
@@ -383,6 +374,14 @@ mod tests {
             let keep = bytes.len().saturating_sub(cut);
             prop_assert!(NodeMsg::decode(&bytes[..keep]).is_err());
         }
+    }
+
+    #[test]
+    fn a_message_without_items_refuses_an_item_count() {
+        let mut bytes = Vec::new();
+        NodeMsg::Commit { txn: 4 }.encode(&mut bytes);
+        bytes[9] = 4;
+        assert_eq!(NodeMsg::decode(&bytes).unwrap_err().reason(), "item_count");
     }
 
     #[test]

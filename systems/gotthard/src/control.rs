@@ -134,7 +134,7 @@ impl Controller {
     fn send_pending(&mut self, now: Nanos, out: &mut HostOutbox<Self>) {
         for (&request_id, &op) in &self.pending {
             let mut bytes = Vec::new();
-            Frame { kind: Kind::Control, src: self.address, dst: SWITCH_ID }.encode(&mut bytes);
+            Frame { kind: Kind::CONTROL, src: self.address, dst: SWITCH_ID }.encode(&mut bytes);
             ControlMessage::Request { request_id, op }.encode(&mut bytes);
             out.sends.push(Send { dst: SWITCH_ID, bytes });
         }
@@ -168,7 +168,7 @@ impl Host for Controller {
 
     fn handle_datagram(&mut self, _now: Nanos, bytes: &[u8], out: &mut HostOutbox<Self>) {
         let reply = Frame::decode(bytes).and_then(|(frame, payload)| match frame.kind {
-            Kind::Control => ControlMessage::decode(payload),
+            Kind::CONTROL => ControlMessage::decode(payload),
             other => Err(pisadb_wire::DecodeError::WrongKind(other)),
         });
         match reply {
@@ -245,7 +245,7 @@ mod tests {
             };
             let (status, result) = switch.apply_control(&op);
             let mut reply = Vec::new();
-            Frame { kind: Kind::Control, src: SWITCH_ID, dst: 2 }.encode(&mut reply);
+            Frame { kind: Kind::CONTROL, src: SWITCH_ID, dst: 2 }.encode(&mut reply);
             ControlMessage::Reply { request_id, op, status, result }.encode(&mut reply);
             reply
         };

@@ -93,11 +93,16 @@ pub struct SwitchRestarts {
 }
 
 impl Restarts<RackHost, Switch<Gotthard>> for SwitchRestarts {
-    fn host(&mut self, id: u16, _log: &[()]) -> Result<RackHost, String> {
-        Err(format!("host {id} crashed, but Gotthard's cases crash only the switch (the store keeps no log)"))
+    fn host(&mut self, id: u16, _log: &[crate::store::StoreRecord]) -> Result<RackHost, String> {
+        Err(format!("host {id} crashed, but Gotthard's cases crash only the switch (real mode kills the store)"))
     }
 
-    fn switch(&mut self, _id: u16, _logs: &[Vec<()>], _epoch: u16) -> Result<Switch<Gotthard>, String> {
+    fn switch(
+        &mut self,
+        _id: u16,
+        _logs: &[Vec<crate::store::StoreRecord>],
+        _epoch: u16,
+    ) -> Result<Switch<Gotthard>, String> {
         let mut switch = Switch::new(SwitchProfile::tofino1(), Gotthard::new()).map_err(|e| e.to_string())?;
         configure(&mut switch, &control_plane(self.mode))?;
         Ok(switch)

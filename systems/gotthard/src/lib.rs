@@ -15,13 +15,15 @@
 //! - [`real`]: real mode — the hosts and the switch as processes on loopback.
 //! - [`rack`]: client host — switch — store on the simulator, and its figures.
 //! - [`system`]: the harness's view (variants, settings, one point, fault-injection cases).
-//! - [`experiments`]: Fig. 2 and the delay sweeps, their CSVs, charts and report.
+//! - [`experiments`]: Fig. 2 and the delay sweeps as data, with the paper's claims.
+//! - [`presets`]: `pisadb` and `paper`, every value with its provenance.
 //! - [`fuzz`]: seeded fault-injection cases and their oracles (`pisadb fuzz --system gotthard`).
 
 pub mod client;
 pub mod control;
 pub mod experiments;
 pub mod fuzz;
+pub mod presets;
 pub mod program;
 pub mod rack;
 pub mod real;

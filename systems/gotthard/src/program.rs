@@ -403,11 +403,11 @@ impl Program for Gotthard {
     }
 
     fn kind(&self) -> Kind {
-        Kind::Gotthard
+        crate::wire::KIND
     }
 
     fn admit(&self, frame: &Frame, payload: &[u8]) -> Result<Packet, Reject> {
-        if frame.kind != Kind::Gotthard {
+        if frame.kind != crate::wire::KIND {
             return Err(Reject::rule("not_gotthard", format!("{:?}", frame.kind)));
         }
         let msg = Message::decode(payload).map_err(|e| Reject::rule(e.reason(), e.to_string()))?;
@@ -483,7 +483,7 @@ mod tests {
 
         /// Runs `msg` through as many passes as it takes; the decision and the message as it leaves.
         fn run(&mut self, msg: Message) -> (PassDecision, Message, u32) {
-            let frame = Frame { kind: Kind::Gotthard, src: 0, dst: 1 };
+            let frame = Frame { kind: crate::wire::KIND, src: 0, dst: 1 };
             let mut bytes = Vec::new();
             msg.encode(&mut bytes);
             let mut p = self.program.admit(&frame, &bytes).unwrap();

@@ -21,7 +21,7 @@
 use crate::client::{AbortSource, ClientConfig, ClientEvent, ClientHost, ClientTimer, HOT_KEY};
 use crate::control::{ControlPlane, Controller, ControllerEvent, Resend};
 use crate::program::{Gotthard, Mode};
-use crate::store::{Store, StoreEvent};
+use crate::store::{Store, StoreEvent, StoreRecord};
 use pisadb_check::{CommittedTxn, History};
 use pisadb_core::Nanos;
 use pisadb_core::TupleKey;
@@ -129,12 +129,14 @@ impl TraceBytes for RackTimer {
     }
 }
 
-/// Runs `f` on an inner host with its own outbox and moves what it produced into `out`.
-fn inner<H: Host<Log = ()>, R>(
+/// Runs `f` on an inner host with its own outbox and moves what it produced into `out` (its
+/// log records through `log`: only the store logs).
+fn inner<H: Host, R>(
     host: &mut H,
     out: &mut HostOutbox<RackHost>,
     timer: fn(H::Timer) -> RackTimer,
     event: fn(H::Event) -> RackEvent,
+    log: fn(H::Log) -> Option<StoreRecord>,
     f: impl FnOnce(&mut H, &mut HostOutbox<H>) -> R,
 ) -> R {
     let mut o = HostOutbox::<H>::default();
@@ -142,13 +144,19 @@ fn inner<H: Host<Log = ()>, R>(
     out.sends.extend(o.sends);
     out.timers.extend(o.timers.into_iter().map(|(at, t)| (at, timer(t))));
     out.events.extend(o.events.into_iter().map(event));
+    out.log.extend(o.log.into_iter().filter_map(log));
     out.cpu_ns += o.cpu_ns;
     r
 }
 
+/// The log mapper of a host that logs nothing.
+fn no_log(_: ()) -> Option<StoreRecord> {
+    None
+}
+
 impl Host for RackHost {
     type Timer = RackTimer;
-    type Log = ();
+    type Log = StoreRecord;
     type Event = RackEvent;
 
     fn cores(&self) -> u16 {
@@ -161,10 +169,10 @@ impl Host for RackHost {
 
     fn start(&mut self, now: Nanos, out: &mut HostOutbox<Self>) {
         match self {
-            RackHost::Client(c) => inner(c, out, RackTimer::Client, RackEvent::Client, |h, o| h.start(now, o)),
-            RackHost::Store(s) => inner(s, out, |t| match t {}, RackEvent::Store, |h, o| h.start(now, o)),
+            RackHost::Client(c) => inner(c, out, RackTimer::Client, RackEvent::Client, no_log, |h, o| h.start(now, o)),
+            RackHost::Store(s) => inner(s, out, |t| match t {}, RackEvent::Store, Some, |h, o| h.start(now, o)),
             RackHost::Controller(c) => {
-                inner(c, out, RackTimer::Controller, RackEvent::Controller, |h, o| h.start(now, o))
+                inner(c, out, RackTimer::Controller, RackEvent::Controller, no_log, |h, o| h.start(now, o))
             }
         }
     }
@@ -187,24 +195,24 @@ impl Host for RackHost {
     fn handle_datagram(&mut self, now: Nanos, bytes: &[u8], out: &mut HostOutbox<Self>) {
         match self {
             RackHost::Client(c) => {
-                inner(c, out, RackTimer::Client, RackEvent::Client, |h, o| h.handle_datagram(now, bytes, o))
+                inner(c, out, RackTimer::Client, RackEvent::Client, no_log, |h, o| h.handle_datagram(now, bytes, o))
             }
             RackHost::Store(s) => {
-                inner(s, out, |t| match t {}, RackEvent::Store, |h, o| h.handle_datagram(now, bytes, o))
+                inner(s, out, |t| match t {}, RackEvent::Store, Some, |h, o| h.handle_datagram(now, bytes, o))
             }
-            RackHost::Controller(c) => {
-                inner(c, out, RackTimer::Controller, RackEvent::Controller, |h, o| h.handle_datagram(now, bytes, o))
-            }
+            RackHost::Controller(c) => inner(c, out, RackTimer::Controller, RackEvent::Controller, no_log, |h, o| {
+                h.handle_datagram(now, bytes, o)
+            }),
         }
     }
 
     fn handle_timer(&mut self, now: Nanos, timer: RackTimer, out: &mut HostOutbox<Self>) {
         match (self, timer) {
             (RackHost::Client(c), RackTimer::Client(t)) => {
-                inner(c, out, RackTimer::Client, RackEvent::Client, |h, o| h.handle_timer(now, t, o))
+                inner(c, out, RackTimer::Client, RackEvent::Client, no_log, |h, o| h.handle_timer(now, t, o))
             }
             (RackHost::Controller(c), RackTimer::Controller(t)) => {
-                inner(c, out, RackTimer::Controller, RackEvent::Controller, |h, o| h.handle_timer(now, t, o))
+                inner(c, out, RackTimer::Controller, RackEvent::Controller, no_log, |h, o| h.handle_timer(now, t, o))
             }
             // A host only gets its own timers back.
             _ => {}

@@ -20,20 +20,29 @@
 //! the counted writes equal to the store's and to the final value, every client finished, the
 //! configuration acknowledged. The clients stop starting transactions at the stop time; the
 //! run ends once everything in flight has finished.
+//!
+//! **Store kills.** The store logs every commit ([`StoreRecord`], the one framed log) before
+//! its reply leaves, and `--kill-node 1@S` kills it (`kill -9`) and restarts it from that log
+//! ([`ClusterOptions::crashes`]). The proof is against a record the store never held: the
+//! client host, never killed, counts every commit it was answered, and the checks require
+//! every counted write to be among the store's commits (rebuilt from its log across its
+//! lives) and the hot key's final value to equal the counted writes.
 
 use crate::client::{ClientConfig, ClientHost, HOT_KEY};
 use crate::control::Controller;
 use crate::program::Gotthard;
 use crate::rack::{
-    control_plane, mode_of, Ledger, RackConfig, RackFigures, RackHost, RackObserver, CONTROLLER_HOST, STORE_HOST,
+    control_plane, mode_of, Ledger, RackConfig, RackEvent, RackFigures, RackHost, RackObserver, CONTROLLER_HOST,
+    STORE_HOST,
 };
-use crate::store::Store;
+use crate::store::{Store, StoreRecord};
+use pisadb_harness::real::RealFlag;
+use pisadb_runtime::host_proc::open_log;
 use pisadb_runtime::host_proc::{self, HostRun};
-use pisadb_runtime::supervisor::{free_ports, ConfigLaunch};
+use pisadb_runtime::supervisor::{free_ports, ConfigLaunch, Crash};
 use pisadb_runtime::switch_proc::{self, SwitchReport};
-use pisadb_runtime::wal_file::WalFile;
 use pisadb_runtime::wire::PortWire;
-use pisadb_runtime::{write_json, Network, RackConfig as RealConfig, RuntimeError};
+use pisadb_runtime::{write_json, Network, RackConfig as RealConfig, Role, RuntimeError};
 use pisadb_switch::{Switch, SwitchProfile};
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
@@ -109,7 +118,20 @@ pub fn serve_host(cfg: &RealConfig<Spec>, id: u16, data_dir: &Path) -> Result<Ho
     let mut observer = RackObserver::new();
     let mut refused = None;
     let name = format!("gotthard host {id}");
-    let run: HostRun = host_proc::serve(cfg, id, &name, &mut host, None::<&mut WalFile<()>>, |now, event| {
+    // The store logs every commit before its reply leaves and, restarted after a kill, comes
+    // back from its log; the commits of its earlier lives are counted again from the log.
+    let (mut wal, records) = open_log::<StoreRecord>(id == STORE_HOST, data_dir, &name)?;
+    if id == STORE_HOST {
+        let store =
+            Store::restore(STORE_HOST, &records).map_err(|e| RuntimeError::bad_setting("store log", &name, e))?;
+        host = RackHost::Store(store);
+        for r in &records {
+            observer
+                .count(RackEvent::Store(r.event()), 0)
+                .map_err(|e| RuntimeError::bad_setting("store log", &name, e))?;
+        }
+    }
+    let run: HostRun = host_proc::serve(cfg, id, &name, &mut host, wal.as_mut(), |now, event| {
         if let Err(e) = observer.count(event, now) {
             refused.get_or_insert(e);
         }
@@ -159,6 +181,8 @@ pub struct ClusterOptions {
     pub exe: PathBuf,
     /// Loss and jitter on the clients' and the store's ports (their delays come from the rack).
     pub extra: PortWire,
+    /// Kills: the store only (`Role::Host(1)`), which restarts from its log.
+    pub crashes: Vec<Crash>,
 }
 
 /// What [`run_cluster`] saw.
@@ -172,6 +196,8 @@ pub struct ClusterResult {
     pub hosts: Vec<HostReport>,
     /// The switch's report.
     pub switch: SwitchReport,
+    /// The kills carried out: (process, seconds into the run, seconds down).
+    pub crashes: Vec<(Role, f64, f64)>,
     /// The first oracle that failed, if any.
     pub failure: Option<String>,
 }
@@ -189,8 +215,14 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult, RuntimeError>
     opts.extra.validate()?;
     let addrs = free_ports(1 + usize::from(HOSTS))?;
     let network = network(addrs[0], addrs[1..].to_vec(), &opts.spec.rack, &opts.extra);
+    if let Some(c) = opts.crashes.iter().find(|c| c.role != Role::Host(STORE_HOST)) {
+        let accepted = format!("the store, host {STORE_HOST} (it logs; the clients hold the run's own record)");
+        return Err(RuntimeError::bad_setting("--kill-node/--kill-switch", format!("{:?}", c.role), accepted));
+    }
     let mut supervisor = ConfigLaunch::start(SYSTEM, opts.spec.clone(), network, &opts.data_dir, opts.exe.clone())?;
-    supervisor.start_together(opts.seconds)?;
+    let go = supervisor.start_together(opts.seconds)?;
+    let crashes =
+        supervisor.inject(go.epoch_unix_ns, &opts.crashes)?.into_iter().map(|c| (c.role, c.at_s, c.down_s)).collect();
     supervisor.wait_for_hosts()?;
     supervisor.stop_switches()?;
     let hosts: Vec<HostReport> = ConfigLaunch::host_reports(&opts.data_dir, HOSTS)?;
@@ -198,16 +230,104 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult, RuntimeError>
     let final_value = hosts[usize::from(STORE_HOST)].final_value.unwrap_or(0);
     let mut ledger = Ledger::default();
     hosts.iter().for_each(|h| ledger.merge(h.ledger.clone()));
-    let mut failure = ledger.check(opts.spec.rack.clients, final_value).err();
-    if let Some(h) = hosts.iter().find(|h| !h.drained) {
-        failure.get_or_insert(format!("host {} left with work in flight", h.id));
+    // A host that left with work in flight explains what the ledger then lacks (a commit the
+    // store made whose reply its client never got is no protocol violation): it is said first.
+    let undrained = hosts.iter().find(|h| !h.drained).map(|h| format!("host {} left with work in flight", h.id));
+    let failure = undrained.or_else(|| ledger.check(opts.spec.rack.clients, final_value).err());
+    Ok(ClusterResult { figures: hosts[0].figures.clone(), final_value, hosts, switch, crashes, failure })
+}
+
+/// Gotthard's real mode in the system contract ([`pisadb_harness::real`]).
+pub struct Real;
+
+/// Gotthard's [`Real`], for the binary's table of real modes.
+pub static REAL: Real = Real;
+
+/// The most clients the one client process runs: every client keeps a request in flight, and
+/// past this many the process cannot answer them all before their retransmission timers fire
+/// (assumed from runs on a 2-core machine; a larger rack needs a client host per thousand).
+pub const MAX_CLIENTS: u64 = 1024;
+
+impl pisadb_harness::real::RealMode for Real {
+    fn name(&self) -> &'static str {
+        SYSTEM
     }
-    Ok(ClusterResult { figures: hosts[0].figures.clone(), final_value, hosts, switch, failure })
+
+    fn flags(&self) -> &'static [RealFlag] {
+        &[RealFlag::Loss, RealFlag::JitterUs, RealFlag::KillNode, RealFlag::Down, RealFlag::Set]
+    }
+
+    fn serve_switch(
+        &self,
+        config: &Path,
+        id: u16,
+        _recover_from: &[PathBuf],
+        _epoch: u16,
+        report: Option<&Path>,
+    ) -> Result<(), String> {
+        let cfg = RealConfig::load(config).map_err(|e| e.to_string())?;
+        serve_switch(&cfg, id, report).map(drop).map_err(|e| e.to_string())
+    }
+
+    fn serve_host(&self, config: &Path, id: u16, data_dir: &Path) -> Result<(), String> {
+        let cfg = RealConfig::load(config).map_err(|e| e.to_string())?;
+        serve_host(&cfg, id, data_dir).map(drop).map_err(|e| e.to_string())
+    }
+
+    fn processes(&self, _variant: &str, _settings: &serde_json::Value) -> Option<(u16, u16)> {
+        Some((HOSTS, 1))
+    }
+
+    fn check_settings(&self, _variant: &str, settings: &serde_json::Value) -> Result<(), String> {
+        match settings["clients"].as_u64() {
+            Some(n) if (1..=MAX_CLIENTS).contains(&n) => Ok(()),
+            n => Err(format!(
+                "--set clients={}: expected 1..={MAX_CLIENTS} (a run with no clients checks nothing; more than \
+                 the one client process can keep in flight)",
+                n.map_or("?".to_string(), |n| n.to_string())
+            )),
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The kill test's oracle, broken on purpose: a store that came back without its log has
+    /// lost a write its client counted, and the check against the client's record says so.
+    #[test]
+    fn a_store_restarted_without_its_log_fails_the_check_against_the_clients_record() {
+        use crate::client::ClientEvent;
+        use crate::store::StoreEvent;
+        let store_commit = |client, request| {
+            RackEvent::Store(StoreEvent::Committed {
+                client,
+                request,
+                id: u64::from(request) + u64::from(client) * 10,
+                writes: vec![(crate::client::HOT_KEY, 1)],
+                read_versions: vec![],
+                write_versions: vec![],
+            })
+        };
+        let counted = RackEvent::Client(ClientEvent::Committed {
+            client: 1,
+            request: 1,
+            write: true,
+            by_switch: false,
+            latency_ns: 1,
+            retries: 0,
+        });
+        let mut ledger = Ledger::default();
+        [store_commit(0, 1), counted, RackEvent::Client(ClientEvent::Finished(0))]
+            .iter()
+            .for_each(|e| ledger.record(e));
+        ledger.installed = true;
+        let err = ledger.check(1, 0).unwrap_err();
+        assert!(err.contains("client 1 counted request 1 as committed, which the store never committed"), "{err}");
+        ledger.record(&store_commit(1, 1));
+        assert_eq!(ledger.check(1, 1), Ok(()), "with the log's commit back, the record agrees");
+    }
 
     #[test]
     fn each_port_delays_by_its_links_round_trip() {

@@ -31,6 +31,14 @@
 //! outcome). Aborts are not remembered: an abort changes nothing, so executing a duplicate of
 //! an aborted attempt again is harmless and answers with the values current now.
 //!
+//! Log: every commit is logged ([`StoreRecord`]: the request, its reply, its id and the
+//! versions it saw and replaced) before its reply leaves (the drivers make a handler's records
+//! durable before its sends). A store restarted after a crash ([`Store::restore`]) rebuilds its
+//! values, its per-client last replies (so a retransmission of a transaction it committed
+//! before the crash is answered, not executed again) and its commit ids from the log, and the
+//! commits of its earlier lives are reported again from it ([`StoreRecord::event`]). An abort
+//! is not logged: it changed nothing.
+//!
 //! History: every executed request gets the next engine transaction id, and the engine keeps
 //! with each value the id of the commit that wrote it (0: never written), which names its
 //! version. [`StoreEvent::Committed`] reports, per key read or compared, the version it saw
@@ -52,6 +60,89 @@ use std::collections::BTreeMap;
 pub const STORE_REQUEST_NS: Nanos = 780;
 /// CPU time the store charges per all-`READ` request: the median of `store_read`.
 pub const STORE_READ_NS: Nanos = 480;
+
+/// One commit in the store's write-ahead log (see the module documentation).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoreRecord {
+    /// The commit's id (its version name).
+    pub id: u64,
+    /// The request as received.
+    pub request: Message,
+    /// The reply sent.
+    pub reply: Message,
+    /// Per key compared or read: the version it saw.
+    pub read_versions: Vec<(u32, u64)>,
+    /// Per key written: the version it overwrote.
+    pub write_versions: Vec<(u32, u64)>,
+}
+
+impl StoreRecord {
+    /// The writes the commit applied, in order, as (key, value).
+    pub fn writes(&self) -> Vec<(u32, i32)> {
+        self.request.ops.iter().filter(|o| o.op_type == OpType::Write).map(|o| (o.key, o.value)).collect()
+    }
+
+    /// The event the commit was reported as.
+    pub fn event(&self) -> StoreEvent {
+        StoreEvent::Committed {
+            client: self.request.client,
+            request: self.request.request,
+            id: self.id,
+            writes: self.writes(),
+            read_versions: self.read_versions.clone(),
+            write_versions: self.write_versions.clone(),
+        }
+    }
+}
+
+/// A commit on disk: id (8 bytes), the read and the written versions (each a 2-byte count of
+/// key (4) and version (8)), the request's and the reply's payloads (each a 2-byte length and
+/// the message), all big-endian.
+impl pisadb_host::LogCodec for StoreRecord {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.id.to_be_bytes());
+        for versions in [&self.read_versions, &self.write_versions] {
+            out.extend_from_slice(&u16::try_from(versions.len()).unwrap_or(u16::MAX).to_be_bytes());
+            for &(key, version) in versions {
+                out.extend_from_slice(&key.to_be_bytes());
+                out.extend_from_slice(&version.to_be_bytes());
+            }
+        }
+        for msg in [&self.request, &self.reply] {
+            out.extend_from_slice(&u16::try_from(msg.payload_bytes()).unwrap_or(u16::MAX).to_be_bytes());
+            msg.encode(out);
+        }
+    }
+
+    fn decode(payload: &[u8]) -> Result<Self, String> {
+        let mut at = 0;
+        let mut take = |n: usize| -> Result<&[u8], String> {
+            let bytes = payload.get(at..at + n).ok_or_else(|| format!("a store record cut short at byte {at}"))?;
+            at += n;
+            Ok(bytes)
+        };
+        let id = u64::from_be_bytes(take(8)?.try_into().expect("8 bytes"));
+        let mut versions = || -> Result<Vec<(u32, u64)>, String> {
+            let count = u16::from_be_bytes(take(2)?.try_into().expect("2 bytes"));
+            (0..count)
+                .map(|_| {
+                    let key = u32::from_be_bytes(take(4)?.try_into().expect("4 bytes"));
+                    Ok((key, u64::from_be_bytes(take(8)?.try_into().expect("8 bytes"))))
+                })
+                .collect()
+        };
+        let (read_versions, write_versions) = (versions()?, versions()?);
+        let mut message = || -> Result<Message, String> {
+            let len = u16::from_be_bytes(take(2)?.try_into().expect("2 bytes"));
+            Message::decode(take(usize::from(len))?).map_err(|e| e.to_string())
+        };
+        let (request, reply) = (message()?, message()?);
+        if at != payload.len() {
+            return Err(format!("{} bytes after a store record", payload.len() - at));
+        }
+        Ok(StoreRecord { id, request, reply, read_versions, write_versions })
+    }
+}
 
 /// What the store reports to the observer.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -152,6 +243,25 @@ impl Store {
     /// An empty store at `address`.
     pub fn new(address: u16) -> Self {
         Store { address, ..Store::default() }
+    }
+
+    /// The store at `address` restarted from its log `records`: every logged commit's writes
+    /// installed at its version, each client's last committed reply remembered, and ids going
+    /// on above the last logged one.
+    pub fn restore(address: u16, records: &[StoreRecord]) -> Result<Self, String> {
+        let mut store = Store::new(address);
+        for r in records {
+            if r.id <= store.executed {
+                return Err(format!("store log: commit id {} after {}", r.id, store.executed));
+            }
+            for (key, value) in r.writes() {
+                let tuple = Tuple { value: i64::from(value), version: r.id };
+                store.data.put(tuple_key(key), tuple).map_err(|e| e.to_string())?;
+            }
+            store.last.insert(r.request.client, (r.request.request, r.reply.clone()));
+            store.executed = r.id;
+        }
+        Ok(store)
     }
 
     /// The value of `key` (0 if never written).
@@ -257,20 +367,16 @@ impl Store {
         let (reply, commit) = self.run(&request);
         match commit {
             Some((id, versions)) => {
-                out.events.push(StoreEvent::Committed {
-                    client: request.client,
-                    request: request.request,
+                self.last.insert(request.client, (request.request, reply.clone()));
+                let record = StoreRecord {
                     id,
-                    writes: request
-                        .ops
-                        .iter()
-                        .filter(|o| o.op_type == OpType::Write)
-                        .map(|o| (o.key, o.value))
-                        .collect(),
+                    request,
+                    reply: reply.clone(),
                     read_versions: versions.read,
                     write_versions: versions.written,
-                });
-                self.last.insert(request.client, (request.request, reply.clone()));
+                };
+                out.events.push(record.event());
+                out.log.push(record);
             }
             None => out.events.push(StoreEvent::Aborted),
         }
@@ -280,7 +386,7 @@ impl Store {
 
 impl Host for Store {
     type Timer = NoTimer;
-    type Log = ();
+    type Log = StoreRecord;
     type Event = StoreEvent;
 
     fn cores(&self) -> u16 {
@@ -332,6 +438,38 @@ mod tests {
         let replies = out.sends.iter().map(|s| Message::open(&s.bytes).unwrap().1).collect();
         assert!(out.sends.iter().all(|s| s.dst == src));
         (replies, out.events)
+    }
+
+    #[test]
+    fn a_store_restarted_from_its_log_has_its_values_ids_and_last_replies_back() {
+        let mut store = Store::new(9);
+        let mut log = Vec::new();
+        for (client, request, value) in [(1, 1, 10), (2, 1, 20), (1, 2, 11)] {
+            let mut out = HostOutbox::<Store>::default();
+            let msg = Message::request(client, request, vec![Op::read(5), Op::write(5, value), Op::write(6, -value)]);
+            store.handle_datagram(0, &msg.datagram(3, 9), &mut out);
+            log.extend(out.log);
+        }
+        // An abort logs nothing.
+        let mut out = HostOutbox::<Store>::default();
+        store.handle_datagram(0, &Message::request(2, 2, vec![Op::value(5, 99)]).datagram(3, 9), &mut out);
+        assert!(out.log.is_empty(), "an abort changed nothing and is not logged");
+        // The records survive the one framing on disk.
+        let mut bytes = Vec::new();
+        log.iter().for_each(|r| pisadb_runtime::framed_log::append(r, &mut bytes));
+        let read = pisadb_runtime::framed_log::read::<StoreRecord>(&bytes).unwrap();
+        assert_eq!(read.records, log);
+        let mut back = Store::restore(9, &read.records).unwrap();
+        assert_eq!((back.value(5), back.value(6)), (11, -11));
+        assert_eq!(back.current(5).version, store.current(5).version, "versions come back");
+        // A retransmission of a commit before the crash is answered from the log, not run again.
+        let (replies, events) = run(&mut back, 3, &Message::request(1, 2, vec![Op::write(5, 11)]));
+        assert_eq!((replies[0].status, events), (Status::Ok, vec![StoreEvent::Replayed]));
+        // New commits get ids above every logged one.
+        let (_, events) = run(&mut back, 3, &Message::request(3, 1, vec![Op::write(7, 1)]));
+        let last_logged = log.last().unwrap().id;
+        assert!(matches!(events[0], StoreEvent::Committed { id, .. } if id > last_logged), "{events:?}");
+        assert!(Store::restore(9, &[log[1].clone(), log[0].clone()]).is_err(), "ids out of order are refused");
     }
 
     #[test]

@@ -6,7 +6,10 @@
 //! commits, the aborts by source, the retries and the latency.
 
 use crate::rack::{mode_of, run, RackConfig};
-use pisadb_harness::{ExperimentName, ExperimentOptions, FuzzCaseFn, HarnessError, PointReport, System, Variant};
+use pisadb_harness::{
+    Experiment, ExperimentName, ExperimentOptions, FuzzCaseFn, HarnessError, PointReport, Preset, Reproduction, System,
+    Variant,
+};
 use serde_json::Value;
 
 /// The system, for the registry.
@@ -102,11 +105,15 @@ impl System for Gotthard {
         crate::experiments::EXPERIMENTS
     }
 
-    fn sweep(&self, experiment: &str, options: &ExperimentOptions) -> Result<String, HarnessError> {
-        crate::experiments::sweep(experiment, options).map_err(run_error)
+    fn experiment(&self, name: &str, base: &Value, options: &ExperimentOptions) -> Result<Experiment, String> {
+        crate::experiments::experiment(name, base, options)
     }
 
-    fn reproduce(&self, options: &ExperimentOptions) -> Result<String, HarnessError> {
-        crate::experiments::reproduce(options).map_err(run_error)
+    fn reproduction(&self, options: &ExperimentOptions) -> Reproduction {
+        crate::experiments::reproduction(&self.default_settings(), options)
+    }
+
+    fn presets(&self) -> Vec<Preset> {
+        crate::presets::presets()
     }
 }

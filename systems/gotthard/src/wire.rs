@@ -16,14 +16,43 @@
 //! Decoding never panics: every length, count, op type and status is checked, and an error
 //! names the field and the values it accepts (`DecodeError::reason` is the counter name).
 
-use pisadb_wire::{DecodeError, Frame, Kind};
+use num_enum::TryFromPrimitive;
+use pisadb_wire::{enum_field, exact_len, DecodeError, Frame, Kind};
+use zerocopy::network_endian::{I32, U16, U32};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
+
+/// The frame kind of every datagram this system sends: A Gotthard request or reply (client, switch, store).
+pub const KIND: Kind = Kind::new(5);
+/// Every frame kind this system declares (the binary's registry checks that no two systems collide).
+pub const KINDS: &[Kind] = &[KIND];
 
 /// At most this many ops in one message (the original's `GOTTHARD_MAX_OP`).
 pub const MAX_OPS: usize = 10;
+/// The header as it is on the wire.
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+struct RawHeader {
+    flags: u8,
+    client: U32,
+    request: U32,
+    attempt: U16,
+    status: u8,
+    count: u8,
+}
+
+/// One op as it is on the wire.
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+struct RawOp {
+    op_type: u8,
+    key: U32,
+    value: I32,
+}
+
 /// Bytes of the header after the frame.
-pub const HEADER_BYTES: usize = 13;
+pub const HEADER_BYTES: usize = std::mem::size_of::<RawHeader>();
 /// Bytes of one op.
-pub const OP_BYTES: usize = 9;
+pub const OP_BYTES: usize = std::mem::size_of::<RawOp>();
 
 /// Flag: the message is a reply (from the store or the switch), not a request.
 pub const FLAG_REPLY: u8 = 1;
@@ -33,7 +62,7 @@ pub const FLAG_FROM_SWITCH: u8 = 2;
 const FLAGS_KNOWN: u8 = FLAG_REPLY | FLAG_FROM_SWITCH;
 
 /// What one op says.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, TryFromPrimitive)]
 #[repr(u8)]
 pub enum OpType {
     /// `READ(k)`: the client asks for k's value.
@@ -46,20 +75,8 @@ pub enum OpType {
     Updated = 3,
 }
 
-impl OpType {
-    fn from_u8(byte: u8) -> Result<Self, DecodeError> {
-        match byte {
-            0 => Ok(OpType::Read),
-            1 => Ok(OpType::Write),
-            2 => Ok(OpType::Value),
-            3 => Ok(OpType::Updated),
-            other => Err(DecodeError::BadField { field: "op_type", value: u64::from(other) }),
-        }
-    }
-}
-
 /// The outcome a reply carries (requests carry `Ok`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, TryFromPrimitive)]
 #[repr(u8)]
 pub enum Status {
     /// Committed (or, in a request, nothing yet).
@@ -70,18 +87,6 @@ pub enum Status {
     OptimisticAbort = 2,
     /// Refused: an empty request.
     BadRequest = 3,
-}
-
-impl Status {
-    fn from_u8(byte: u8) -> Result<Self, DecodeError> {
-        match byte {
-            0 => Ok(Status::Ok),
-            1 => Ok(Status::Abort),
-            2 => Ok(Status::OptimisticAbort),
-            3 => Ok(Status::BadRequest),
-            other => Err(DecodeError::BadField { field: "status", value: u64::from(other) }),
-        }
-    }
 }
 
 /// One operation.
@@ -157,23 +162,25 @@ impl Message {
     /// Appends the payload (no frame). More than [`MAX_OPS`] ops is a bug of the caller.
     pub fn encode(&self, out: &mut Vec<u8>) {
         debug_assert!(self.ops.len() <= MAX_OPS, "at most {MAX_OPS} ops");
-        out.push(self.flags);
-        out.extend_from_slice(&self.client.to_be_bytes());
-        out.extend_from_slice(&self.request.to_be_bytes());
-        out.extend_from_slice(&self.attempt.to_be_bytes());
-        out.push(self.status as u8);
-        out.push(u8::try_from(self.ops.len()).unwrap_or(u8::MAX));
+        let header = RawHeader {
+            flags: self.flags,
+            client: U32::new(self.client),
+            request: U32::new(self.request),
+            attempt: U16::new(self.attempt),
+            status: self.status as u8,
+            count: u8::try_from(self.ops.len()).unwrap_or(u8::MAX),
+        };
+        out.extend_from_slice(header.as_bytes());
         for op in &self.ops {
-            out.push(op.op_type as u8);
-            out.extend_from_slice(&op.key.to_be_bytes());
-            out.extend_from_slice(&op.value.to_be_bytes());
+            let raw = RawOp { op_type: op.op_type as u8, key: U32::new(op.key), value: I32::new(op.value) };
+            out.extend_from_slice(raw.as_bytes());
         }
     }
 
     /// The datagram `src -> dst` carrying this message.
     pub fn datagram(&self, src: u16, dst: u16) -> Vec<u8> {
         let mut bytes = Vec::with_capacity(pisadb_wire::FRAME_BYTES + self.payload_bytes());
-        Frame { kind: Kind::Gotthard, src, dst }.encode(&mut bytes);
+        Frame { kind: KIND, src, dst }.encode(&mut bytes);
         self.encode(&mut bytes);
         bytes
     }
@@ -181,46 +188,34 @@ impl Message {
     /// Reads a payload; rejects short or long input, unknown flags, statuses and op types,
     /// and op counts above [`MAX_OPS`].
     pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
-        if bytes.len() < HEADER_BYTES {
-            return Err(DecodeError::TooShort { need: HEADER_BYTES, got: bytes.len() });
-        }
-        let word = |at: usize| [bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]];
-        let flags = bytes[0];
+        let (header, rest) = RawHeader::ref_from_prefix(bytes)
+            .map_err(|_| DecodeError::TooShort { need: HEADER_BYTES, got: bytes.len() })?;
+        let flags = header.flags;
         if flags & !FLAGS_KNOWN != 0 {
             return Err(DecodeError::BadField { field: "flags", value: u64::from(flags) });
         }
-        let client = u32::from_be_bytes(word(1));
-        let request = u32::from_be_bytes(word(5));
-        let attempt = u16::from_be_bytes([bytes[9], bytes[10]]);
-        let status = Status::from_u8(bytes[11])?;
-        let count = usize::from(bytes[12]);
+        let status = enum_field("status", header.status)?;
+        let count = usize::from(header.count);
         if count > MAX_OPS {
             return Err(DecodeError::BadCount { count, max: MAX_OPS });
         }
         let need = HEADER_BYTES + OP_BYTES * count;
-        if bytes.len() < need {
-            return Err(DecodeError::TooShort { need, got: bytes.len() });
-        }
-        if bytes.len() > need {
-            return Err(DecodeError::TrailingBytes { extra: bytes.len() - need });
-        }
-        let ops = (0..count)
-            .map(|i| {
-                let at = HEADER_BYTES + OP_BYTES * i;
-                Ok(Op {
-                    op_type: OpType::from_u8(bytes[at])?,
-                    key: u32::from_be_bytes(word(at + 1)),
-                    value: i32::from_be_bytes(word(at + 5)),
-                })
+        exact_len(bytes.len(), need)?;
+        let raws = <[RawOp]>::ref_from_bytes(rest).map_err(|_| DecodeError::TooShort { need, got: bytes.len() })?;
+        let ops = raws
+            .iter()
+            .map(|raw| {
+                Ok(Op { op_type: enum_field("op_type", raw.op_type)?, key: raw.key.get(), value: raw.value.get() })
             })
             .collect::<Result<Vec<_>, DecodeError>>()?;
+        let (client, request, attempt) = (header.client.get(), header.request.get(), header.attempt.get());
         Ok(Message { flags, client, request, attempt, status, ops })
     }
 
     /// Reads a whole datagram: a `Gotthard` frame and its message.
     pub fn open(bytes: &[u8]) -> Result<(Frame, Message), DecodeError> {
         let (frame, payload) = Frame::decode(bytes)?;
-        if frame.kind != Kind::Gotthard {
+        if frame.kind != KIND {
             return Err(DecodeError::WrongKind(frame.kind));
         }
         Ok((frame, Message::decode(payload)?))
@@ -243,7 +238,7 @@ mod tests {
             ops: vec![Op::value(1, -5), Op::write(1, 6), Op::read(3), Op::updated(4, i32::MAX)],
         };
         let (frame, back) = Message::open(&msg.datagram(1, 2)).unwrap();
-        assert_eq!((frame.src, frame.dst, frame.kind), (1, 2, Kind::Gotthard));
+        assert_eq!((frame.src, frame.dst, frame.kind), (1, 2, KIND));
         assert_eq!(back, msg);
     }
 

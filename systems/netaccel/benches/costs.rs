@@ -34,7 +34,7 @@ fn costs(c: &mut Criterion) {
         b.iter(|| {
             ring.clear();
             for m in &tuples {
-                Frame { kind: pisadb_wire::Kind::NetAccel, src: 1, dst: pisadb_wire::SWITCH_ID }.encode(&mut ring);
+                Frame { kind: pisadb_netaccel::wire::KIND, src: 1, dst: pisadb_wire::SWITCH_ID }.encode(&mut ring);
                 black_box(m).encode(&mut ring);
             }
             ring.len()

@@ -1,29 +1,42 @@
-//! `pisadb reproduce netaccel [--quick]`: the paper's experiments (seed 002 §4.1) on the
-//! simulated rack, and a report that puts ours beside the paper's figures.
+//! NetAccel's experiments (seed 002 §4.1) as data: the runs of Fig. 7, Tables 1–2, Fig. 8
+//! and a scale-factor sweep, which the harness's runner runs under N seeds and writes as CSV,
+//! SVG and `pisadb reproduce netaccel`'s report, whose claims table puts ours beside the
+//! paper's figures ([`PAPER_TABLE1`], [`PAPER_TABLE2`], Fig. 7's 2.04×).
 //!
-//! - **Fig. 7**: pattern 1, normal plan vs accelerated plan at 25 Gbps, in the paper's split
-//!   (2 join and 2 group-by positions) and in the split with the least overflow.
-//! - **Tables 1–2**: overflow for every split the paper lists (J join positions, G group-by
-//!   positions, J + G ≤ 6: 1×1 … 5×1), by type, with the paper's values beside ours, and
-//!   whether the control plane's one core kept up (the longest an overflow tuple waited).
-//! - **Fig. 8**: the whole of Q20 at 10, 25, 50 and 100 Gbps: normal, accelerated (both
-//!   patterns in the switch: pattern 1's groups are reloaded as pattern 2's join state and
-//!   probed by `partsupp`), and the lower bound of the accelerated plan (the busiest segment's
-//!   tuple bytes — `part_FP`, `lineitem_FP` and `partsupp` — ÷ the link rate), and "orig",
-//!   Greenplum's own plan (`part_FP` ⋈ `partsupp` first, all of `lineitem_FP` aggregated
-//!   before the join).
-//! - A scale-factor sweep of pattern 1: overflow and speedup as data grows.
+//! - **Fig. 7** (`fig7`): pattern 1, normal plan vs accelerated plan at 25 Gbps, in the paper's
+//!   split (2 join and 2 group-by positions), in the split with the least overflow (5×1) and
+//!   in the split the master's scheduler picks.
+//! - **Tables 1–2** (`overflow`): overflow for every split the paper lists (J join positions,
+//!   G group-by positions: 1×1 … 5×1), by type, and whether the control plane's one core kept
+//!   up (the longest an overflow tuple waited).
+//! - **Fig. 8** (`fig8`): the whole of Q20 at 10, 25, 50 and 100 Gbps: orig (Greenplum's own
+//!   plan), normal, accelerated 2×2 and 5×1 (both patterns in the switch), with the lower
+//!   bound of the accelerated plan (the busiest segment's tuple bytes ÷ the link rate) as a
+//!   figure of every run (`lower_bound_ms`).
+//! - `sf-sweep`: pattern 1's overflow and speedup as data grows.
 //!
-//! Every figure is computed from runs made here; the paper's are quoted from its text and
-//! tables. The full run uses SF 1, `--quick` SF 0.1 (the paper ran SF 100: our switch tables
-//! scale with the scale factor to keep its load factors). Runs are deterministic; the seed only
-//! moves the segments' start offsets within a microsecond, so one seed per point.
+//! The full run uses SF 1, `--quick` SF 0.1 (the paper ran SF 100: our switch tables scale
+//! with the scale factor to keep its load factors). The seed only moves the segments' start
+//! offsets within a microsecond. Every answer is checked against the plain reference
+//! (`answer_ok` in every CSV).
 
-use crate::hosts::{Plan, Query};
-use crate::rack::{build_with, finish, Figures, RackConfig};
+use crate::rack::RackConfig;
 use crate::wire::MSG_BYTES;
-use pisadb_olap::tpch::{distribute, generate, Q20Data, Q20Params};
-use std::fmt::Write as _;
+use pisadb_harness::experiment::{Chart, Claim, Column, Experiment, Format, Holds, Measure, Point, Unit};
+use pisadb_harness::{ExperimentName, ExperimentOptions, Reproduction};
+use pisadb_olap::tpch::{distribute, Q20Data};
+use serde_json::Value;
+
+/// The experiments `pisadb sweep --system netaccel` runs.
+pub const EXPERIMENTS: &[ExperimentName] = &[
+    ExperimentName { name: "fig7", summary: "pattern 1, normal vs accelerated plan at 25 Gbps (Fig. 7)" },
+    ExperimentName { name: "overflow", summary: "overflow by type for every J x G split with J + G <= 6 (Tables 1-2)" },
+    ExperimentName {
+        name: "fig8",
+        summary: "the whole Q20 against the link rate: orig, normal, accelerated 2x2 and 5x1, lower bound (Fig. 8)",
+    },
+    ExperimentName { name: "sf-sweep", summary: "overflow and speedup as the scale factor grows" },
+];
 
 /// The paper's Table 1 (overall overflow %), by (J, G).
 pub const PAPER_TABLE1: &[((u8, u8), f64)] = &[
@@ -58,11 +71,6 @@ pub fn tuple_wire_bytes() -> u64 {
     ((MSG_BYTES + pisadb_wire::FRAME_BYTES) as u64 + pisadb_net::WIRE_OVERHEAD_BYTES).max(pisadb_net::WIRE_MIN_BYTES)
 }
 
-fn point(plan: Plan, cfg: &RackConfig, data: &Q20Data) -> Result<Figures, String> {
-    let world = build_with(plan, cfg, data, crate::calibration::CpuCosts::MEASURED)?;
-    finish(plan, cfg, world, data)
-}
-
 /// The lower bound of Q20's accelerated plan at `gbps`: the busiest segment's tuples (its
 /// three streams) on its link, in ms.
 pub fn lower_bound_ms(data: &Q20Data, segments: u16, gbps: f64) -> f64 {
@@ -74,70 +82,214 @@ pub fn lower_bound_ms(data: &Q20Data, segments: u16, gbps: f64) -> f64 {
     (busiest * tuple_wire_bytes() * 8) as f64 / gbps / 1e6
 }
 
-/// Runs every experiment and returns the report (markdown).
-pub fn reproduce(quick: bool, seed: u64) -> Result<String, String> {
-    let (base, data) = setup(quick, seed)?;
-    let sf = base.sf;
-    let mut md = String::new();
-    let _ = writeln!(md, "# NetAccel (seed 002) on PisaDB: our figures beside the paper's\n");
-    let _ = writeln!(
-        md,
-        "Generated by `pisadb reproduce netaccel{}` (seed {seed}). TPC-H SF {sf} (the paper: SF 100; switch tables scale \
-         with SF to keep its load factors: 2^17 join and 2^16 group slots per position at SF 100), {} segments, one core \
-         each, a Tofino 1, host links at 25 Gbps unless stated, the control plane behind a 10 Gbps CPU port with one core. \
-         `part_FP` {} tuples, `lineitem_FP` {} tuples. Every answer below was checked against the plain reference \
-         (`answer_ok`).\n",
-        if quick { " --quick" } else { "" },
-        base.segments,
-        data.part_fp.rows(),
-        data.lineitem_fp.rows()
-    );
-    fig7(&mut md, &base, &data)?;
-    tables(&mut md, &base, &data)?;
-    fig8(&mut md, &base, &data)?;
-    sf_sweep(&mut md, quick, seed)?;
-    differences(&mut md);
-    Ok(md)
+/// The settings every point starts from: the preset's `base` at SF 0.1 (`quick`) or SF 1.
+fn base(base: &Value, options: &ExperimentOptions) -> Result<RackConfig, String> {
+    let cfg = crate::system::rack_config(base)?;
+    Ok(RackConfig { sf: if options.quick { 0.1 } else { 1.0 }, seed: options.seed, ..cfg })
 }
 
-/// The experiments `pisadb sweep --system netaccel` runs one at a time: (name, summary).
-pub const EXPERIMENTS: [(&str, &str); 4] = [
-    ("fig7", "pattern 1, normal vs accelerated plan at 25 Gbps (Fig. 7)"),
-    ("overflow", "overflow by type for every J x G split with J + G <= 5 (Tables 1-2)"),
-    ("fig8", "the whole Q20 against the link rate: orig, normal, accelerated, lower bound (Fig. 8)"),
-    ("sf-sweep", "overflow and speedup as the scale factor grows"),
-];
-
-/// One of [`EXPERIMENTS`], its section of the report as Markdown.
-pub fn sweep(experiment: &str, quick: bool, seed: u64) -> Result<String, String> {
-    let mut md = String::new();
-    if experiment == "sf-sweep" {
-        sf_sweep(&mut md, quick, seed)?;
-        return Ok(md);
+/// The settings of a point: `cfg` with the preset's costs kept.
+fn settings(base: &Value, cfg: &RackConfig) -> Result<Value, String> {
+    let mut v = serde_json::to_value(cfg).map_err(|e| e.to_string())?;
+    if let (Value::Object(map), Some(costs)) = (&mut v, base.get("costs")) {
+        map.insert("costs".into(), costs.clone());
     }
-    let (base, data) = setup(quick, seed)?;
-    match experiment {
-        "fig7" => fig7(&mut md, &base, &data)?,
-        "overflow" => tables(&mut md, &base, &data)?,
-        "fig8" => fig8(&mut md, &base, &data)?,
+    Ok(v)
+}
+
+/// The CSV columns of every experiment.
+fn columns() -> Vec<Column> {
+    let mut c: Vec<Column> =
+        ["sf", "join_positions", "group_positions", "link_gbps", "schedule_split"].map(Column::setting).to_vec();
+    c.push(Column::fixed("response_ms", 4));
+    c.push(Column::Ratio { header: "response_over_baseline", key: "response_ms", format: Format::Fixed(4) });
+    c.extend([("split_j", "split.0"), ("split_g", "split.1")].map(|(header, key)| Column::Figure {
+        header,
+        key,
+        format: Format::Plain,
+    }));
+    c.push(Column::fixed("overflow_pct_total", 3));
+    c.extend(
+        [
+            ("overflow_pct_i", "overflow_pct.0"),
+            ("overflow_pct_ii", "overflow_pct.1"),
+            ("overflow_pct_iii", "overflow_pct.2"),
+        ]
+        .map(|(header, key)| Column::Figure { header, key, format: Format::Fixed(3) }),
+    );
+    c.push(Column::fixed("control_plane_backlog_ms", 4));
+    c.push(Column::fixed("lower_bound_ms", 4));
+    c.extend(["answer_ok", "answer_rows", "groups", "passes", "events"].map(Column::figure));
+    c.push(Column::Text { header: "trace_hash", key: "trace_hash" });
+    c
+}
+
+/// Experiment `name` as data, from the preset's settings `base`.
+pub fn experiment(name: &str, base_settings: &Value, options: &ExperimentOptions) -> Result<Experiment, String> {
+    let base = self::base(base_settings, options)?;
+    let mut points = Vec::new();
+    let mut add = |panel: &str, series: &str, variant: &str, x: f64, cfg: RackConfig| -> Result<(), String> {
+        points.push(Point::new(panel, variant, x, settings(base_settings, &cfg)?).series(series));
+        Ok(())
+    };
+    let response = Chart::figure("response_ms", 1e-3, "response time", Unit::Seconds);
+    let split = |j: u8, g: u8| RackConfig { join_positions: j, group_positions: g, ..base.clone() };
+    let (title, x_label, x_unit, charts, baseline, claims) = match name {
+        "fig7" => {
+            let panel = "pattern 1 at 25 Gbps";
+            add(panel, "normal", "normal", 25.0, base.clone())?;
+            add(panel, "accelerated 2×2", "accelerated", 25.0, split(2, 2))?;
+            add(panel, "accelerated 5×1", "accelerated", 25.0, split(5, 1))?;
+            let scheduled = RackConfig { schedule_split: true, ..split(2, 2) };
+            add(panel, "accelerated, scheduler's split", "accelerated", 25.0, scheduled)?;
+            let claim = Claim::ratio(
+                "pattern 1 (Greenplum, 3 segments, SF 100, 2×2): the accelerated plan ran 2.04× faster (its response over the normal plan's: 1/2.04)",
+                "Fig. 7, §4.1",
+                1.0 / 2.04,
+                Measure::ratio(panel, "accelerated 2×2", "normal", 25.0, "response_ms"),
+            );
+            (
+                "NetAccel Fig. 7: pattern 1, normal vs accelerated plan at 25 Gbps",
+                "link rate, Gbit/s",
+                Unit::Count,
+                vec![response],
+                "normal",
+                vec![claim],
+            )
+        }
+        "overflow" => {
+            let mut claims = Vec::new();
+            for &((j, g), paper_total) in PAPER_TABLE1 {
+                let panel = format!("G = {g}");
+                add(&panel, "accelerated", "accelerated", f64::from(j), split(j, g))?;
+                let near = |paper: f64| Holds::Within(paper * 0.5, paper * 1.5);
+                let value =
+                    |key| Measure::Value { panel: panel.clone(), series: "accelerated".into(), x: f64::from(j), key };
+                claims.push(Claim {
+                    words: format!("overall overflow at J×G = {j}×{g} (within ±50% of the paper's)"),
+                    source: "Table 1".into(),
+                    paper: Some(paper_total),
+                    ours: value("overflow_pct_total"),
+                    holds: near(paper_total),
+                });
+                if let Some((_, paper)) = PAPER_TABLE2.iter().find(|p| p.0 == (j, g)) {
+                    for (k, (kind, key)) in
+                        [("(i)", "overflow_pct.0"), ("(ii)", "overflow_pct.1"), ("(iii)", "overflow_pct.2")]
+                            .into_iter()
+                            .enumerate()
+                    {
+                        claims.push(Claim {
+                            words: format!("overflow {kind} at J×G = {j}×{g} (within ±50% of the paper's)"),
+                            source: "Table 2".into(),
+                            paper: Some(paper[k]),
+                            ours: value(key),
+                            holds: near(paper[k]),
+                        });
+                    }
+                }
+            }
+            let overflow = Chart::figure("overflow_pct_total", 1.0, "overall overflow", Unit::Percent);
+            let backlog =
+                Chart::figure("control_plane_backlog_ms", 1e-3, "control plane's longest wait", Unit::Seconds);
+            (
+                "NetAccel Tables 1-2: overflow by split (J join × G group-by positions)",
+                "join positions J",
+                Unit::Integer,
+                vec![overflow, backlog],
+                "",
+                claims,
+            )
+        }
+        "fig8" => {
+            for gbps in [10.0, 25.0, 50.0, 100.0] {
+                let cfg = RackConfig { link_gbps: gbps, query: crate::hosts::Query::Q20, ..base.clone() };
+                add("Q20", "orig", "orig", gbps, cfg.clone())?;
+                add("Q20", "normal", "normal", gbps, cfg.clone())?;
+                add("Q20", "accelerated 2×2", "accelerated", gbps, cfg.clone())?;
+                add(
+                    "Q20",
+                    "accelerated 5×1",
+                    "accelerated",
+                    gbps,
+                    RackConfig { join_positions: 5, group_positions: 1, ..cfg },
+                )?;
+            }
+            let bound = Chart::figure("lower_bound_ms", 1e-3, "accelerated plan's lower bound", Unit::Seconds);
+            (
+                "NetAccel Fig. 8: the whole of Q20 by link rate",
+                "link rate, Gbit/s",
+                Unit::Count,
+                vec![response, bound],
+                "normal",
+                vec![],
+            )
+        }
+        "sf-sweep" => {
+            let sfs: &[f64] = if options.quick { &[0.01, 0.05, 0.1] } else { &[0.01, 0.1, 0.3, 1.0] };
+            for &sf in sfs {
+                let cfg = RackConfig { sf, ..base.clone() };
+                add("pattern 1, 25 Gbps, 2×2", "normal", "normal", sf, cfg.clone())?;
+                add("pattern 1, 25 Gbps, 2×2", "accelerated", "accelerated", sf, cfg)?;
+            }
+            let speedup = Chart {
+                y_label: "response over the normal plan's".into(),
+                y_unit: Unit::Ratio,
+                y: pisadb_harness::experiment::Y::Ratio { key: "response_ms" },
+            };
+            (
+                "NetAccel: pattern 1 against the scale factor",
+                "TPC-H scale factor",
+                Unit::Count,
+                vec![response, speedup],
+                "normal",
+                vec![],
+            )
+        }
         other => {
-            let names: Vec<&str> = EXPERIMENTS.iter().map(|(n, _)| *n).collect();
+            let names: Vec<&str> = EXPERIMENTS.iter().map(|e| e.name).collect();
             return Err(format!("no NetAccel experiment `{other}`; accepted: {}", names.join(", ")));
         }
-    }
-    Ok(md)
+    };
+    let name = EXPERIMENTS.iter().find(|e| e.name == name).map_or("", |e| e.name);
+    let mut e = Experiment::new("netaccel", name, title, x_label, x_unit);
+    e.points = points;
+    e.charts = charts;
+    e.chart_columns = 2;
+    e.columns = columns();
+    e.baseline = (!baseline.is_empty()).then(|| baseline.to_string());
+    e.claims = claims;
+    Ok(e)
 }
 
-/// The rack and the data every experiment starts from: SF 0.1 with `quick`, else SF 1.
-fn setup(quick: bool, seed: u64) -> Result<(RackConfig, Q20Data), String> {
-    let sf = if quick { 0.1 } else { 1.0 };
-    let base = RackConfig { sf, seed, ..RackConfig::default() };
-    let data = generate(sf, &Q20Params::validation()).map_err(|e| e.to_string())?;
-    Ok((base, data))
+/// What `pisadb reproduce netaccel` runs and says.
+pub fn reproduction(base_settings: &Value, options: &ExperimentOptions) -> Reproduction {
+    let b = base(base_settings, options).unwrap_or_default();
+    let mut notes = String::new();
+    differences(&mut notes);
+    Reproduction {
+        title: "NetAccel (seed 002) on PisaDB: our figures beside the paper's".into(),
+        intro: format!(
+            "`pisadb reproduce netaccel{}`. TPC-H SF {} (the paper: SF 100; switch tables scale with SF to keep its \
+             load factors: 2^17 join and 2^16 group slots per position at SF 100), {} segments, one core each, a \
+             Tofino 1, host links at {} Gbps unless stated, the control plane behind a {} Gbps CPU port with one \
+             core. Every answer was checked against the plain reference (`answer_ok`). Fig. 8's accelerated plans \
+             run patterns 1 and 2 in the switch (reloading); the paper's shape: normal (and orig) flat across link \
+             rates, the accelerated plan improving from 10 to 25 Gbps, then little, because its deparse operator \
+             plateaus at 29 Gbps.",
+            if options.quick { " --quick" } else { "" },
+            b.sf,
+            b.segments,
+            b.link_gbps,
+            b.control_plane_gbps
+        ),
+        experiments: EXPERIMENTS.iter().map(|e| e.name).collect(),
+        notes,
+    }
 }
 
 /// Why our speedups differ from the paper's, from the calibrated costs and the wire model.
 fn differences(md: &mut String) {
+    use std::fmt::Write as _;
     let c = crate::calibration::CpuCosts::MEASURED;
     let wire_ns = |gbps: f64| (tuple_wire_bytes() * 8) as f64 / gbps;
     let cp_ns = c.stack_ns_per_datagram + c.control_plane_ns_per_tuple;
@@ -181,145 +333,31 @@ fn differences(md: &mut String) {
     );
 }
 
-fn check(f: &Figures, what: &str) -> Result<(), String> {
-    if f.answer_ok {
-        Ok(())
-    } else {
-        Err(format!("{what}: the answer differs from the reference"))
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pisadb_harness::System;
 
-fn fig7(md: &mut String, base: &RackConfig, data: &Q20Data) -> Result<(), String> {
-    let _ = writeln!(md, "## Fig. 7: pattern 1, normal vs accelerated plan at 25 Gbps\n");
-    let _ =
-        writeln!(md, "| plan | J×G | response | overflow (i)/(ii)/(iii) | control plane's longest wait | speedup |");
-    let _ = writeln!(md, "|---|---|---|---|---|---|");
-    let normal = point(Plan::Normal, base, data)?;
-    check(&normal, "fig 7 normal")?;
-    let _ = writeln!(md, "| normal | – | {:.3} ms | – | – | 1.00× |", normal.response_ms);
-    for (j, g, scheduled) in [(2, 2, false), (5, 1, false), (2, 2, true)] {
-        let cfg = RackConfig { join_positions: j, group_positions: g, schedule_split: scheduled, ..base.clone() };
-        let f = point(Plan::Accelerated, &cfg, data)?;
-        check(&f, "fig 7 accelerated")?;
-        let [j, g] = f.split;
-        let label = if scheduled { "accelerated, scheduler's split" } else { "accelerated" };
-        let _ = writeln!(
-            md,
-            "| {label} | {j}×{g} | {:.3} ms | {:.2} / {:.2} / {:.2}% | {:.3} ms | {:.2}× |",
-            f.response_ms,
-            f.overflow_pct[0],
-            f.overflow_pct[1],
-            f.overflow_pct[2],
-            f.control_plane_backlog_ms,
-            normal.response_ms / f.response_ms
+    #[test]
+    fn every_experiment_has_points_and_its_claims_name_them() {
+        let options = ExperimentOptions::new(true, 1, "/nonexistent");
+        let defaults = crate::system::SYSTEM.default_settings();
+        for e in EXPERIMENTS {
+            let experiment = experiment(e.name, &defaults, &options).unwrap();
+            assert!(!experiment.points.is_empty(), "{}", e.name);
+            for claim in &experiment.claims {
+                let found = match &claim.ours {
+                    Measure::Value { panel, series, x, .. } => experiment.find(panel, series, *x).is_some(),
+                    Measure::Ratio { panel, series, over, x, .. } => {
+                        experiment.find(panel, series, *x).is_some() && experiment.find(panel, over, *x).is_some()
+                    }
+                };
+                assert!(found, "{}: {claim:?}", e.name);
+            }
+        }
+        assert_eq!(
+            experiment("overflow", &defaults, &options).unwrap().claims.len(),
+            PAPER_TABLE1.len() + 3 * PAPER_TABLE2.len()
         );
     }
-    let _ = writeln!(
-        md,
-        "\nThe paper (Greenplum on 3 segments, SF 100, 2×2): the accelerated plan ran **2.04× faster**. Speedup here is \
-         normal ÷ accelerated response time.\n"
-    );
-    Ok(())
-}
-
-fn tables(md: &mut String, base: &RackConfig, data: &Q20Data) -> Result<(), String> {
-    let _ = writeln!(md, "## Tables 1–2: overflow by split (J join × G group-by positions)\n");
-    let _ = writeln!(
-        md,
-        "| J×G | overall (ours) | overall (paper, Table 1) | (i) ours / paper | (ii) ours / paper | (iii) ours / paper | control plane's longest wait | response |"
-    );
-    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|");
-    for &((j, g), paper_total) in PAPER_TABLE1 {
-        let cfg = RackConfig { join_positions: j, group_positions: g, ..base.clone() };
-        let f = point(Plan::Accelerated, &cfg, data)?;
-        check(&f, "overflow table")?;
-        let paper2 = PAPER_TABLE2.iter().find(|p| p.0 == (j, g)).map(|p| p.1);
-        let cell = |k: usize| match paper2 {
-            Some(p) => format!("{:.2} / {}", f.overflow_pct[k], p[k]),
-            None => format!("{:.2} / –", f.overflow_pct[k]),
-        };
-        let _ = writeln!(
-            md,
-            "| {j}×{g} | {:.2}% | {paper_total}% | {} | {} | {} | {:.3} ms | {:.3} ms |",
-            f.overflow_pct_total,
-            cell(0),
-            cell(1),
-            cell(2),
-            f.control_plane_backlog_ms,
-            f.response_ms
-        );
-    }
-    let _ = writeln!(
-        md,
-        "\n(i) is % of the outer relation (`part_FP`), (ii) and (iii) % of the inner one (`lineitem_FP`); overall is all \
-         overflow over all tuples. \"Longest wait\" is how long an overflow tuple queued for the control plane's one core \
-         (0: it kept up). The paper: with 4 or 5 join positions the overflow fits a 10 Gbps port and one thread.\n"
-    );
-    Ok(())
-}
-
-fn fig8(md: &mut String, base: &RackConfig, data: &Q20Data) -> Result<(), String> {
-    let _ = writeln!(md, "## Fig. 8: the whole of Q20 by link rate\n");
-    let _ = writeln!(md, "| link | orig | normal | accelerated 2×2 | accelerated 5×1 | min (lower bound) | rows |");
-    let _ = writeln!(md, "|---|---|---|---|---|---|---|");
-    for gbps in [10.0, 25.0, 50.0, 100.0] {
-        let cfg = RackConfig { link_gbps: gbps, query: Query::Q20, ..base.clone() };
-        let orig = point(Plan::Orig, &cfg, data)?;
-        check(&orig, "fig 8 orig")?;
-        let normal = point(Plan::Normal, &cfg, data)?;
-        check(&normal, "fig 8 normal")?;
-        let a22 = point(Plan::Accelerated, &cfg, data)?;
-        check(&a22, "fig 8 accelerated 2x2")?;
-        let cfg51 = RackConfig { join_positions: 5, group_positions: 1, ..cfg.clone() };
-        let a51 = point(Plan::Accelerated, &cfg51, data)?;
-        check(&a51, "fig 8 accelerated 5x1")?;
-        let _ = writeln!(
-            md,
-            "| {gbps} Gbps | {:.3} ms | {:.3} ms | {:.3} ms | {:.3} ms | {:.3} ms | {} |",
-            orig.response_ms,
-            normal.response_ms,
-            a22.response_ms,
-            a51.response_ms,
-            lower_bound_ms(data, base.segments, gbps),
-            normal.answer_rows
-        );
-    }
-    let _ = writeln!(
-        md,
-        "\nBoth accelerated columns run patterns 1 and 2 in the switch (reloading); the tail runs on the segments. \
-         The paper's shape: normal (and orig) flat across link rates; the accelerated plan improving linearly from 10 to \
-         25 Gbps, then little, because its deparse operator plateaus at 29 Gbps. Ours deparses at the measured 20.4 ns per \
-         tuple (about 49 M tuples/s, 36 Gbps of 92-byte datagrams).\n"
-    );
-    Ok(())
-}
-
-fn sf_sweep(md: &mut String, quick: bool, seed: u64) -> Result<(), String> {
-    let sfs: &[f64] = if quick { &[0.01, 0.05, 0.1] } else { &[0.01, 0.1, 0.3, 1.0] };
-    let _ = writeln!(md, "## Scale factor sweep: pattern 1 at 25 Gbps, 2×2\n");
-    let _ = writeln!(
-        md,
-        "| SF | tuples | normal | accelerated | speedup | overall overflow | control plane's longest wait |"
-    );
-    let _ = writeln!(md, "|---|---|---|---|---|---|---|");
-    for &sf in sfs {
-        let data = generate(sf, &Q20Params::validation()).map_err(|e| e.to_string())?;
-        let cfg = RackConfig { sf, seed, ..RackConfig::default() };
-        let n = point(Plan::Normal, &cfg, &data)?;
-        let a = point(Plan::Accelerated, &cfg, &data)?;
-        check(&n, "sweep normal")?;
-        check(&a, "sweep accelerated")?;
-        let _ = writeln!(
-            md,
-            "| {sf} | {} | {:.3} ms | {:.3} ms | {:.2}× | {:.2}% | {:.3} ms |",
-            a.tuples[0] + a.tuples[1],
-            n.response_ms,
-            a.response_ms,
-            n.response_ms / a.response_ms,
-            a.overflow_pct_total,
-            a.control_plane_backlog_ms
-        );
-    }
-    let _ = writeln!(md);
-    Ok(())
 }

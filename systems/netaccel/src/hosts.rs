@@ -599,7 +599,7 @@ impl ControlPlane {
 /// A datagram carrying a motion from `from` to `to` (forwarded by the switch).
 fn motion_send(from: u16, to: u16, m: &Motion) -> Send {
     let mut bytes = Vec::new();
-    Frame { kind: Kind::Forward, src: from, dst: to }.encode(&mut bytes);
+    Frame { kind: Kind::FORWARD, src: from, dst: to }.encode(&mut bytes);
     m.encode(&mut bytes);
     Send { dst: to, bytes }
 }
@@ -607,7 +607,7 @@ fn motion_send(from: u16, to: u16, m: &Motion) -> Send {
 /// A tuple packet from segment host `from` to the switch.
 fn tuple_send(from: u16, m: &Msg) -> Send {
     let mut bytes = Vec::new();
-    Frame { kind: Kind::NetAccel, src: from, dst: SWITCH_ID }.encode(&mut bytes);
+    Frame { kind: crate::wire::KIND, src: from, dst: SWITCH_ID }.encode(&mut bytes);
     m.encode(&mut bytes);
     Send { dst: SWITCH_ID, bytes }
 }
@@ -651,7 +651,7 @@ impl Host for RackHost {
             return out.events.push(NetEvent::Ignored("malformed_frame"));
         };
         match frame.kind {
-            Kind::NetAccel => {
+            crate::wire::KIND => {
                 let Ok(m) = Msg::decode(payload) else { return out.events.push(NetEvent::Ignored("malformed_tuple")) };
                 match self {
                     RackHost::Segment(s) => s.on_switch(now, m, out),
@@ -664,7 +664,7 @@ impl Host for RackHost {
                     }
                 }
             }
-            Kind::Forward => {
+            Kind::FORWARD => {
                 let Ok(m) = Motion::decode(payload) else {
                     return out.events.push(NetEvent::Ignored("malformed_motion"));
                 };

@@ -18,7 +18,8 @@
 //! - [`rack`]: the rack on the simulator, its settings and figures.
 //! - [`scheduler`]: the network scheduler's overflow cost model and its choice of (J, G).
 //! - [`system`]: the harness's view (variants, settings, one point).
-//! - [`experiments`]: `pisadb reproduce netaccel`: Fig. 7, Tables 1–2, Fig. 8, an SF sweep.
+//! - [`experiments`]: Fig. 7, Tables 1–2, Fig. 8 and an SF sweep as data, with the paper's claims.
+//! - [`presets`]: `pisadb` and `paper`, every value with its provenance.
 //! - [`real`]: real mode: the same hosts and switch as processes streaming real datagrams on
 //!   loopback (`pisadb cluster --system netaccel`).
 
@@ -28,6 +29,7 @@ pub mod hosts;
 pub mod layout;
 pub mod offline;
 pub mod overflow;
+pub mod presets;
 pub mod program;
 pub mod rack;
 pub mod real;

@@ -14,7 +14,7 @@ use crate::wire::{Msg, Op};
 use pisadb_olap::ops::DISTRIBUTION_BUCKETS;
 use pisadb_switch::device::run_alone;
 use pisadb_switch::{Port, Switch, SwitchProfile};
-use pisadb_wire::{Frame, Kind, SWITCH_ID};
+use pisadb_wire::{Frame, SWITCH_ID};
 
 /// Host id of the master (segments are `1..=segments`, the control plane after them).
 pub const MASTER: u16 = 0;
@@ -57,7 +57,7 @@ pub fn build_switch(profile: SwitchProfile, layout: Layout, reload: bool) -> Res
 /// A datagram from segment `s` to the switch.
 pub fn tuple_datagram(m: &Msg) -> Vec<u8> {
     let mut bytes = Vec::with_capacity(pisadb_wire::FRAME_BYTES + crate::wire::MSG_BYTES);
-    Frame { kind: Kind::NetAccel, src: segment_host(m.segment), dst: SWITCH_ID }.encode(&mut bytes);
+    Frame { kind: crate::wire::KIND, src: segment_host(m.segment), dst: SWITCH_ID }.encode(&mut bytes);
     m.encode(&mut bytes);
     bytes
 }

@@ -297,7 +297,7 @@ impl Program for NetAccel {
     }
 
     fn kind(&self) -> Kind {
-        Kind::NetAccel
+        crate::wire::KIND
     }
 
     fn admit(&self, _frame: &Frame, payload: &[u8]) -> Result<Msg, Reject> {

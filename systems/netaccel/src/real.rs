@@ -27,6 +27,13 @@
 //!
 //! **Checks.** The cluster computes the plain reference itself and compares: pattern 1's
 //! groups as the segments hold them, or Q20's rows as the master has them.
+//!
+//! **Kills.** A segment, the master, the control plane or the switch can be killed (`kill -9`)
+//! mid-query and restarted ([`ClusterOptions::crashes`]). None of them logs: a restarted one
+//! has lost its part of the query, so the query must end in a clear failure (a barrier's
+//! loss, a missed deadline, an answer that is not the reference's, a host left undrained,
+//! each naming the kill) or, if the lost part did not matter, with the right answer; the
+//! judge never passes a wrong one.
 
 use crate::calibration::CpuCosts;
 use crate::hosts::{NetEvent, Plan, Query, RackHost};
@@ -36,13 +43,14 @@ use crate::rack::{
     group_rows, groups_equal_reference, hosts, overflow_shares, rack_switch, RackConfig, RackObserver, LOSS_ERROR,
 };
 use pisadb_core::Nanos;
+use pisadb_harness::real::RealFlag;
 use pisadb_olap::q20::{reference, AnswerRow};
 use pisadb_olap::tpch::{generate, Q20Data, Q20Params};
 use pisadb_runtime::host_proc::{self, HostRun};
-use pisadb_runtime::supervisor::{free_ports, ConfigLaunch};
+use pisadb_runtime::supervisor::{free_ports, ConfigLaunch, Crash};
 use pisadb_runtime::switch_proc::{self, SwitchReport};
 use pisadb_runtime::wal_file::WalFile;
-use pisadb_runtime::{write_json, Network, RackConfig as RealConfig, RuntimeError};
+use pisadb_runtime::{write_json, Network, RackConfig as RealConfig, Role, RuntimeError};
 use pisadb_switch::Switch;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -192,6 +200,9 @@ pub struct ClusterOptions {
     pub data_dir: PathBuf,
     /// The `pisadb` binary to start the processes from.
     pub exe: PathBuf,
+    /// Processes to `kill -9` mid-query and restart (a segment, the master, the control plane
+    /// or the switch): the query must then fail with a clear error or answer right.
+    pub crashes: Vec<Crash>,
 }
 
 /// What [`run_cluster`] saw.
@@ -221,6 +232,8 @@ pub struct ClusterResult {
     pub hosts: Vec<HostReport>,
     /// The switch's report.
     pub switch: SwitchReport,
+    /// The kills carried out: (process, seconds into the run, seconds down).
+    pub crashes: Vec<(Role, f64, f64)>,
     /// Why the run failed, if it did.
     pub failure: Option<String>,
 }
@@ -244,13 +257,30 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult, RuntimeError>
     let addrs = free_ports(1 + usize::from(n))?;
     let network = Network::rack(addrs[0], addrs[1..].to_vec());
     let mut supervisor = ConfigLaunch::start(SYSTEM, spec.clone(), network, &opts.data_dir, opts.exe.clone())?;
-    supervisor.start_together(opts.seconds + pacing_s(spec, &data))?;
+    let fits = |role: Role| match role {
+        Role::Switch(id) => id == 0,
+        Role::Host(id) => id < n,
+    };
+    if let Some(c) = opts.crashes.iter().find(|c| !fits(c.role)) {
+        let accepted = format!("a host of the rack: 0..{n}, or switch 0");
+        return Err(RuntimeError::bad_setting("--kill-node/--kill-switch", format!("{:?}", c.role), accepted));
+    }
+    let go = supervisor.start_together(opts.seconds + pacing_s(spec, &data))?;
+    let crashes: Vec<(Role, f64, f64)> =
+        supervisor.inject(go.epoch_unix_ns, &opts.crashes)?.into_iter().map(|c| (c.role, c.at_s, c.down_s)).collect();
     let marks: Vec<PathBuf> = (0..n).map(|id| host_dir(&opts.data_dir, id).join(ENDED_MARK)).collect();
     supervisor.wait_for_hosts_or(|| marks.iter().any(|m| m.exists()))?;
     supervisor.stop_switches()?;
     let hosts = ConfigLaunch::host_reports(&opts.data_dir, n)?;
     let switch = ConfigLaunch::switch_reports(&opts.data_dir, 1)?.remove(0);
-    Ok(judge(spec, &data, hosts, switch))
+    let mut result = judge(spec, &data, hosts, switch);
+    // A query with a process killed under it answers right or fails saying so: the judge
+    // never lets a wrong answer pass, and its failure names the kill.
+    if let (Some(why), Some((role, at_s, _))) = (&result.failure, crashes.first()) {
+        result.failure = Some(format!("{role:?} was killed at {at_s} s: {why}"));
+    }
+    result.crashes = crashes;
+    Ok(result)
 }
 
 /// How long the segments' pacing alone makes the query take, in seconds (the deadline adds
@@ -307,6 +337,40 @@ fn judge(spec: &Spec, data: &Q20Data, hosts: Vec<HostReport>, switch: SwitchRepo
         overflow_pct: overflow_shares(overflow, tuples).0,
         hosts,
         switch,
+        crashes: Vec::new(),
         failure,
+    }
+}
+
+/// NetAccel's real mode in the system contract ([`pisadb_harness::real`]).
+pub struct Real;
+
+/// NetAccel's [`Real`], for the binary's table of real modes.
+pub static REAL: Real = Real;
+
+impl pisadb_harness::real::RealMode for Real {
+    fn name(&self) -> &'static str {
+        SYSTEM
+    }
+
+    fn flags(&self) -> &'static [RealFlag] {
+        &[RealFlag::KillNode, RealFlag::KillSwitch, RealFlag::Down, RealFlag::Set, RealFlag::Own("--tuple-gap-ns")]
+    }
+
+    fn serve_switch(
+        &self,
+        config: &Path,
+        id: u16,
+        _recover_from: &[PathBuf],
+        _epoch: u16,
+        report: Option<&Path>,
+    ) -> Result<(), String> {
+        let cfg = RealConfig::load(config).map_err(|e| e.to_string())?;
+        serve_switch(&cfg, id, report).map(drop).map_err(|e| e.to_string())
+    }
+
+    fn serve_host(&self, config: &Path, id: u16, data_dir: &Path) -> Result<(), String> {
+        let cfg = RealConfig::load(config).map_err(|e| e.to_string())?;
+        serve_host(&cfg, id, data_dir).map(drop).map_err(|e| e.to_string())
     }
 }

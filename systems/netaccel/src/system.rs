@@ -4,12 +4,19 @@
 //! `--set link_gbps=100`, `--set query=q20`, …), range-checked with errors that name the
 //! setting and the accepted values. The variants are the two plans of pattern 1: `accelerated`
 //! (both relations through the switch) and `normal` (broadcast, hash join, hash aggregation on
-//! the segments).
+//! the segments). The hosts' CPU costs are settings too (`costs`, [`CpuCosts::MEASURED`] by
+//! default: `--set costs.stack_ns_per_datagram=500`). The TPC-H data of a scale factor is
+//! generated once per process and shared by every point that uses it.
 
+use crate::calibration::CpuCosts;
 use crate::hosts::Plan;
-use crate::rack::{run, RackConfig};
-use pisadb_harness::{ExperimentName, ExperimentOptions, HarnessError, PointReport, System, Variant};
+use crate::rack::{build_with, finish, RackConfig};
+use pisadb_harness::{
+    Experiment, ExperimentName, ExperimentOptions, HarnessError, PointReport, Preset, Reproduction, System, Variant,
+};
+use pisadb_olap::tpch::{generate, Q20Data, Q20Params};
 use serde_json::Value;
+use std::sync::{Arc, Mutex};
 
 /// The system, for the registry.
 pub static SYSTEM: NetAccelSystem = NetAccelSystem;
@@ -33,6 +40,37 @@ const VARIANTS: &[Variant] = &[
 
 fn run_error(why: impl Into<String>) -> HarnessError {
     HarnessError::Run { system: "netaccel".into(), why: why.into() }
+}
+
+/// The rack of `settings`, without its `costs`.
+pub fn rack_config(settings: &Value) -> Result<RackConfig, String> {
+    let mut settings = settings.clone();
+    if let Value::Object(map) = &mut settings {
+        map.remove("costs");
+    }
+    serde_json::from_value(settings).map_err(|e| e.to_string())
+}
+
+/// The CPU costs of `settings` (`costs`; the measured ones if absent).
+fn costs_of(settings: &Value) -> Result<CpuCosts, String> {
+    settings
+        .get("costs")
+        .map_or(Ok(CpuCosts::MEASURED), |c| serde_json::from_value(c.clone()).map_err(|e| format!("costs: {e}")))
+}
+
+/// Q20's data at scale factor `sf`, generated once per process (tpchgen is deterministic).
+fn data(sf: f64) -> Result<Arc<Q20Data>, String> {
+    static CACHE: Mutex<Vec<(u64, Arc<Q20Data>)>> = Mutex::new(Vec::new());
+    if let Some((_, d)) = CACHE.lock().map_err(|e| e.to_string())?.iter().find(|(bits, _)| *bits == sf.to_bits()) {
+        return Ok(d.clone());
+    }
+    // Generated outside the lock: two threads may both generate one scale factor, and one copy wins.
+    let d = Arc::new(generate(sf, &Q20Params::validation()).map_err(|e| e.to_string())?);
+    let mut cache = CACHE.lock().map_err(|e| e.to_string())?;
+    if !cache.iter().any(|(bits, _)| *bits == sf.to_bits()) {
+        cache.push((sf.to_bits(), d.clone()));
+    }
+    Ok(d)
 }
 
 /// The plan of a variant name, or the accepted names.
@@ -63,14 +101,23 @@ impl System for NetAccelSystem {
     }
 
     fn default_settings(&self) -> Value {
-        serde_json::to_value(RackConfig::default()).unwrap_or(Value::Null)
+        let mut settings = serde_json::to_value(RackConfig::default()).unwrap_or(Value::Null);
+        if let Value::Object(map) = &mut settings {
+            map.insert("costs".into(), serde_json::to_value(CpuCosts::MEASURED).unwrap_or(Value::Null));
+        }
+        settings
     }
 
     fn run_point(&self, variant: &str, settings: &Value) -> Result<PointReport, HarnessError> {
         self.variant(variant)?;
-        let cfg: RackConfig = serde_json::from_value(settings.clone()).map_err(|e| run_error(e.to_string()))?;
+        let cfg = rack_config(settings).map_err(run_error)?;
+        let costs = costs_of(settings).map_err(run_error)?;
         let plan = plan_of(variant).map_err(run_error)?;
-        let f = run(plan, &cfg).map_err(run_error)?;
+        cfg.check().map_err(run_error)?;
+        let data = data(cfg.sf).map_err(run_error)?;
+        let world = build_with(plan, &cfg, &data, costs).map_err(run_error)?;
+        let f = finish(plan, &cfg, world, &data).map_err(run_error)?;
+        let lower_bound_ms = crate::experiments::lower_bound_ms(&data, cfg.segments, cfg.link_gbps);
         let row = vec![
             ("variant".to_string(), variant.to_string()),
             ("sf".to_string(), format!("{}", cfg.sf)),
@@ -90,41 +137,30 @@ impl System for NetAccelSystem {
             variant: variant.to_string(),
             events: f.events,
             trace_hash: f.trace_hash.clone(),
-            figures: serde_json::to_value(&f).map_err(|e| run_error(e.to_string()))?,
+            figures: {
+                let mut figures = serde_json::to_value(&f).map_err(|e| run_error(e.to_string()))?;
+                if let Value::Object(map) = &mut figures {
+                    map.insert("lower_bound_ms".into(), Value::from(lower_bound_ms));
+                }
+                figures
+            },
             row,
         })
     }
 
     fn experiments(&self) -> &'static [ExperimentName] {
-        const NAMES: [ExperimentName; 4] = {
-            let e = crate::experiments::EXPERIMENTS;
-            [
-                ExperimentName { name: e[0].0, summary: e[0].1 },
-                ExperimentName { name: e[1].0, summary: e[1].1 },
-                ExperimentName { name: e[2].0, summary: e[2].1 },
-                ExperimentName { name: e[3].0, summary: e[3].1 },
-            ]
-        };
-        &NAMES
+        crate::experiments::EXPERIMENTS
     }
 
-    /// One experiment, its section written to `<out>/netaccel-<experiment>.md`.
-    fn sweep(&self, experiment: &str, options: &ExperimentOptions) -> Result<String, HarnessError> {
-        let section = crate::experiments::sweep(experiment, options.quick, options.seed).map_err(run_error)?;
-        let path = options.out.join(format!("netaccel-{experiment}.md"));
-        let written = std::fs::create_dir_all(&options.out).and_then(|()| std::fs::write(&path, &section));
-        written.map_err(|e| run_error(format!("cannot write {}: {e}", path.display())))?;
-        Ok(format!("{section}\nwrote {}", path.display()))
+    fn experiment(&self, name: &str, base: &Value, options: &ExperimentOptions) -> Result<Experiment, String> {
+        crate::experiments::experiment(name, base, options)
     }
 
-    /// Fig. 7, Tables 1–2, Fig. 8 and the scale-factor sweep, reported in
-    /// `<out>/netaccel.md` (SF 0.1 with `--quick`, else SF 1).
-    fn reproduce(&self, options: &ExperimentOptions) -> Result<String, HarnessError> {
-        eprintln!("NetAccel: about 10 s (--quick, SF 0.1) or 1 minute (SF 1) on a 2-core machine");
-        let report = crate::experiments::reproduce(options.quick, options.seed).map_err(run_error)?;
-        let path = options.out.join("netaccel.md");
-        let written = std::fs::create_dir_all(&options.out).and_then(|()| std::fs::write(&path, &report));
-        written.map_err(|e| run_error(format!("cannot write {}: {e}", path.display())))?;
-        Ok(format!("{report}\nwrote {}", path.display()))
+    fn reproduction(&self, options: &ExperimentOptions) -> Reproduction {
+        crate::experiments::reproduction(&self.default_settings(), options)
+    }
+
+    fn presets(&self) -> Vec<Preset> {
+        crate::presets::presets()
     }
 }

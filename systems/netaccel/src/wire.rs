@@ -30,16 +30,38 @@
 //! and up to [`MOTION_VALUES_MAX`] 32-bit values, `width` per row, in datagrams of at most
 //! 1,400 payload bytes.
 
-use pisadb_wire::DecodeError;
+use num_enum::TryFromPrimitive;
+use pisadb_wire::{bool_field, enum_field, exact_len, DecodeError, Kind};
+use zerocopy::little_endian::{U16, U32};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
+
+/// The frame kind of every datagram this system sends: A NetAccel tuple, barrier, drained group or iterator (segments, switch, control plane).
+pub const KIND: Kind = Kind::new(6);
+/// Every frame kind this system declares (the binary's registry checks that no two systems collide).
+pub const KINDS: &[Kind] = &[KIND];
+
+/// A [`Msg`] as it is on the wire.
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+struct RawMsg {
+    op: u8,
+    flags: u8,
+    segment: U16,
+    a: U32,
+    b: U32,
+    c: U32,
+    index: U32,
+}
 
 /// Bytes of a [`Msg`].
-pub const MSG_BYTES: usize = 20;
+pub const MSG_BYTES: usize = std::mem::size_of::<RawMsg>();
 
 /// Flag: a stream lost tuples (set on `Go` and on the control plane's end of input).
 pub const LOSS: u8 = 0x80;
 
 /// What a tuple packet is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, TryFromPrimitive)]
+#[repr(u8)]
 pub enum Op {
     /// A build-side tuple.
     Outer = 1,
@@ -60,23 +82,6 @@ pub enum Op {
     Probe = 8,
     /// The end of a segment's probe stream.
     EndProbe = 9,
-}
-
-impl Op {
-    fn from_u8(byte: u8) -> Result<Op, DecodeError> {
-        Ok(match byte {
-            1 => Op::Outer,
-            2 => Op::Inner,
-            3 => Op::EndOuter,
-            4 => Op::EndInner,
-            5 => Op::Go,
-            6 => Op::Drain,
-            7 => Op::Clear,
-            8 => Op::Probe,
-            9 => Op::EndProbe,
-            other => return Err(DecodeError::BadField { field: "netaccel_op", value: u64::from(other) }),
-        })
-    }
 }
 
 /// One tuple packet's payload.
@@ -106,31 +111,31 @@ impl Msg {
 
     /// Appends the payload.
     pub fn encode(&self, out: &mut Vec<u8>) {
-        out.push(self.op as u8);
-        out.push(self.flags);
-        out.extend_from_slice(&self.segment.to_le_bytes());
-        for v in [self.a, self.b, self.c, self.index] {
-            out.extend_from_slice(&v.to_le_bytes());
-        }
+        let raw = RawMsg {
+            op: self.op as u8,
+            flags: self.flags,
+            segment: U16::new(self.segment),
+            a: U32::new(self.a),
+            b: U32::new(self.b),
+            c: U32::new(self.c),
+            index: U32::new(self.index),
+        };
+        out.extend_from_slice(raw.as_bytes());
     }
 
     /// Reads a payload.
     pub fn decode(bytes: &[u8]) -> Result<Msg, DecodeError> {
-        if bytes.len() < MSG_BYTES {
-            return Err(DecodeError::TooShort { need: MSG_BYTES, got: bytes.len() });
-        }
-        if bytes.len() > MSG_BYTES {
-            return Err(DecodeError::TrailingBytes { extra: bytes.len() - MSG_BYTES });
-        }
-        let u32_at = |i: usize| u32::from_le_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
+        exact_len(bytes.len(), MSG_BYTES)?;
+        let raw =
+            RawMsg::read_from_bytes(bytes).map_err(|_| DecodeError::TooShort { need: MSG_BYTES, got: bytes.len() })?;
         Ok(Msg {
-            op: Op::from_u8(bytes[0])?,
-            flags: bytes[1],
-            segment: u16::from_le_bytes([bytes[2], bytes[3]]),
-            a: u32_at(4),
-            b: u32_at(8),
-            c: u32_at(12),
-            index: u32_at(16),
+            op: enum_field("netaccel_op", raw.op)?,
+            flags: raw.flags,
+            segment: raw.segment.get(),
+            a: raw.a.get(),
+            b: raw.b.get(),
+            c: raw.c.get(),
+            index: raw.index.get(),
         })
     }
 
@@ -146,7 +151,8 @@ impl Msg {
 }
 
 /// Which rows a motion carries.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, TryFromPrimitive)]
+#[repr(u8)]
 pub enum Stream {
     /// `part_FP` keys, broadcast (the normal plan of pattern 1).
     PartFp = 1,
@@ -163,22 +169,20 @@ pub enum Stream {
     CpSuppkeys = 6,
 }
 
-impl Stream {
-    fn from_u8(byte: u8) -> Result<Stream, DecodeError> {
-        Ok(match byte {
-            1 => Stream::PartFp,
-            2 => Stream::CpGroups,
-            3 => Stream::Pattern1Done,
-            4 => Stream::Suppkeys,
-            5 => Stream::Answer,
-            6 => Stream::CpSuppkeys,
-            other => return Err(DecodeError::BadField { field: "motion_stream", value: u64::from(other) }),
-        })
-    }
+/// A [`Motion`]'s header as it is on the wire.
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+struct RawMotion {
+    stream: u8,
+    last: u8,
+    from: U16,
+    width: u8,
+    reserved: u8,
+    count: U16,
 }
 
 /// Header bytes of a [`Motion`].
-pub const MOTION_HEADER_BYTES: usize = 8;
+pub const MOTION_HEADER_BYTES: usize = std::mem::size_of::<RawMotion>();
 
 /// Most values one motion datagram carries (1,400 payload bytes).
 pub const MOTION_VALUES_MAX: usize = (1400 - MOTION_HEADER_BYTES) / 4;
@@ -201,36 +205,44 @@ pub struct Motion {
 impl Motion {
     /// Appends the payload.
     pub fn encode(&self, out: &mut Vec<u8>) {
-        out.push(self.stream as u8);
-        out.push(u8::from(self.last));
-        out.extend_from_slice(&self.from.to_le_bytes());
-        out.push(self.width);
-        out.push(0);
-        out.extend_from_slice(&(self.values.len() as u16).to_le_bytes());
+        let header = RawMotion {
+            stream: self.stream as u8,
+            last: u8::from(self.last),
+            from: U16::new(self.from),
+            width: self.width,
+            reserved: 0,
+            count: U16::new(self.values.len() as u16),
+        };
+        out.extend_from_slice(header.as_bytes());
         for v in &self.values {
             out.extend_from_slice(&v.to_le_bytes());
         }
     }
 
-    /// Reads a payload.
+    /// Reads a payload; refuses a count the body does not hold, a width that does not divide
+    /// it, an unknown stream, a `last` other than 0 or 1 and a nonzero reserved byte.
     pub fn decode(bytes: &[u8]) -> Result<Motion, DecodeError> {
-        if bytes.len() < MOTION_HEADER_BYTES {
-            return Err(DecodeError::TooShort { need: MOTION_HEADER_BYTES, got: bytes.len() });
+        let (h, body) = RawMotion::ref_from_prefix(bytes)
+            .map_err(|_| DecodeError::TooShort { need: MOTION_HEADER_BYTES, got: bytes.len() })?;
+        let count = usize::from(h.count.get());
+        let values = <[U32]>::ref_from_bytes(body)
+            .ok()
+            .filter(|values| values.len() == count)
+            .ok_or(DecodeError::BadCount { count, max: body.len() / 4 })?;
+        if h.width == 0 || count % usize::from(h.width) != 0 {
+            return Err(DecodeError::BadField { field: "motion_width", value: u64::from(h.width) });
         }
-        let count = usize::from(u16::from_le_bytes([bytes[6], bytes[7]]));
-        let body = &bytes[MOTION_HEADER_BYTES..];
-        if body.len() != count * 4 {
-            return Err(DecodeError::BadCount { count, max: body.len() / 4 });
-        }
-        if bytes[4] == 0 || count % usize::from(bytes[4]) != 0 {
-            return Err(DecodeError::BadField { field: "motion_width", value: u64::from(bytes[4]) });
+        let stream = enum_field("motion_stream", h.stream)?;
+        let last = bool_field("motion_last", h.last)?;
+        if h.reserved != 0 {
+            return Err(DecodeError::BadField { field: "motion_reserved", value: u64::from(h.reserved) });
         }
         Ok(Motion {
-            stream: Stream::from_u8(bytes[0])?,
-            last: bytes[1] != 0,
-            from: u16::from_le_bytes([bytes[2], bytes[3]]),
-            width: bytes[4],
-            values: body.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect(),
+            stream,
+            last,
+            from: h.from.get(),
+            width: h.width,
+            values: values.iter().map(|v| v.get()).collect(),
         })
     }
 

@@ -67,9 +67,9 @@ fn bench(c: &mut Criterion) {
 
     let hot = ycsb.hot_tuples();
     let layout = {
-        let mut l = pisadb_layout::Layout::default();
+        let mut l = pisadb_p4db_layout::Layout::default();
         for (i, &k) in hot.iter().enumerate() {
-            l.insert(k, pisadb_layout::Placement { stage: 1, register: 1, index: i as u32 });
+            l.insert(k, pisadb_p4db_layout::Placement { stage: 1, register: 1, index: i as u32 });
         }
         l
     };

@@ -13,11 +13,11 @@
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use pisadb_core::{Op, TupleKey, Txn};
-use pisadb_layout::Layout;
 use pisadb_p4db::programs::p4db::{action_for, P4dbConfig, P4dbEngine};
+use pisadb_p4db_layout::Layout;
 use pisadb_switch::registers::{PassContext, RegisterFile};
 use pisadb_switch::{Program, Switch, SwitchProfile};
-use pisadb_wire::{Frame, Kind, SWITCH_ID};
+use pisadb_wire::{Frame, SWITCH_ID};
 use rand::{Rng, SeedableRng};
 
 const BATCH: usize = 4096;
@@ -72,7 +72,7 @@ fn datagrams(engine: &P4dbEngine, layout: &Layout, txns: impl Iterator<Item = Tx
         .map(|(i, txn)| {
             let (pkt, _) = engine.packet_for(&txn, layout, i as u64).unwrap();
             let mut bytes = Vec::new();
-            Frame { kind: Kind::P4dbTxn, src: 0, dst: SWITCH_ID }.encode(&mut bytes);
+            Frame { kind: pisadb_p4db::wire::TXN_KIND, src: 0, dst: SWITCH_ID }.encode(&mut bytes);
             pkt.encode(&mut bytes);
             bytes
         })
@@ -103,7 +103,7 @@ fn bench(c: &mut Criterion) {
     let engine = P4dbEngine::new(cfg.clone());
     let target = cfg.layout_target(&profile);
     let keys: Vec<TupleKey> = (0..HOT_KEYS).map(|r| TupleKey::new(0, r)).collect();
-    let layout = pisadb_layout::random(&keys, &target, 9);
+    let layout = pisadb_p4db_layout::random(&keys, &target, 9);
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
     let new_switch = || {
         let mut s = Switch::new(profile.clone(), engine.clone()).unwrap();

@@ -14,7 +14,7 @@
 //! - `random` is the prototype's "worst layout" (Fig. 16, Fig. 15c's first steps): tuple
 //!   `idx` in array `idx % N`, `N` being the data arrays the prototype gives the workload
 //!   ([`WorkloadSpec::prototype_data_arrays`]: 20 for YCSB, 10 for SmallBank and TPC-C), with
-//!   real multi-pass transactions under the pipeline lock ([`pisadb_layout::modulo`]). The
+//!   real multi-pass transactions under the pipeline lock ([`pisadb_p4db_layout::modulo`]). The
 //!   prototype range-partitions its rows, so a node's hot keys are consecutive ids and spread
 //!   evenly; under round-robin partitioning (PisaDB's default) node `n`'s rows are `n` modulo
 //!   the node count and fall into only `N / gcd(N, nodes)` arrays (5 of 20 on 8 nodes), a
@@ -32,7 +32,7 @@ use crate::node::rebuild::rebuild_switch;
 use crate::node::{Cc, CpuCosts, Engine, LogRecord, Mode, Node, NodeConfig, SwitchView};
 use crate::switch::RackSwitch;
 use pisadb_core::{rng::splitmix64, Nanos, SerialStore, TupleKey, Txn};
-use pisadb_layout::Layout;
+use pisadb_p4db_layout::Layout;
 use pisadb_report::latency::LatencySummary;
 use pisadb_sim::faults::Faults;
 use pisadb_sim::net::LinkParams;
@@ -454,16 +454,16 @@ pub fn plan(cfg: &RunConfig) -> Result<RackPlan, SimError> {
         cached_layout(cfg, || {
             let sample = base.hot_sample(cfg.layout_sample, splitmix64(cfg.seed ^ 0x1a70));
             match cfg.layout {
-                LayoutChoice::Declustered => pisadb_layout::declustered(&hot, &sample, &target, cfg.seed),
+                LayoutChoice::Declustered => pisadb_p4db_layout::declustered(&hot, &sample, &target, cfg.seed),
                 LayoutChoice::Random | LayoutChoice::Ideal => {
-                    pisadb_layout::modulo(&hot, &target, cfg.workload.prototype_data_arrays())
+                    pisadb_p4db_layout::modulo(&hot, &target, cfg.workload.prototype_data_arrays())
                 }
-                LayoutChoice::Shuffled => pisadb_layout::random(&hot, &target, cfg.seed),
+                LayoutChoice::Shuffled => pisadb_p4db_layout::random(&hot, &target, cfg.seed),
             }
         })
     };
     let lm_config = LockManagerConfig::for_profile(&cfg.profile);
-    let lock_layout = Arc::new(pisadb_layout::random(&hot, &lm_config.layout_target(&cfg.profile), cfg.seed));
+    let lock_layout = Arc::new(pisadb_p4db_layout::random(&hot, &lm_config.layout_target(&cfg.profile), cfg.seed));
     let engine = P4dbEngine::new(p4db_config);
     let lock_manager = LockManager::new(lm_config);
     Ok(RackPlan { workload: base, layout, lock_layout, engine, lock_manager })

@@ -88,6 +88,11 @@ impl System for P4db {
     fn default_settings(&self) -> Value {
         without_mode(serde_json::to_value(RunConfig::ycsb_default()).expect("a run configuration serializes"))
     }
+    /// A rack of `factor` times the default's nodes on its one switch.
+    fn scaled(&self, factor: u32) -> Option<pisadb_harness::perf::Scaled> {
+        let nodes = u64::from(RunConfig::ycsb_default().nodes) * u64::from(factor);
+        Some(pisadb_harness::perf::Scaled { sets: vec![format!("nodes={nodes}")], hosts: nodes })
+    }
     fn run_point(&self, variant: &str, settings: &Value) -> Result<PointReport, HarnessError> {
         let cfg = self.config(variant, settings)?;
         let out = run(&cfg).map_err(|e| HarnessError::Run { system: "p4db".into(), why: e.to_string() })?;

@@ -4,13 +4,13 @@
 //! engine against it, not against the engine's own helpers.
 
 use pisadb_core::{Op, TupleKey, Txn};
-use pisadb_layout::modulo;
 use pisadb_p4db::node::Mode;
 use pisadb_p4db::programs::p4db::{FineLocks, P4dbConfig, P4dbEngine, RecirculationModel};
 use pisadb_p4db::wire::p4db::LockPair;
 use pisadb_p4db::{plan, run, LayoutChoice, RackSwitch, RunConfig, WorkloadSpec};
+use pisadb_p4db_layout::modulo;
 use pisadb_switch::{Program, Switch, SwitchDevice, SwitchProfile};
-use pisadb_wire::{Frame, Kind, SWITCH_ID};
+use pisadb_wire::{Frame, SWITCH_ID};
 use pisadb_workload::{Scheme, SmallBankConfig, YcsbConfig};
 use std::collections::BTreeSet;
 
@@ -97,7 +97,7 @@ fn the_random_layout_runs_real_multi_pass_transactions_and_drops_nothing() {
 
 /// A tiny switch with `fine_locks`, `recirculation` and the prototype's 20 YCSB arrays laid out
 /// as `idx % 20`.
-fn switch_with(fine_locks: FineLocks) -> (Switch<P4dbEngine>, pisadb_layout::Layout) {
+fn switch_with(fine_locks: FineLocks) -> (Switch<P4dbEngine>, pisadb_p4db_layout::Layout) {
     let profile = SwitchProfile::tofino1();
     let config = P4dbConfig { fine_locks, ..P4dbConfig::for_profile(&profile) };
     let keys: Vec<TupleKey> = (0..200).map(|r| TupleKey::new(0, r)).collect();
@@ -107,10 +107,10 @@ fn switch_with(fine_locks: FineLocks) -> (Switch<P4dbEngine>, pisadb_layout::Lay
     (switch, layout)
 }
 
-fn send(switch: &mut Switch<P4dbEngine>, layout: &pisadb_layout::Layout, txn: &Txn, from: u16) -> LockPair {
+fn send(switch: &mut Switch<P4dbEngine>, layout: &pisadb_p4db_layout::Layout, txn: &Txn, from: u16) -> LockPair {
     let (pkt, _) = switch.program().packet_for(txn, layout, u64::from(from) << 32 | 1).unwrap();
     let mut bytes = Vec::new();
-    Frame { kind: Kind::P4dbTxn, src: from, dst: SWITCH_ID }.encode(&mut bytes);
+    Frame { kind: pisadb_p4db::wire::TXN_KIND, src: from, dst: SWITCH_ID }.encode(&mut bytes);
     pkt.encode(&mut bytes);
     switch.handle_datagram(0, from, &bytes);
     pkt.locks
@@ -183,7 +183,7 @@ fn two_port_fifo_recirculates_on_one_slow_and_one_fast_port_in_one_class() {
         pkt.recircs = 5;
         let mut payload = Vec::new();
         pkt.encode(&mut payload);
-        let frame = Frame { kind: Kind::P4dbTxn, src: 0, dst: SWITCH_ID };
+        let frame = Frame { kind: pisadb_p4db::wire::TXN_KIND, src: 0, dst: SWITCH_ID };
         let packet = engine.admit(&frame, &payload).unwrap();
         assert_eq!(engine.priority(&packet), expected);
     }

@@ -7,7 +7,7 @@ use pisadb_core::AccOut;
 use pisadb_p4db::programs::p4db::{action_for, FineLocks, P4dbConfig, P4dbEngine, RecirculationModel};
 use pisadb_p4db::wire::p4db::{Instruction, LockPair, TxnPacket};
 use pisadb_switch::{LoadError, Switch, SwitchProfile};
-use pisadb_wire::{Frame, Kind, SWITCH_ID};
+use pisadb_wire::{Frame, SWITCH_ID};
 use proptest::prelude::*;
 
 #[test]
@@ -57,7 +57,7 @@ fn instr(register: u8, end_of_pass: bool) -> Instruction {
 
 fn send(switch: &mut Switch<P4dbEngine>, pkt: &TxnPacket) -> usize {
     let mut bytes = Vec::new();
-    Frame { kind: Kind::P4dbTxn, src: 0, dst: SWITCH_ID }.encode(&mut bytes);
+    Frame { kind: pisadb_p4db::wire::TXN_KIND, src: 0, dst: SWITCH_ID }.encode(&mut bytes);
     pkt.encode(&mut bytes);
     common::drive(switch, vec![(0, 0, bytes)]).len()
 }
@@ -135,7 +135,7 @@ fn datagrams_from_unknown_or_spoofed_nodes_are_not_executed() {
     let mut switch = small_switch();
     let pkt = TxnPacket { locks: LockPair::BOTH, instrs: vec![instr(1, true)], ..Default::default() };
     let mut bytes = Vec::new();
-    Frame { kind: Kind::P4dbTxn, src: 5, dst: SWITCH_ID }.encode(&mut bytes);
+    Frame { kind: pisadb_p4db::wire::TXN_KIND, src: 5, dst: SWITCH_ID }.encode(&mut bytes);
     pkt.encode(&mut bytes);
     assert!(common::drive(&mut switch, vec![(0, 5, bytes.clone()), (1, 0, bytes)]).is_empty());
     assert_eq!(switch.stats().rejected.get("unregistered_port"), Some(&1));

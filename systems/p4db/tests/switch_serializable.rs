@@ -11,11 +11,11 @@
 mod common;
 
 use pisadb_core::{AccOut, Op, OpKind, SerialStore, TupleKey, Txn};
-use pisadb_layout::{random, Layout};
 use pisadb_p4db::programs::p4db::{FineLocks, P4dbConfig, P4dbEngine, RecirculationModel};
 use pisadb_p4db::wire::p4db::TxnPacket;
+use pisadb_p4db_layout::{random, Layout};
 use pisadb_switch::{Switch, SwitchProfile};
-use pisadb_wire::{Frame, Kind, SWITCH_ID};
+use pisadb_wire::{Frame, SWITCH_ID};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
@@ -65,7 +65,7 @@ fn txn() -> impl Strategy<Value = Txn> {
 
 fn datagram(from: u16, pkt: &TxnPacket) -> Vec<u8> {
     let mut bytes = Vec::new();
-    Frame { kind: Kind::P4dbTxn, src: from, dst: SWITCH_ID }.encode(&mut bytes);
+    Frame { kind: pisadb_p4db::wire::TXN_KIND, src: from, dst: SWITCH_ID }.encode(&mut bytes);
     pkt.encode(&mut bytes);
     bytes
 }

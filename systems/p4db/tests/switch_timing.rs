@@ -3,12 +3,12 @@
 mod common;
 
 use pisadb_core::{Op, OpKind, TupleKey, Txn};
-use pisadb_layout::random;
 use pisadb_p4db::programs::p4db::{FineLocks, P4dbConfig, P4dbEngine, RecirculationModel};
+use pisadb_p4db_layout::random;
 use pisadb_switch::{Switch, SwitchProfile};
 use pisadb_wire::{Frame, Kind, SWITCH_ID};
 
-fn switch_with(profile: SwitchProfile) -> (Switch<P4dbEngine>, pisadb_layout::Layout, P4dbEngine) {
+fn switch_with(profile: SwitchProfile) -> (Switch<P4dbEngine>, pisadb_p4db_layout::Layout, P4dbEngine) {
     let cfg = P4dbConfig {
         first_data_stage: 1,
         data_stages: 4,
@@ -28,10 +28,10 @@ fn switch_with(profile: SwitchProfile) -> (Switch<P4dbEngine>, pisadb_layout::La
     (switch, layout, engine)
 }
 
-fn datagram(engine: &P4dbEngine, layout: &pisadb_layout::Layout, txn: &Txn, id: u64, from: u16) -> Vec<u8> {
+fn datagram(engine: &P4dbEngine, layout: &pisadb_p4db_layout::Layout, txn: &Txn, id: u64, from: u16) -> Vec<u8> {
     let (pkt, _) = engine.packet_for(txn, layout, id).unwrap();
     let mut bytes = Vec::new();
-    Frame { kind: Kind::P4dbTxn, src: from, dst: SWITCH_ID }.encode(&mut bytes);
+    Frame { kind: pisadb_p4db::wire::TXN_KIND, src: from, dst: SWITCH_ID }.encode(&mut bytes);
     pkt.encode(&mut bytes);
     bytes
 }
@@ -80,10 +80,10 @@ fn a_full_recirculation_queue_drops_and_counts() {
 fn plain_datagrams_are_forwarded_and_multicast_reaches_the_group() {
     let (mut switch, _, _) = switch_with(SwitchProfile::tofino1());
     let mut bytes = Vec::new();
-    Frame { kind: Kind::Forward, src: 0, dst: 3 }.encode(&mut bytes);
+    Frame { kind: Kind::FORWARD, src: 0, dst: 3 }.encode(&mut bytes);
     bytes.extend_from_slice(b"2pc prepare");
     let mut to_nowhere = Vec::new();
-    Frame { kind: Kind::Forward, src: 0, dst: 9 }.encode(&mut to_nowhere);
+    Frame { kind: Kind::FORWARD, src: 0, dst: 9 }.encode(&mut to_nowhere);
     let out = common::drive(&mut switch, vec![(0, 0, bytes.clone()), (1, 0, to_nowhere)]);
     assert_eq!(out.len(), 1);
     assert_eq!((out[0].dst, &out[0].bytes), (3, &bytes));

@@ -24,7 +24,7 @@
 //! that a prepare's roles match their own map (a write of a shard must come to its primary or
 //! its backup, a read to its primary) and refuse it otherwise, so a transaction is never
 //! carried out under two maps that disagree about the shards it touches. Resolutions of
-//! attempts in flight at a change are fenced the same way (`crate::server`, `Query::hear`).
+//! attempts in flight at a change are fenced the same way (the resolution rule, `Query::hear`).
 
 use crate::wire::Item;
 

@@ -1,6 +1,7 @@
-//! SwitchTx's experiments (`pisadb sweep switchtx NAME`, `pisadb reproduce switchtx`): sets of
-//! simulated racks run in parallel, written as CSV and SVG, and a report that puts our ratios
-//! beside the paper's headline figures.
+//! SwitchTx's experiments as data (`pisadb sweep switchtx NAME`, `pisadb reproduce
+//! switchtx`): lists of simulated racks that the harness's runner runs under N seeds and
+//! writes as CSV, SVG and a report whose claims table puts our ratios beside the paper's
+//! headline figures ([`claims`]).
 //!
 //! - `fig10`: YCSB-T at θ 0.8 and 0.99: throughput, P50/P99 latency and lock time of every
 //!   variant (FaSST and the cumulative ablation +GaS, +Tree-GaS, +Reorder, +MPL).
@@ -27,14 +28,13 @@
 //! seeded simulation, so the thread count changes only the wall time. `quick` runs 8 threads
 //! per server and shorter windows; the full runs use the paper's 24.
 
-use crate::rack::{run, run_with, RackConfig, RackFigures, ABLATION, EVENTS_MAX};
+use crate::rack::{RackConfig, ABLATION};
 use crate::server::Workload;
-use pisadb_harness::{ExperimentName, ExperimentOptions};
-use pisadb_report::{run_all, write_csv, write_svg, Panel, Series, Unit};
+use pisadb_harness::experiment::{Chart, Claim, Column, Experiment, Measure, Point};
+use pisadb_harness::{ExperimentName, ExperimentOptions, Reproduction};
+use pisadb_report::Unit;
 use pisadb_sim::{Crash, Faults, Target};
-use std::collections::BTreeSet;
-use std::fmt::Write as _;
-use std::path::Path;
+use serde_json::Value;
 
 /// The experiments, as `pisadb sweep switchtx NAME` names them.
 pub const EXPERIMENTS: &[ExperimentName] = &[
@@ -78,23 +78,6 @@ pub const EXPERIMENTS: &[ExperimentName] = &[
 /// What `reproduce --quick` runs (the full reproduction runs every experiment, in order).
 pub const QUICK: [&str; 4] = ["fig10", "fig10cd", "fig11", "fig13"];
 
-/// One simulated point.
-#[derive(Clone, Debug)]
-struct Point {
-    /// The panel group (θ, rack shape, …).
-    panel: String,
-    /// The line.
-    series: String,
-    /// The variant run.
-    variant: &'static str,
-    /// The x value.
-    x: f64,
-    /// The rack.
-    cfg: RackConfig,
-    /// What goes wrong in it, if anything.
-    faults: Option<Faults>,
-}
-
 /// What a chart shows of each point.
 #[derive(Clone, Copy, Debug)]
 enum Metric {
@@ -105,13 +88,15 @@ enum Metric {
 }
 
 impl Metric {
-    fn value(self, f: &RackFigures) -> f64 {
-        match self {
-            Metric::Throughput => f.mtps * 1e6,
-            Metric::P50 => f.p50_us * 1e-6,
-            Metric::P99 => f.p99_us * 1e-6,
-            Metric::Lock => f.lock_us_mean * 1e-6,
-        }
+    /// Its chart: the figure, scaled to the axis's unit.
+    fn chart(self) -> Chart {
+        let (key, scale) = match self {
+            Metric::Throughput => ("mtps", 1e6),
+            Metric::P50 => ("p50_us", 1e-6),
+            Metric::P99 => ("p99_us", 1e-6),
+            Metric::Lock => ("lock_us_mean", 1e-6),
+        };
+        Chart::figure(key, scale, self.label(), self.unit())
     }
     fn label(self) -> &'static str {
         match self {
@@ -129,36 +114,29 @@ impl Metric {
     }
 }
 
-/// An experiment's points and charts.
-struct Plan {
-    name: &'static str,
-    title: String,
-    x_label: &'static str,
-    x_unit: Unit,
-    metrics: Vec<Metric>,
-    points: Vec<Point>,
-}
-
-/// The paper's YCSB-T setup; `quick` runs 8 threads per server and a shorter window.
-pub fn base(options: &ExperimentOptions) -> RackConfig {
-    RackConfig {
+/// The paper's YCSB-T setup from the preset's settings `base`; `quick` runs 8 threads per
+/// server and a shorter window.
+pub fn base(base: &Value, options: &ExperimentOptions) -> Result<RackConfig, String> {
+    let cfg = crate::system::rack_config(base)?;
+    Ok(RackConfig {
         threads: if options.quick { 8 } else { 24 },
         warmup_us: if options.quick { 200 } else { 500 },
         measure_us: if options.quick { 500 } else { 2_000 },
         seed: options.seed,
-        ..RackConfig::default()
-    }
+        ..cfg
+    })
 }
 
 fn with_theta(cfg: &RackConfig, theta: f64) -> RackConfig {
     RackConfig { workload: Workload { theta, ..cfg.workload.clone() }, ..cfg.clone() }
 }
 
-fn plan(name: &str, options: &ExperimentOptions) -> Result<Plan, String> {
-    let base = base(options);
+/// Experiment `name` as data, from the preset's settings `base`.
+pub fn experiment(name: &str, base: &Value, options: &ExperimentOptions) -> Result<Experiment, String> {
+    let base = self::base(base, options)?;
     let mut points = Vec::new();
     let mut add = |panel: &str, series: &str, variant: &'static str, x: f64, cfg: RackConfig| {
-        points.push(Point { panel: panel.into(), series: series.into(), variant, x, cfg, faults: None });
+        points.push(Point::new(panel, variant, x, settings(&cfg, None)).series(series));
     };
     let all = |x: f64| ABLATION.iter().map(move |&v| (v, x));
     let (title, x_label, x_unit, metrics) = match name {
@@ -319,14 +297,7 @@ fn plan(name: &str, options: &ExperimentOptions) -> Result<Plan, String> {
             let panel = "YCSB-T θ 0.8, server 2 down";
             let mut with = |series: &str, x: u64, lease_us: u64| {
                 let cfg = RackConfig { lease_us, ..cfg.clone() };
-                points.push(Point {
-                    panel: panel.into(),
-                    series: series.into(),
-                    variant: "switchtx",
-                    x: x as f64,
-                    cfg,
-                    faults: Some(faults.clone()),
-                });
+                points.push(Point::new(panel, "switchtx", x as f64, settings(&cfg, Some(&faults))).series(series));
             };
             for &lease in leases {
                 with("promotion", lease, lease);
@@ -362,307 +333,174 @@ fn plan(name: &str, options: &ExperimentOptions) -> Result<Plan, String> {
         }
     };
     let name = EXPERIMENTS.iter().find(|e| e.name == name).map_or("", |e| e.name);
-    Ok(Plan { name, title, x_label, x_unit, metrics, points })
+    let mut e = Experiment::new("switchtx", name, title, x_label, x_unit);
+    e.points = points;
+    e.charts = metrics.into_iter().map(Metric::chart).collect();
+    e.chart_columns = 2;
+    e.columns = columns();
+    e.claims = claims(name);
+    Ok(e)
 }
 
-/// Runs every point of `plan` on `threads` threads; results in the plan's order.
-fn run_plan(plan: &Plan, threads: usize) -> Result<Vec<RackFigures>, String> {
-    let describe = |p: &Point| format!("{} {} x={}", p.panel, p.series, p.x);
-    run_all(&plan.points, threads, plan.name, describe, |p| {
-        let f = match &p.faults {
-            None => run(p.variant, &p.cfg),
-            Some(faults) => run_with(p.variant, &p.cfg, Some(faults.clone()), EVENTS_MAX).map(|(f, _)| f),
-        };
-        f.map_err(|e| format!("{} {} {} x={}: {e}", plan.name, p.panel, p.series, p.x))
-    })
-    .into_iter()
-    .collect()
+/// A point's settings: the rack and, if it has one, its fault plan.
+fn settings(cfg: &RackConfig, faults: Option<&Faults>) -> Value {
+    let mut v = serde_json::to_value(cfg).unwrap_or(Value::Null);
+    if let (Value::Object(map), Some(f)) = (&mut v, faults) {
+        map.insert("faults".into(), serde_json::to_value(f).unwrap_or(Value::Null));
+    }
+    v
 }
 
-const HEADER: [&str; 20] = [
-    "experiment",
-    "panel",
-    "series",
-    "variant",
-    "x",
-    "threads",
-    "theta",
-    "mpl",
-    "multi_rack",
-    "mtps",
-    "p50_us",
-    "p99_us",
-    "lock_us_mean",
-    "aborts",
-    "commits",
-    "timeouts",
-    "mpl_mean",
-    "checked_commits",
-    "events",
-    "trace_hash",
-];
+/// The CSV columns of every experiment.
+fn columns() -> Vec<Column> {
+    let mut c = vec![
+        Column::setting("threads"),
+        Column::Setting { header: "theta", key: "workload.theta" },
+        Column::setting("mpl"),
+        Column::setting("multi_rack"),
+        Column::fixed("mtps", 4),
+    ];
+    c.extend(["p50_us", "p99_us", "lock_us_mean"].map(|k| Column::fixed(k, 2)));
+    c.extend(["aborts", "commits", "timeouts"].map(Column::figure));
+    c.push(Column::fixed("mpl_mean", 2));
+    c.extend(["checked_commits", "events"].map(Column::figure));
+    c.push(Column::Text { header: "trace_hash", key: "trace_hash" });
+    c
+}
 
-/// Writes `<out>/switchtx-<experiment>.csv` and `.svg`.
-fn write_outputs(plan: &Plan, results: &[RackFigures], out: &Path) -> Result<(), String> {
-    std::fs::create_dir_all(out).map_err(|e| e.to_string())?;
-    let rows: Vec<Vec<String>> = plan
-        .points
-        .iter()
-        .zip(results)
-        .map(|(p, f)| {
-            vec![
-                plan.name.to_string(),
-                p.panel.clone(),
-                p.series.clone(),
-                p.variant.to_string(),
-                p.x.to_string(),
-                p.cfg.threads.to_string(),
-                p.cfg.workload.theta.to_string(),
-                p.cfg.mpl.to_string(),
-                p.cfg.multi_rack.to_string(),
-                format!("{:.4}", f.mtps),
-                format!("{:.2}", f.p50_us),
-                format!("{:.2}", f.p99_us),
-                format!("{:.2}", f.lock_us_mean),
-                f.aborts.to_string(),
-                f.commits.to_string(),
-                f.timeouts.to_string(),
-                format!("{:.2}", f.mpl_mean),
-                f.checked_commits.to_string(),
-                f.events.to_string(),
-                f.trace_hash.clone(),
-            ]
-        })
-        .collect();
-    write_csv(&out.join(format!("switchtx-{}.csv", plan.name)), &HEADER, &rows).map_err(|e| e.to_string())?;
-    let mut panels: Vec<Panel> = Vec::new();
-    for &metric in &plan.metrics {
-        for (p, f) in plan.points.iter().zip(results) {
-            let title = format!("{}: {}", p.panel, metric.label());
-            let k = match panels.iter().position(|q| q.title == title) {
-                Some(k) => k,
-                None => {
-                    panels.push(Panel {
-                        title,
-                        x_label: plan.x_label.into(),
-                        x_unit: plan.x_unit,
-                        y_label: metric.label().into(),
-                        y_unit: metric.unit(),
-                        series: Vec::new(),
-                    });
-                    panels.len() - 1
-                }
-            };
-            let y = metric.value(f);
-            match panels[k].series.iter_mut().find(|s| s.name == p.series) {
-                Some(s) => s.points.push((p.x, y)),
-                None => panels[k].series.push(Series::new(p.series.clone(), vec![(p.x, y)])),
+/// The paper's claims an experiment checks (§5.2, §5.3.1).
+fn claims(name: &str) -> Vec<Claim> {
+    let mut claims = Vec::new();
+    let mtps = |panel: &str, a: &str, b: &str, x: f64| Measure::ratio(panel, a, b, x, "mtps");
+    match name {
+        "fig10" => {
+            let y = "YCSB-T";
+            for (theta, gas, mpl, eris_fasst, eris_switchtx) in
+                [(0.8, 1.63, 1.05, 0.377, 0.211), (0.99, 1.48, 1.134, 0.55, 0.303)]
+            {
+                let source = "Fig. 10a/b, §5.2";
+                let c = |words: String, paper: f64, ours: Measure| Claim::ratio(words, source, paper, ours);
+                claims.extend([
+                    c(
+                        format!("θ {theta}: SwitchTx up to 1.81× FaSST's throughput"),
+                        1.81,
+                        mtps(y, "switchtx", "fasst", theta),
+                    ),
+                    c(format!("θ {theta}: +GaS {gas}× FaSST's throughput"), gas, mtps(y, "gas", "fasst", theta)),
+                    c(format!("θ {theta}: +Tree-GaS +2.1%..7.8% over +GaS"), 1.078, mtps(y, "tree-gas", "gas", theta)),
+                    c(
+                        format!("θ {theta}: +Reorder up to +7.2% over +Tree-GaS"),
+                        1.072,
+                        mtps(y, "reorder", "tree-gas", theta),
+                    ),
+                    c(
+                        format!("θ {theta}: +MPL {:+.1}% over +Reorder", (mpl - 1.0) * 100.0),
+                        mpl,
+                        mtps(y, "switchtx", "reorder", theta),
+                    ),
+                    c(
+                        format!("θ {theta}: in-switch GaS cuts P50 latency by up to 40.4% (+Tree-GaS over FaSST)"),
+                        0.596,
+                        Measure::ratio(y, "tree-gas", "fasst", theta, "p50_us"),
+                    ),
+                    c(
+                        format!("θ {theta}: Eris at {:.1}% of FaSST's throughput (40 threads)", eris_fasst * 100.0),
+                        eris_fasst,
+                        mtps(y, "eris", "fasst", theta),
+                    ),
+                    c(
+                        format!("θ {theta}: Eris at {:.1}% of SwitchTx's throughput", eris_switchtx * 100.0),
+                        eris_switchtx,
+                        mtps(y, "eris", "switchtx", theta),
+                    ),
+                ]);
+            }
+            claims.push(Claim::ratio(
+                "θ 0.8: lock time −41.5% with +GaS",
+                "Fig. 10b, §5.2",
+                0.585,
+                Measure::ratio(y, "gas", "fasst", 0.8, "lock_us_mean"),
+            ));
+        }
+        "fig10cd" => {
+            let t = "TPC-C";
+            for (w, contention, gas, mpl) in [(24.0, "low", 1.54, 1.048), (4.0, "high", 1.35, 1.286)] {
+                let source = "Fig. 10c/d, §5.2";
+                let c = |words: String, paper: f64, ours: Measure| Claim::ratio(words, source, paper, ours);
+                claims.extend([
+                    c(
+                        format!("TPC-C {w} wh/server ({contention} contention): SwitchTx up to 1.87× FaSST"),
+                        1.87,
+                        mtps(t, "switchtx", "fasst", w),
+                    ),
+                    c(format!("TPC-C {w} wh/server: +GaS {gas}× FaSST"), gas, mtps(t, "gas", "fasst", w)),
+                    c(
+                        format!("TPC-C {w} wh/server: +Tree-GaS +2.1%..7.8% over +GaS"),
+                        1.078,
+                        mtps(t, "tree-gas", "gas", w),
+                    ),
+                    c(format!("TPC-C {w} wh/server: +Reorder up to +7.2%"), 1.072, mtps(t, "reorder", "tree-gas", w)),
+                    c(
+                        format!("TPC-C {w} wh/server: +MPL {:+.1}%", (mpl - 1.0) * 100.0),
+                        mpl,
+                        mtps(t, "switchtx", "reorder", w),
+                    ),
+                    c(
+                        format!("TPC-C {w} wh/server: in-switch GaS cuts P50 by up to 21.6%"),
+                        0.784,
+                        Measure::ratio(t, "tree-gas", "fasst", w, "p50_us"),
+                    ),
+                ]);
             }
         }
-    }
-    write_svg(&out.join(format!("switchtx-{}.svg", plan.name)), &plan.title, panels.len().min(2), &panels)
-        .map_err(|e| e.to_string())
-}
-
-fn find<'a>(plan: &Plan, r: &'a [RackFigures], series: &str, x: f64) -> Option<&'a RackFigures> {
-    plan.points.iter().position(|p| p.series == series && (p.x - x).abs() < 1e-9).map(|i| &r[i])
-}
-
-/// A table of every point of `plan`.
-fn table(plan: &Plan, r: &[RackFigures]) -> String {
-    let mut s = format!(
-        "| {} | {} | Mtxn/s | P50 µs | P99 µs | lock µs | aborts | MPL |\n|---|---|---|---|---|---|---|---|\n",
-        plan.x_label, "line"
-    );
-    // Name the panel too when there are several (fig11, fig14 share series names across them).
-    let panels: BTreeSet<&str> = plan.points.iter().map(|p| p.panel.as_str()).collect();
-    for (p, f) in plan.points.iter().zip(r) {
-        let line = if panels.len() > 1 { format!("{}: {}", p.panel, p.series) } else { p.series.clone() };
-        let _ = writeln!(
-            s,
-            "| {} | {} | {:.3} | {:.1} | {:.1} | {:.1} | {} | {:.1} |",
-            p.x, line, f.mtps, f.p50_us, f.p99_us, f.lock_us_mean, f.aborts, f.mpl_mean
-        );
-    }
-    s
-}
-
-/// Our ratios beside the paper's headline figures (fig10).
-fn fig10_claims(plan: &Plan, r: &[RackFigures]) -> String {
-    let mut s = String::from("| paper (§5.2) | ours | note |\n|---|---|---|\n");
-    let get = |v: &str, theta: f64| find(plan, r, v, theta);
-    for theta in [0.8, 0.99] {
-        if let (Some(e), Some(f), Some(x)) = (get("eris", theta), get("fasst", theta), get("switchtx", theta)) {
-            let _ = writeln!(
-                s,
-                "| θ {theta}: Eris at 37.7% (0.8) / 55.0% (0.99) of FaSST, 21.1% / 30.3% of SwitchTx | {:.1}% of FaSST, {:.1}% of SwitchTx | Eris on 40 threads, the others on all |",
-                e.mtps / f.mtps * 100.0,
-                e.mtps / x.mtps * 100.0
-            );
+        "fig11" => {
+            for (panel, cut) in [("several switches (S0 + ToRs)", 0.484), ("one switch (one rack)", 0.452)] {
+                claims.push(Claim::ratio(
+                    format!("{panel}: in-switch GaS cuts P99 by up to {:.1}% (ours at 8 servers)", cut * 100.0),
+                    "Fig. 11, §5.3.1",
+                    1.0 - cut,
+                    Measure::ratio(panel, "in-switch", "in-server (FaSST)", 8.0, "p99_us"),
+                ));
+            }
         }
-        let (Some(f), Some(g), Some(t), Some(o), Some(x)) = (
-            get("fasst", theta),
-            get("gas", theta),
-            get("tree-gas", theta),
-            get("reorder", theta),
-            get("switchtx", theta),
-        ) else {
-            continue;
-        };
-        let _ = writeln!(
-            s,
-            "| θ {theta}: SwitchTx up to 1.81× FaSST's throughput | {:.2}× | all four techniques |",
-            x.mtps / f.mtps
-        );
-        let _ = writeln!(
-            s,
-            "| θ {theta}: +GaS 1.63× (0.8) / 1.48× (0.99) FaSST | {:.2}× | S0 alone coordinates |",
-            g.mtps / f.mtps
-        );
-        let _ =
-            writeln!(s, "| θ {theta}: +Tree-GaS +2.1%..7.8% over +GaS | {:+.1}% | |", (t.mtps / g.mtps - 1.0) * 100.0);
-        let _ = writeln!(
-            s,
-            "| θ {theta}: +Reorder up to +7.2% | {:+.1}% | strict-priority ports and servers sorting their receive batches |",
-            (o.mtps / t.mtps - 1.0) * 100.0
-        );
-        let _ = writeln!(
-            s,
-            "| θ {theta}: +MPL +5.0% (0.8) / +13.4% (0.99) | {:+.1}% | Listing 1, epochs of 100 µs |",
-            (x.mtps / o.mtps - 1.0) * 100.0
-        );
-        let _ = writeln!(
-            s,
-            "| θ {theta}: in-switch GaS cuts P50 latency by up to 40.4% | {:+.1}% (+Tree-GaS vs FaSST) | |",
-            (t.p50_us / f.p50_us - 1.0) * 100.0
-        );
-        let _ = writeln!(
-            s,
-            "| θ {theta}: lock time −41.5% with +GaS (θ 0.8) | {:+.1}% | |",
-            (g.lock_us_mean / f.lock_us_mean - 1.0) * 100.0
-        );
+        _ => {}
     }
-    s
+    claims
 }
 
-/// One of our figures at a warehouse count.
-type Figure<'a> = Box<dyn Fn(f64) -> Option<f64> + 'a>;
-
-/// Our TPC-C ratios beside the paper's (fig10cd): 24 (low) and 4 (high contention)
-/// warehouses per server.
-fn fig10cd_claims(plan: &Plan, r: &[RackFigures]) -> String {
-    let mut s = String::from("| paper (§5.2, TPC-C) | ours 24 wh/server | ours 4 wh/server |\n|---|---|---|\n");
-    let get = |v: &str, w: f64| find(plan, r, v, w);
-    let ratio = |a: &str, b: &str, w: f64| Some(get(a, w)?.mtps / get(b, w)?.mtps);
-    let cell = |x: Option<f64>, pct: bool| match (x, pct) {
-        (Some(x), true) => format!("{:+.1}%", (x - 1.0) * 100.0),
-        (Some(x), false) => format!("{x:.2}×"),
-        (None, _) => "—".into(),
-    };
-    let p50 = |w: f64| Some(get("tree-gas", w)?.p50_us / get("fasst", w)?.p50_us);
-    let rows: [(&str, Figure<'_>, bool); 6] = [
-        ("SwitchTx up to 1.87× FaSST", Box::new(|w| ratio("switchtx", "fasst", w)), false),
-        ("+GaS 1.54× (low) / 1.35× (high) FaSST", Box::new(|w| ratio("gas", "fasst", w)), false),
-        ("+Tree-GaS +2.1%..7.8% over +GaS", Box::new(|w| ratio("tree-gas", "gas", w)), true),
-        ("+Reorder up to +7.2%", Box::new(|w| ratio("reorder", "tree-gas", w)), true),
-        ("+MPL +4.8% (low) / +28.6% (high)", Box::new(|w| ratio("switchtx", "reorder", w)), true),
-        ("in-switch GaS cuts P50 by up to 21.6%", Box::new(p50), true),
-    ];
-    for (claim, f, pct) in rows {
-        let _ = writeln!(s, "| {claim} | {} | {} |", cell(f(24.0), pct), cell(f(4.0), pct));
+/// What `pisadb reproduce switchtx` runs and says.
+pub fn reproduction(base: &Value, options: &ExperimentOptions) -> Reproduction {
+    let threads = self::base(base, options).map_or(0, |b| b.threads);
+    let measure_us = self::base(base, options).map_or(0, |b| b.measure_us);
+    Reproduction {
+        title: "SwitchTx on PisaDB: reproduction report".into(),
+        intro: format!(
+            "Seed {}, {} mode ({threads} threads per server, {measure_us} µs window). Figures are simulated, not \
+             fitted; see systems/switchtx/RESULTS.md for how the model differs from the testbed.",
+            options.seed,
+            if options.quick { "quick" } else { "full" },
+        ),
+        experiments: if options.quick { QUICK.to_vec() } else { EXPERIMENTS.iter().map(|e| e.name).collect() },
+        notes: String::new(),
     }
-    s
-}
-
-/// Fig. 11's claim (§5.3.1): in-switch GaS cuts P99 by up to 48.4% with several switches and
-/// 45.2% with one; ours is the largest cut over 2..8 servers in each panel, and P50's beside it.
-fn fig11_claims(plan: &Plan, r: &[RackFigures]) -> String {
-    let mut s = String::from(
-        "| paper (§5.3.1) | ours: largest P99 cut (servers) | ours: largest P50 cut (servers) |\n|---|---|---|\n",
-    );
-    for (panel, claim) in [
-        ("several switches (S0 + ToRs)", "P99 −48.4% with several switches"),
-        ("one switch (one rack)", "P99 −45.2% with one switch"),
-    ] {
-        let get = |series: &str, x: f64| {
-            plan.points.iter().zip(r).find(|(p, _)| p.panel == panel && p.series == series && p.x == x).map(|(_, f)| f)
-        };
-        let best = |metric: fn(&RackFigures) -> f64| {
-            (2..=8u8)
-                .filter_map(|n| {
-                    let (a, b) = (get("in-server (FaSST)", f64::from(n))?, get("in-switch", f64::from(n))?);
-                    Some((1.0 - metric(b) / metric(a), n))
-                })
-                .max_by(|x, y| x.0.total_cmp(&y.0))
-                .map_or("—".to_string(), |(cut, n)| format!("{:.1}% ({n})", cut * 100.0))
-        };
-        let _ = writeln!(s, "| {claim} | {} | {} |", best(|f| f.p99_us), best(|f| f.p50_us));
-    }
-    s
-}
-
-/// Runs `experiment`, writes its files and returns a summary.
-pub fn sweep(experiment: &str, options: &ExperimentOptions) -> Result<String, String> {
-    let plan = plan(experiment, options)?;
-    let results = run_plan(&plan, options.threads)?;
-    write_outputs(&plan, &results, &options.out)?;
-    let mut s = format!("{}\n\n{}", plan.title, table(&plan, &results));
-    if plan.name == "fig10" {
-        s.push('\n');
-        s.push_str(&fig10_claims(&plan, &results));
-    }
-    if plan.name == "fig10cd" {
-        s.push('\n');
-        s.push_str(&fig10cd_claims(&plan, &results));
-    }
-    if plan.name == "fig11" {
-        s.push('\n');
-        s.push_str(&fig11_claims(&plan, &results));
-    }
-    let _ = writeln!(s, "\nwrote {}", options.out.join(format!("switchtx-{}.{{csv,svg}}", plan.name)).display());
-    Ok(s)
-}
-
-/// Runs every experiment, writes the files and `switchtx.md`.
-pub fn reproduce(options: &ExperimentOptions) -> Result<String, String> {
-    let names: Vec<&str> = if options.quick { QUICK.to_vec() } else { EXPERIMENTS.iter().map(|e| e.name).collect() };
-    let mut report = format!(
-        "# SwitchTx on PisaDB: reproduction report\n\nSeed {}, {} mode ({} threads per server, {} µs window). \
-         Figures are simulated, not fitted; see systems/switchtx/RESULTS.md for how the model differs from the testbed.\n",
-        options.seed,
-        if options.quick { "quick" } else { "full" },
-        base(options).threads,
-        base(options).measure_us
-    );
-    for name in &names {
-        let plan = plan(name, options)?;
-        let results = run_plan(&plan, options.threads)?;
-        write_outputs(&plan, &results, &options.out)?;
-        let _ = write!(report, "\n## {}\n\n{}", plan.title, table(&plan, &results));
-        if *name == "fig10" {
-            let _ = write!(report, "\n{}", fig10_claims(&plan, &results));
-        }
-        if *name == "fig10cd" {
-            let _ = write!(report, "\n{}", fig10cd_claims(&plan, &results));
-        }
-        if *name == "fig11" {
-            let _ = write!(report, "\n{}", fig11_claims(&plan, &results));
-        }
-    }
-    let path = options.out.join("switchtx.md");
-    std::fs::write(&path, &report).map_err(|e| e.to_string())?;
-    Ok(format!("{report}\nwrote {}", path.display()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pisadb_harness::System;
 
     #[test]
     fn every_listed_experiment_has_a_plan_and_every_reproduced_one_is_listed() {
-        let options = ExperimentOptions { quick: true, seed: 1, threads: 1, out: "/nonexistent".into() };
+        let options = ExperimentOptions::new(true, 1, "/nonexistent");
+        let defaults = crate::system::SYSTEM.default_settings();
         for e in EXPERIMENTS {
-            assert!(plan(e.name, &options).is_ok(), "{}", e.name);
+            let experiment = experiment(e.name, &defaults, &options).unwrap();
+            for claim in &experiment.claims {
+                let Measure::Ratio { panel, series, over, x, .. } = &claim.ours else { panic!("ratios only") };
+                assert!(experiment.find(panel, series, *x).is_some(), "{}: {claim:?}", e.name);
+                assert!(experiment.find(panel, over, *x).is_some(), "{}: {claim:?}", e.name);
+            }
         }
         for name in QUICK {
             assert!(EXPERIMENTS.iter().any(|e| e.name == name), "{name} is not listed");

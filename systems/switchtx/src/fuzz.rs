@@ -124,6 +124,7 @@ impl FuzzCase {
             buffer_kb: [16, 4_096][rng.random_range(0..2)],
             durable: false,
             lease_us: 0,
+            costs: crate::costs::COSTS,
         };
         let heal_at_ns: Nanos = config.measure_us * 1_000 * 3 / 4;
         let loss = if rng.random_bool(0.7) { rng.random_range(0.001..0.05) } else { 0.0 };

@@ -12,7 +12,12 @@
 //! - [`tree`]: the racks, each transaction's coordination tree and its switch entries.
 //! - [`config`]: which server is primary and backup of each shard, leases, promotion.
 //! - [`admission`]: Listing 1's adaptive MPL.
-//! - [`server`]: the server host (store, backup, client and participant threads).
+//! - [`costs`]: the CPU time a server charges, measured, as settings of a run.
+//! - [`server`]: the server host, a hub of pieces (client lanes, participant, store and
+//!   locks, resolutions, the configuration manager, Eris's shards).
+//! - [`workload`]: YCSB-T and TPC-C, and each thread's draws.
+//! - [`keys`]: how a key names its shard.
+//! - [`ledger`]: committed reads and installed writes, for the end-of-run checks.
 //! - [`rack`]: the four-switch testbed on the simulator, its figures and end-of-run checks.
 //! - [`real`]: real mode: servers and switches as processes on loopback (`pisadb cluster`).
 //! - [`system`]: the harness's view (variants, settings, one point, fault-injection cases).
@@ -22,8 +27,12 @@
 
 pub mod admission;
 pub mod config;
+pub mod costs;
 pub mod experiments;
 pub mod fuzz;
+pub mod keys;
+pub mod ledger;
+pub mod presets;
 pub mod program;
 pub mod rack;
 pub mod real;
@@ -32,5 +41,6 @@ pub mod system;
 pub mod tree;
 pub mod wal;
 pub mod wire;
+pub mod workload;
 
 pub use system::SYSTEM;

@@ -242,11 +242,11 @@ impl Program for GatherScatter {
     }
 
     fn kind(&self) -> Kind {
-        Kind::SwitchTx
+        crate::wire::KIND
     }
 
     fn admit(&self, frame: &Frame, payload: &[u8]) -> Result<Packet, Reject> {
-        if frame.kind != Kind::SwitchTx {
+        if frame.kind != crate::wire::KIND {
             return Err(Reject::rule("not_switchtx", format!("{:?}", frame.kind)));
         }
         let msg = Message::decode(payload).map_err(|e| Reject::rule(e.reason(), e.to_string()))?;
@@ -361,7 +361,7 @@ mod tests {
         }
 
         fn run(&mut self, c: &Control) -> (PassDecision, Control) {
-            let frame = Frame { kind: Kind::SwitchTx, src: 0, dst: 1 };
+            let frame = Frame { kind: crate::wire::KIND, src: 0, dst: 1 };
             let mut p = self.program.admit(&frame, c.as_bytes()).unwrap();
             let mut ctx = PassContext::with_tables(&mut self.registers, &self.tables, &mut self.gid);
             let d = self.program.execute_pass(&mut ctx, &mut p);
@@ -437,7 +437,7 @@ mod tests {
             Sequenced { header: h, keys: vec![(1, true)] }
         };
         let mut run = |q: Sequenced| {
-            let frame = Frame { kind: Kind::SwitchTx, src: 0, dst: 1 };
+            let frame = Frame { kind: crate::wire::KIND, src: 0, dst: 1 };
             let mut bytes = Vec::new();
             q.encode(&mut bytes);
             let mut p = sw.program.admit(&frame, &bytes).unwrap();
@@ -453,7 +453,7 @@ mod tests {
         let (_, h) = run(txn((1 << 7) | (1 << 8)));
         assert_eq!((h.seq[7].get(), h.seq[8].get()), (2, 1), "one counter per shard");
         let mut plain = Bench::new(GatherScatter::new(1, false, Some(3)));
-        let frame = Frame { kind: Kind::SwitchTx, src: 0, dst: 1 };
+        let frame = Frame { kind: crate::wire::KIND, src: 0, dst: 1 };
         let mut bytes = Vec::new();
         txn(1).encode(&mut bytes);
         let mut p = plain.program.admit(&frame, &bytes).unwrap();

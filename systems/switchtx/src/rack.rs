@@ -34,6 +34,7 @@
 //! saw commit; every shard's backup equals its primary; no lock is left held.
 
 use crate::config::ShardMap;
+pub use crate::ledger::Ledger;
 use crate::program::GatherScatter;
 use crate::server::{AbortReason, Costs, Mpl, Server, ServerConfig, ServerEvent, Workload, COSTS};
 use crate::tree::{Coordination, Layout};
@@ -85,6 +86,10 @@ pub struct RackConfig {
     /// `durable`.
     #[serde(default)]
     pub lease_us: u64,
+    /// The CPU time a server charges ([`Costs`]; each field defaults to the measured figure,
+    /// and the measured ones are left out when the settings are written).
+    #[serde(default, skip_serializing_if = "Costs::is_measured")]
+    pub costs: Costs,
 }
 
 impl Default for RackConfig {
@@ -103,6 +108,7 @@ impl Default for RackConfig {
             buffer_kb: 4_096,
             durable: false,
             lease_us: 0,
+            costs: COSTS,
         }
     }
 }
@@ -226,64 +232,6 @@ impl Observer<Server, Switch<GatherScatter>> for RackObserver {
     }
 }
 
-/// What the end-of-run checks need from the servers' events: every committed transaction's
-/// reads (by its client) and every write a primary installed. The simulator's observer keeps
-/// one; in real mode each server process keeps its own and the cluster merges them.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Ledger {
-    /// txn → (key, version read) of every key, as its client saw it commit.
-    pub reads: BTreeMap<u64, Vec<(u64, u64)>>,
-    /// Read-only transactions committed.
-    pub read_only: BTreeSet<u64>,
-    /// txn → writes as installed: (key, overwritten version).
-    pub installed: BTreeMap<u64, Vec<(u64, u64)>>,
-}
-
-impl Ledger {
-    /// Takes what the checks need from `event`; refuses a transaction committed twice.
-    pub fn record(&mut self, event: &ServerEvent) -> Result<(), String> {
-        match event {
-            ServerEvent::Committed { txn, reads, read_only, .. } => {
-                if *read_only {
-                    self.read_only.insert(*txn);
-                }
-                if self.reads.insert(*txn, reads.clone()).is_some() {
-                    return Err(format!("transaction {txn:#x} committed twice"));
-                }
-            }
-            ServerEvent::Installed(txn, key, overwritten) => add_install(&mut self.installed, *txn, *key, *overwritten),
-            _ => {}
-        }
-        Ok(())
-    }
-
-    /// Adds another server's ledger; refuses a transaction committed on both.
-    pub fn merge(&mut self, other: Ledger) -> Result<(), String> {
-        for (txn, reads) in other.reads {
-            if self.reads.insert(txn, reads).is_some() {
-                return Err(format!("transaction {txn:#x} committed twice"));
-            }
-        }
-        self.read_only.extend(other.read_only);
-        for (txn, writes) in other.installed {
-            for (key, overwritten) in writes {
-                add_install(&mut self.installed, txn, key, overwritten);
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Notes that `txn` installed `key` over `overwritten`, once: a write can be installed twice,
-/// by a primary that then failed and by its promoted backup when it finds the transaction
-/// committed ([`crate::config`]).
-fn add_install(installed: &mut BTreeMap<u64, Vec<(u64, u64)>>, txn: u64, key: u64, overwritten: u64) {
-    let writes = installed.entry(txn).or_default();
-    if writes.iter().all(|w| w.0 != key) {
-        writes.push((key, overwritten));
-    }
-}
-
 /// A server's stores after a drain, as the checks compare them: its primary shard's written
 /// records and its backup (of the previous server's shard), each key → (value, version), and
 /// the keys of its primary still locked.
@@ -308,7 +256,7 @@ impl ShardImage {
                 .map(|(&k, r)| (k, (r.value, r.version)))
                 .collect(),
             backup: server.backup().iter().filter(|(_, v)| v.1 != 0).map(|(&k, &v)| (k, v)).collect(),
-            locked: server.primary().iter().filter_map(|(&k, r)| r.lock.map(|l| (k, l))).collect(),
+            locked: server.locked(),
         }
     }
 }
@@ -416,7 +364,7 @@ pub fn build(variant: &str, cfg: &RackConfig) -> Result<RackWorld, String> {
     let v = variant_of(variant)?;
     let layout = layout_of(cfg);
     let configs: Vec<ServerConfig> =
-        (0..layout.servers()).map(|id| server_config(id, &v, cfg, &layout, COSTS)).collect();
+        (0..layout.servers()).map(|id| server_config(id, &v, cfg, &layout, cfg.costs)).collect();
     for c in &configs {
         c.check()?;
     }
@@ -462,7 +410,7 @@ pub fn run_world(
     let mut world = build(variant, cfg)?;
     if let Some(f) = faults {
         let (v, layout) = (variant_of(variant)?, layout_of(cfg));
-        let servers = (0..layout.servers()).map(|id| server_config(id, &v, cfg, &layout, COSTS)).collect();
+        let servers = (0..layout.servers()).map(|id| server_config(id, &v, cfg, &layout, cfg.costs)).collect();
         world.inject(f, Box::new(SwitchRestarts { variant: v, layout, servers }));
     }
     world.run(cfg.warmup_us * 1_000, cfg.measure_us * 1_000, max_events).map_err(|e| e.to_string())?;

@@ -55,6 +55,7 @@ use crate::rack::{
 use crate::server::{AbortReason, Server, ServerConfig, ServerEvent, COSTS};
 use crate::wal::{ledger_of, WalRecord};
 use pisadb_core::Nanos;
+use pisadb_harness::real::RealFlag;
 use pisadb_runtime::host_proc::open_log;
 use pisadb_runtime::host_proc::{self, HostRun};
 use pisadb_runtime::supervisor::{free_ports, ConfigLaunch, Crash};
@@ -428,6 +429,47 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult, RuntimeError>
         crashes,
         failure,
     })
+}
+
+/// SwitchTx's real mode in the system contract ([`pisadb_harness::real`]).
+pub struct Real;
+
+/// SwitchTx's [`Real`], for the binary's table of real modes.
+pub static REAL: Real = Real;
+
+impl pisadb_harness::real::RealMode for Real {
+    fn name(&self) -> &'static str {
+        SYSTEM
+    }
+
+    fn flags(&self) -> &'static [RealFlag] {
+        &[
+            RealFlag::Loss,
+            RealFlag::DelayUs,
+            RealFlag::JitterUs,
+            RealFlag::KillNode,
+            RealFlag::KillSwitch,
+            RealFlag::Down,
+            RealFlag::Set,
+        ]
+    }
+
+    fn serve_switch(
+        &self,
+        config: &Path,
+        id: u16,
+        _recover_from: &[PathBuf],
+        _epoch: u16,
+        report: Option<&Path>,
+    ) -> Result<(), String> {
+        let cfg = RealConfig::load(config).map_err(|e| e.to_string())?;
+        serve_switch(&cfg, id, report).map(drop).map_err(|e| e.to_string())
+    }
+
+    fn serve_host(&self, config: &Path, id: u16, data_dir: &Path) -> Result<(), String> {
+        let cfg = RealConfig::load(config).map_err(|e| e.to_string())?;
+        serve_host(&cfg, id, data_dir).map(drop).map_err(|e| e.to_string())
+    }
 }
 
 #[cfg(test)]

@@ -1,11 +1,16 @@
 //! SwitchTx as the harness sees it: name, variants, settings, one point.
 //!
 //! The settings are [`RackConfig`] as JSON (`--set threads=8`, `--set workload.theta=0.99`,
-//! …); a point builds the rack of [`crate::rack`] for the variant, runs warm-up, window and
+//! …) and an optional fault plan, `faults` (null by default; the failover experiment's points
+//! carry one); a point builds the rack of [`crate::rack`] for the variant, runs warm-up, window and
 //! drain, checks the run and prints throughput, latency, lock time and aborts.
 
-use crate::rack::{run, variant_of, RackConfig};
-use pisadb_harness::{ExperimentName, ExperimentOptions, FuzzCaseFn, HarnessError, PointReport, System, Variant};
+use crate::rack::{run_with, variant_of, RackConfig, EVENTS_MAX};
+use pisadb_harness::{
+    Experiment, ExperimentName, ExperimentOptions, FuzzCaseFn, HarnessError, PointReport, Preset, Reproduction, System,
+    Variant,
+};
+use pisadb_sim::Faults;
 use serde_json::Value;
 
 /// The system, for the registry.
@@ -35,6 +40,24 @@ fn run_error(why: impl Into<String>) -> HarnessError {
     HarnessError::Run { system: "switchtx".into(), why: why.into() }
 }
 
+/// The rack of `settings`, without the optional `faults` (a fault plan is not part of the
+/// rack: the failover experiment's points carry one).
+pub fn rack_config(settings: &Value) -> Result<RackConfig, String> {
+    let mut settings = settings.clone();
+    if let Value::Object(map) = &mut settings {
+        map.remove("faults");
+    }
+    serde_json::from_value(settings).map_err(|e| e.to_string())
+}
+
+/// The fault plan of `settings`, if it has one (`faults`, null by default).
+fn faults_of(settings: &Value) -> Result<Option<Faults>, String> {
+    match settings.get("faults") {
+        None | Some(Value::Null) => Ok(None),
+        Some(f) => serde_json::from_value(f.clone()).map(Some).map_err(|e| format!("faults: {e}")),
+    }
+}
+
 impl System for SwitchTx {
     fn name(&self) -> &'static str {
         "switchtx"
@@ -53,14 +76,19 @@ impl System for SwitchTx {
     }
 
     fn default_settings(&self) -> Value {
-        serde_json::to_value(RackConfig::default()).unwrap_or(Value::Null)
+        let mut settings = serde_json::to_value(RackConfig::default()).unwrap_or(Value::Null);
+        if let Value::Object(map) = &mut settings {
+            map.insert("faults".into(), Value::Null);
+        }
+        settings
     }
 
     fn run_point(&self, variant: &str, settings: &Value) -> Result<PointReport, HarnessError> {
         self.variant(variant)?;
         variant_of(variant).map_err(run_error)?;
-        let cfg: RackConfig = serde_json::from_value(settings.clone()).map_err(|e| run_error(e.to_string()))?;
-        let f = run(variant, &cfg).map_err(run_error)?;
+        let cfg = rack_config(settings).map_err(run_error)?;
+        let faults = faults_of(settings).map_err(run_error)?;
+        let (f, _) = run_with(variant, &cfg, faults, EVENTS_MAX).map_err(run_error)?;
         let row = vec![
             ("variant".to_string(), variant.to_string()),
             ("threads".to_string(), cfg.threads.to_string()),
@@ -91,11 +119,15 @@ impl System for SwitchTx {
         crate::experiments::EXPERIMENTS
     }
 
-    fn sweep(&self, experiment: &str, options: &ExperimentOptions) -> Result<String, HarnessError> {
-        crate::experiments::sweep(experiment, options).map_err(run_error)
+    fn experiment(&self, name: &str, base: &Value, options: &ExperimentOptions) -> Result<Experiment, String> {
+        crate::experiments::experiment(name, base, options)
     }
 
-    fn reproduce(&self, options: &ExperimentOptions) -> Result<String, HarnessError> {
-        crate::experiments::reproduce(options).map_err(run_error)
+    fn reproduction(&self, options: &ExperimentOptions) -> Reproduction {
+        crate::experiments::reproduction(&self.default_settings(), options)
+    }
+
+    fn presets(&self) -> Vec<Preset> {
+        crate::presets::presets()
     }
 }

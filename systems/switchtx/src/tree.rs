@@ -92,7 +92,7 @@ impl Participants {
     pub fn scatter(&self, msg: MsgType) -> u8 {
         match msg {
             MsgType::LockOk | MsgType::VersionCopyOk => self.rp,
-            // With no backup left for the shards written ([`crate::config`]), straight to commit
+            // With no backup left for the shards written (`ShardMap`), straight to commit
             // primary.
             MsgType::ValidateOk if self.wb == 0 => self.wp,
             MsgType::ValidateOk => self.wb,

@@ -26,12 +26,12 @@
 //! and its transaction times out and is resolved as aborted (the answers of read primaries do
 //! not decide anything).
 //!
-//! **On disk** (real mode, [`LogCodec`]): each record is `len: u32 LE, crc32(json): u32 LE,
-//! json`. A record cut short, or whose checksum fails, at the end of the file is a torn tail
-//! (a crash in the middle of a write); a bad record followed by more bytes is corruption.
+//! **On disk** (real mode, [`LogCodec`]): each record is its JSON, in one frame of the
+//! runtime's one log framing (length, CRC32C, and its rules for torn tails and corruption:
+//! `pisadb_runtime::framed_log`).
 
 use pisadb_core::Nanos;
-use pisadb_host::{DecodedLog, LogCodec};
+use pisadb_host::LogCodec;
 use serde::{Deserialize, Serialize};
 
 /// Participants as logged: (write primaries, write backups, read primaries, client).
@@ -163,7 +163,7 @@ pub enum WalRecord {
         /// Attempt.
         attempt: u32,
     },
-    /// The server adopted a new shard map ([`crate::config`]); the shards it became primary
+    /// The server adopted a new shard map (`ShardMap`); the shards it became primary
     /// of moved from its backup copy to its primary store at this point of the log.
     Adopted {
         /// The map's epoch.
@@ -179,61 +179,21 @@ pub enum WalRecord {
     },
 }
 
-/// Why a SwitchTx log cannot be read.
-#[derive(Debug)]
-pub struct BadLog {
-    /// Byte offset of the bad record.
-    pub at: usize,
-    /// What is wrong with it.
-    pub why: &'static str,
-}
-
-impl std::fmt::Display for BadLog {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "switchtx log corrupt at byte {}: {}", self.at, self.why)
-    }
-}
-
-impl std::error::Error for BadLog {}
-
 impl LogCodec for WalRecord {
-    type Error = BadLog;
-
-    fn append_to(&self, out: &mut Vec<u8>) {
-        let json = serde_json::to_vec(self).expect("a log record serializes");
-        out.extend_from_slice(&(json.len() as u32).to_le_bytes());
-        out.extend_from_slice(&crc32fast::hash(&json).to_le_bytes());
-        out.extend_from_slice(&json);
+    fn encode(&self, out: &mut Vec<u8>) {
+        serde_json::to_writer(out, self).expect("a log record serializes");
     }
 
-    fn read_log(bytes: &[u8]) -> Result<DecodedLog<Self>, BadLog> {
-        let mut records = Vec::new();
-        let mut at = 0;
-        let torn = |records, at, why| Ok(DecodedLog { records, valid_bytes: at, torn_tail: Some(why) });
-        while at < bytes.len() {
-            let Some(head) = bytes.get(at..at + 8) else { return torn(records, at, "a cut header") };
-            let len = u32::from_le_bytes(head[..4].try_into().expect("4 bytes")) as usize;
-            let crc = u32::from_le_bytes(head[4..].try_into().expect("4 bytes"));
-            let Some(body) = bytes.get(at + 8..at + 8 + len) else { return torn(records, at, "a cut record") };
-            let last = at + 8 + len == bytes.len();
-            let record =
-                (crc32fast::hash(body) == crc).then(|| serde_json::from_slice::<WalRecord>(body).ok()).flatten();
-            match record {
-                Some(r) => records.push(r),
-                None if last => return torn(records, at, "a bad checksum at the end"),
-                None => return Err(BadLog { at, why: "a bad checksum before the end" }),
-            }
-            at += 8 + len;
-        }
-        Ok(DecodedLog { records, valid_bytes: at, torn_tail: None })
+    fn decode(payload: &[u8]) -> Result<Self, String> {
+        serde_json::from_slice(payload).map_err(|e| e.to_string())
     }
 }
 
 /// The ledger (committed transactions with their reads, and installs) a server's log proves:
 /// real mode's checks read it from the log, so a server killed with `kill -9` still accounts
 /// for what it did before.
-pub fn ledger_of(log: &[WalRecord]) -> crate::rack::Ledger {
-    let mut ledger = crate::rack::Ledger::default();
+pub fn ledger_of(log: &[WalRecord]) -> crate::ledger::Ledger {
+    let mut ledger = crate::ledger::Ledger::default();
     for r in log {
         match r {
             WalRecord::Closed { txn, committed: Some(reads), read_only, .. } => {
@@ -254,6 +214,7 @@ pub fn ledger_of(log: &[WalRecord]) -> crate::rack::Ledger {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pisadb_runtime::framed_log;
 
     fn sample() -> Vec<WalRecord> {
         vec![
@@ -263,14 +224,19 @@ mod tests {
         ]
     }
 
+    fn encode_all(records: &[WalRecord]) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        records.iter().for_each(|r| framed_log::append(r, &mut bytes));
+        bytes
+    }
+
     #[test]
     fn records_read_back_and_a_torn_tail_is_cut_not_replayed() {
-        let mut bytes = Vec::new();
-        sample().iter().for_each(|r| r.append_to(&mut bytes));
-        let whole = WalRecord::read_log(&bytes).unwrap();
+        let bytes = encode_all(&sample());
+        let whole = framed_log::read::<WalRecord>(&bytes).unwrap();
         assert_eq!((whole.records, whole.valid_bytes, whole.torn_tail), (sample(), bytes.len(), None));
         for cut in 1..12 {
-            let torn = WalRecord::read_log(&bytes[..bytes.len() - cut]).unwrap();
+            let torn = framed_log::read::<WalRecord>(&bytes[..bytes.len() - cut]).unwrap();
             assert_eq!(torn.records, sample()[..2].to_vec(), "cut {cut} bytes");
             assert!(torn.torn_tail.is_some());
         }
@@ -278,9 +244,18 @@ mod tests {
 
     #[test]
     fn damage_before_the_tail_is_an_error() {
-        let mut bytes = Vec::new();
-        sample().iter().for_each(|r| r.append_to(&mut bytes));
+        let mut bytes = encode_all(&sample());
         bytes[10] ^= 0xff;
-        assert!(WalRecord::read_log(&bytes).is_err());
+        assert_eq!(framed_log::read::<WalRecord>(&bytes).unwrap_err().offset, 0);
+    }
+
+    /// The case that lost committed records before the one framing: a length field mid-log
+    /// that points past the end was taken for a torn tail, and every later record was cut.
+    #[test]
+    fn a_corrupted_length_mid_log_deletes_nothing() {
+        let mut bytes = encode_all(&sample());
+        bytes[..4].copy_from_slice(&u32::MAX.to_le_bytes());
+        let err = framed_log::read::<WalRecord>(&bytes).unwrap_err();
+        assert_eq!((err.offset, err.next_record_at), (0, encode_all(&sample()[..1]).len()));
     }
 }

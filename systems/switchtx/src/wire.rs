@@ -26,9 +26,15 @@
 //! Decoding never panics: every length, count and type is checked and an error names the
 //! field (`DecodeError::reason` is the counter name).
 
-use pisadb_wire::{DecodeError, Frame, Kind, FRAME_BYTES};
+use num_enum::TryFromPrimitive;
+use pisadb_wire::{bool_field, enum_field, exact_len, DecodeError, Frame, Kind, FRAME_BYTES};
 use zerocopy::network_endian::{U16, U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
+
+/// The frame kind of every datagram this system sends: A SwitchTx coordination or data message (servers and the gather-and-scatter switches).
+pub const KIND: Kind = Kind::new(7);
+/// Every frame kind this system declares (the binary's registry checks that no two systems collide).
+pub const KINDS: &[Kind] = &[KIND];
 
 /// Switches a control message has an entry for (switch ids `0..MAX_SWITCHES`).
 pub const MAX_SWITCHES: usize = 8;
@@ -49,7 +55,7 @@ pub const FLAG_RETRY: u8 = 2;
 const FLAGS_KNOWN: u8 = FLAG_DOWN | FLAG_RETRY;
 
 /// A switch's role for one transaction.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, TryFromPrimitive)]
 #[repr(u8)]
 pub enum Role {
     /// Not on the transaction's tree: forward.
@@ -61,7 +67,7 @@ pub enum Role {
 }
 
 /// The message types: control (`0..16`) and data (`16..`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, TryFromPrimitive)]
 #[repr(u8)]
 pub enum MsgType {
     /// The client (re)claims its slot: install the tag, clear flag and counter.
@@ -98,38 +104,18 @@ pub enum MsgType {
     /// Eris baseline: a shard executed its part (`coord` names the shard; items: what it
     /// read).
     ErisReply = 23,
-    /// A server asks the configuration manager for a lease ([`crate::config`]): `attempt`
+    /// A server asks the configuration manager for a lease (`ShardMap`): `attempt`
     /// the epoch of its map, `txn` when it asked (its clock, echoed in the grant).
     Lease = 24,
     /// The manager's answer: `attempt` its map's epoch, `txn` the echoed asking time, `wp` 1
     /// if the lease is granted (the server is in the map), items the map
-    /// ([`crate::config::ShardMap::to_items`]).
+    /// (`ShardMap::to_items`).
     Grant = 25,
 }
 
 impl MsgType {
     fn from_u8(byte: u8) -> Result<Self, DecodeError> {
-        Ok(match byte {
-            1 => MsgType::Init,
-            2 => MsgType::LockOk,
-            3 => MsgType::ValidateOk,
-            4 => MsgType::ReplicateOk,
-            5 => MsgType::CommitOk,
-            6 => MsgType::Fail,
-            7 => MsgType::VersionCopyOk,
-            8 => MsgType::ErisTxn,
-            16 => MsgType::Read,
-            17 => MsgType::ReadReply,
-            18 => MsgType::Prepare,
-            19 => MsgType::Query,
-            20 => MsgType::QueryReply,
-            21 => MsgType::Resolve,
-            22 => MsgType::ResolveAck,
-            23 => MsgType::ErisReply,
-            24 => MsgType::Lease,
-            25 => MsgType::Grant,
-            other => return Err(DecodeError::BadField { field: "msg_type", value: u64::from(other) }),
-        })
+        enum_field("msg_type", byte)
     }
 
     /// Whether a message whose first byte is `byte` is a control message.
@@ -163,11 +149,7 @@ impl SwitchEntry {
 
     /// The role (an unknown byte reads as [`Role::None`]; decoding rejects it anyway).
     pub fn role(&self) -> Role {
-        match self.role {
-            1 => Role::Leaf,
-            2 => Role::Root,
-            _ => Role::None,
-        }
+        Role::try_from_primitive(self.role).unwrap_or(Role::None)
     }
 }
 
@@ -230,12 +212,7 @@ impl Control {
 
     /// Reads a control payload; rejects wrong lengths, data types, unknown flags and roles.
     pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
-        if bytes.len() < CONTROL_BYTES {
-            return Err(DecodeError::TooShort { need: CONTROL_BYTES, got: bytes.len() });
-        }
-        if bytes.len() > CONTROL_BYTES {
-            return Err(DecodeError::TrailingBytes { extra: bytes.len() - CONTROL_BYTES });
-        }
+        exact_len(bytes.len(), CONTROL_BYTES)?;
         let c = Control::read_from_bytes(bytes).map_err(|_| DecodeError::TooShort { need: CONTROL_BYTES, got: 0 })?;
         let msg = MsgType::from_u8(c.msg)?;
         if !msg.is_control() || msg == MsgType::ErisTxn {
@@ -250,8 +227,8 @@ impl Control {
         if c.class > 2 {
             return Err(DecodeError::BadField { field: "class", value: u64::from(c.class) });
         }
-        if let Some(e) = c.entries.iter().find(|e| e.role > 2) {
-            return Err(DecodeError::BadField { field: "role", value: u64::from(e.role) });
+        for e in &c.entries {
+            enum_field::<Role>("role", e.role)?;
         }
         Ok(c)
     }
@@ -259,7 +236,7 @@ impl Control {
     /// The datagram `src -> dst` carrying it.
     pub fn datagram(&self, src: u16, dst: u16) -> Vec<u8> {
         let mut bytes = Vec::with_capacity(FRAME_BYTES + CONTROL_BYTES);
-        Frame { kind: Kind::SwitchTx, src, dst }.encode(&mut bytes);
+        Frame { kind: KIND, src, dst }.encode(&mut bytes);
         bytes.extend_from_slice(self.as_bytes());
         bytes
     }
@@ -297,7 +274,7 @@ pub struct Data {
     pub thread: u8,
     /// `FLAG_RETRY` or 0.
     pub flags: u8,
-    /// Prepare: how the transaction is coordinated (a [`crate::tree::Coordination`] byte).
+    /// Prepare: how the transaction is coordinated (a `Coordination` byte).
     pub coord: u8,
     /// Prepare: servers that are write primaries (bit per server).
     pub wp: u8,
@@ -312,10 +289,40 @@ pub struct Data {
     pub writes: u8,
 }
 
+/// A data message's header as it is on the wire.
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+struct RawData {
+    msg: u8,
+    slot: U16,
+    tag: U16,
+    attempt: U32,
+    txn: U64,
+    client: u8,
+    thread: u8,
+    flags: u8,
+    coord: u8,
+    wp: u8,
+    wb: u8,
+    rp: u8,
+    writes: u8,
+    count: u8,
+}
+
+/// One item as it is on the wire.
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+struct RawItem {
+    key: U64,
+    value: U64,
+    version: U64,
+    locked: u8,
+}
+
 /// Bytes of a data message's header.
-pub const DATA_HEADER_BYTES: usize = 26;
+pub const DATA_HEADER_BYTES: usize = std::mem::size_of::<RawData>();
 /// Bytes of one item.
-pub const ITEM_BYTES: usize = 25;
+pub const ITEM_BYTES: usize = std::mem::size_of::<RawItem>();
 
 impl Data {
     /// A data message of type `msg` with no items.
@@ -346,94 +353,85 @@ impl Data {
     /// Appends the payload. More than [`MAX_ITEMS`] items is a bug of the caller.
     pub fn encode(&self, out: &mut Vec<u8>) {
         debug_assert!(self.items.len() <= MAX_ITEMS);
-        out.push(self.msg as u8);
-        out.extend_from_slice(&self.slot.to_be_bytes());
-        out.extend_from_slice(&self.tag.to_be_bytes());
-        out.extend_from_slice(&self.attempt.to_be_bytes());
-        out.extend_from_slice(&self.txn.to_be_bytes());
-        out.extend_from_slice(&[self.client, self.thread, self.flags, self.coord, self.wp, self.wb, self.rp]);
-        out.push(self.writes);
-        out.push(u8::try_from(self.items.len()).unwrap_or(u8::MAX));
+        let header = RawData {
+            msg: self.msg as u8,
+            slot: U16::new(self.slot),
+            tag: U16::new(self.tag),
+            attempt: U32::new(self.attempt),
+            txn: U64::new(self.txn),
+            client: self.client,
+            thread: self.thread,
+            flags: self.flags,
+            coord: self.coord,
+            wp: self.wp,
+            wb: self.wb,
+            rp: self.rp,
+            writes: self.writes,
+            count: u8::try_from(self.items.len()).unwrap_or(u8::MAX),
+        };
+        out.extend_from_slice(header.as_bytes());
         for item in &self.items {
-            out.extend_from_slice(&item.key.to_be_bytes());
-            out.extend_from_slice(&item.value.to_be_bytes());
-            out.extend_from_slice(&item.version.to_be_bytes());
-            out.push(u8::from(item.locked));
+            let raw = RawItem {
+                key: U64::new(item.key),
+                value: U64::new(item.value),
+                version: U64::new(item.version),
+                locked: u8::from(item.locked),
+            };
+            out.extend_from_slice(raw.as_bytes());
         }
     }
 
     /// The datagram `src -> dst` carrying it.
     pub fn datagram(&self, src: u16, dst: u16) -> Vec<u8> {
         let mut bytes = Vec::with_capacity(FRAME_BYTES + self.payload_bytes());
-        Frame { kind: Kind::SwitchTx, src, dst }.encode(&mut bytes);
+        Frame { kind: KIND, src, dst }.encode(&mut bytes);
         self.encode(&mut bytes);
         bytes
     }
 
     /// Reads a data payload; rejects control types, bad counts, flags and lengths.
     pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
-        if bytes.len() < DATA_HEADER_BYTES {
-            return Err(DecodeError::TooShort { need: DATA_HEADER_BYTES, got: bytes.len() });
-        }
-        let msg = MsgType::from_u8(bytes[0])?;
+        let (h, rest) = RawData::ref_from_prefix(bytes)
+            .map_err(|_| DecodeError::TooShort { need: DATA_HEADER_BYTES, got: bytes.len() })?;
+        let msg = MsgType::from_u8(h.msg)?;
         if msg.is_control() {
-            return Err(DecodeError::BadField { field: "data_type", value: u64::from(bytes[0]) });
+            return Err(DecodeError::BadField { field: "data_type", value: u64::from(h.msg) });
         }
-        let u16_at = |at: usize| u16::from_be_bytes([bytes[at], bytes[at + 1]]);
-        let u32_at = |at: usize| u32::from_be_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
-        let u64_at = |at: usize| {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(&bytes[at..at + 8]);
-            u64::from_be_bytes(w)
-        };
-        let flags = bytes[19];
-        if flags & !FLAG_RETRY != 0 {
-            return Err(DecodeError::BadField { field: "flags", value: u64::from(flags) });
+        if h.flags & !FLAG_RETRY != 0 {
+            return Err(DecodeError::BadField { field: "flags", value: u64::from(h.flags) });
         }
-        let count = usize::from(bytes[25]);
+        let count = usize::from(h.count);
         if count > MAX_ITEMS {
             return Err(DecodeError::BadCount { count, max: MAX_ITEMS });
         }
-        let writes = bytes[24];
-        if usize::from(writes) > count {
-            return Err(DecodeError::BadField { field: "writes", value: u64::from(writes) });
+        if h.writes > h.count {
+            return Err(DecodeError::BadField { field: "writes", value: u64::from(h.writes) });
         }
         let need = DATA_HEADER_BYTES + ITEM_BYTES * count;
-        if bytes.len() < need {
-            return Err(DecodeError::TooShort { need, got: bytes.len() });
-        }
-        if bytes.len() > need {
-            return Err(DecodeError::TrailingBytes { extra: bytes.len() - need });
-        }
-        let items = (0..count)
-            .map(|i| {
-                let at = DATA_HEADER_BYTES + ITEM_BYTES * i;
-                match bytes[at + 24] {
-                    0 | 1 => Ok(Item {
-                        key: u64_at(at),
-                        value: u64_at(at + 8),
-                        version: u64_at(at + 16),
-                        locked: bytes[at + 24] == 1,
-                    }),
-                    other => Err(DecodeError::BadField { field: "locked", value: u64::from(other) }),
-                }
+        exact_len(bytes.len(), need)?;
+        let raws = <[RawItem]>::ref_from_bytes(rest).map_err(|_| DecodeError::TooShort { need, got: bytes.len() })?;
+        let items = raws
+            .iter()
+            .map(|raw| {
+                let locked = bool_field("locked", raw.locked)?;
+                Ok(Item { key: raw.key.get(), value: raw.value.get(), version: raw.version.get(), locked })
             })
-            .collect::<Result<Vec<_>, _>>()?;
+            .collect::<Result<Vec<_>, DecodeError>>()?;
         Ok(Data {
             msg,
-            slot: u16_at(1),
-            tag: u16_at(3),
-            attempt: u32_at(5),
-            txn: u64_at(9),
-            client: bytes[17],
-            thread: bytes[18],
-            flags,
-            coord: bytes[20],
-            wp: bytes[21],
-            wb: bytes[22],
-            rp: bytes[23],
+            slot: h.slot.get(),
+            tag: h.tag.get(),
+            attempt: h.attempt.get(),
+            txn: h.txn.get(),
+            client: h.client,
+            thread: h.thread,
+            flags: h.flags,
+            coord: h.coord,
+            wp: h.wp,
+            wb: h.wb,
+            rp: h.rp,
             items,
-            writes,
+            writes: h.writes,
         })
     }
 }
@@ -474,6 +472,14 @@ pub struct SequencedHeader {
 /// Bytes of the sequencer header after the frame.
 pub const SEQUENCED_BYTES: usize = std::mem::size_of::<SequencedHeader>();
 
+/// One key of an Eris transaction as it is on the wire: the key, and 1 if it is written.
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+struct RawKey {
+    key: U64,
+    written: u8,
+}
+
 /// An Eris one-shot transaction: the header and its keys (key, written).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Sequenced {
@@ -488,9 +494,8 @@ impl Sequenced {
     pub fn encode(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(self.header.as_bytes());
         out.push(u8::try_from(self.keys.len()).unwrap_or(u8::MAX));
-        for &(k, w) in &self.keys {
-            out.extend_from_slice(&k.to_be_bytes());
-            out.push(u8::from(w));
+        for &(key, written) in &self.keys {
+            out.extend_from_slice(RawKey { key: U64::new(key), written: u8::from(written) }.as_bytes());
         }
     }
 
@@ -502,7 +507,7 @@ impl Sequenced {
     /// The datagram `src -> dst` carrying it.
     pub fn datagram(&self, src: u16, dst: u16) -> Vec<u8> {
         let mut bytes = Vec::with_capacity(FRAME_BYTES + self.payload_bytes());
-        Frame { kind: Kind::SwitchTx, src, dst }.encode(&mut bytes);
+        Frame { kind: KIND, src, dst }.encode(&mut bytes);
         self.encode(&mut bytes);
         bytes
     }
@@ -525,24 +530,14 @@ impl Sequenced {
         if count > MAX_KEYS {
             return Err(DecodeError::BadCount { count, max: MAX_KEYS });
         }
-        let need = 1 + 9 * count;
-        if rest.len() < need {
-            return Err(DecodeError::TooShort { need: SEQUENCED_BYTES + need, got: bytes.len() });
-        }
-        if rest.len() > need {
-            return Err(DecodeError::TrailingBytes { extra: rest.len() - need });
-        }
-        let keys = (0..count)
-            .map(|i| {
-                let at = 1 + 9 * i;
-                let mut w = [0u8; 8];
-                w.copy_from_slice(&rest[at..at + 8]);
-                match rest[at + 8] {
-                    0 | 1 => Ok((u64::from_be_bytes(w), rest[at + 8] == 1)),
-                    other => Err(DecodeError::BadField { field: "written", value: u64::from(other) }),
-                }
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let need = SEQUENCED_BYTES + 1 + std::mem::size_of::<RawKey>() * count;
+        exact_len(bytes.len(), need)?;
+        let raws =
+            <[RawKey]>::ref_from_bytes(&rest[1..]).map_err(|_| DecodeError::TooShort { need, got: bytes.len() })?;
+        let keys = raws
+            .iter()
+            .map(|raw| Ok((raw.key.get(), bool_field("written", raw.written)?)))
+            .collect::<Result<Vec<_>, DecodeError>>()?;
         Ok(Sequenced { header, keys })
     }
 }
@@ -575,7 +570,7 @@ impl Message {
     /// Reads a whole datagram: a `SwitchTx` frame and its message.
     pub fn open(bytes: &[u8]) -> Result<(Frame, Message), DecodeError> {
         let (frame, payload) = Frame::decode(bytes)?;
-        if frame.kind != Kind::SwitchTx {
+        if frame.kind != KIND {
             return Err(DecodeError::WrongKind(frame.kind));
         }
         Ok((frame, Message::decode(payload)?))

@@ -40,3 +40,17 @@ fn a_run_whose_attempts_time_out_is_pinned() {
         "{f:?}"
     );
 }
+
+#[test]
+fn the_eris_baseline_is_pinned() {
+    // The same small run under the Eris baseline (a sequencer switch, one-shot transactions,
+    // its own server host): pinned when Eris's executor became a host type of its own, with
+    // the figures the flag-driven server gave.
+    let cfg = RackConfig { threads: 2, warmup_us: 50, measure_us: 200, ..RackConfig::default() };
+    let f = run("eris", &cfg).unwrap();
+    assert_eq!(
+        (f.trace_hash.as_str(), f.commits, f.aborts, f.checked_commits),
+        ("87f0a723e23c26de", 321, 0, 418),
+        "{f:?}"
+    );
+}

@@ -54,7 +54,7 @@
 //!
 //! **Cache refresh** (§IV-D, setting `refresh_epoch_us`): the controller drives
 //! [`crate::refresh::Refresher`] from one timer ([`ControllerTimer::Refresh`]) and from the
-//! replies it gets: control replies (`Kind::Control`) from the switches, which it addresses by
+//! replies it gets: control replies (`Kind::CONTROL`) from the switches, which it addresses by
 //! id hop by hop (`pisadb_wire::control::switch_address`: every switch, not only the core it
 //! hangs off), and the storage nodes' `HandedOff`, `TookBack` and `Misses` messages. Any client
 //! message wakes a refresh loop that went to sleep after an epoch without requests.
@@ -69,6 +69,7 @@ use crate::recovery::{LogRecord, Outcome, TxnLog};
 use crate::refresh::Refresher;
 use crate::wire::{Message, OpType, Rejections, Status, LEASE_CLIENT};
 use pisadb_core::Nanos;
+use pisadb_engine::twopc::{Round, Tally};
 use pisadb_host::{Host, HostOutbox, Route, Send};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -154,11 +155,20 @@ struct Coordination {
     /// Aborted: the first abort (a switch's or a node's; its status goes to the client, for
     /// its figures).
     abort: Option<Message>,
+    /// The vote round (the engine's two-phase-commit tally): a share's first answer out of
+    /// `Preparing` is its vote, yes (voted, or already committed) or no (aborted).
+    votes: Round,
 }
 
 impl Coordination {
+    /// Every share voted yes and none aborted since: the commit is decided.
     fn all_yes(&self) -> bool {
-        self.parts.values().all(|(_, p)| matches!(p, Part::Voted(_) | Part::Committed(_)))
+        self.abort.is_none() && self.votes.state() == Tally::AllYes
+    }
+
+    /// Counts `node`'s vote (`yes` or not) once; a later answer from it is no vote.
+    fn vote(&mut self, node: u16, yes: bool) {
+        let _ = self.votes.answer(node, yes);
     }
 
     fn all_final(&self) -> bool {
@@ -258,7 +268,7 @@ impl Controller {
         }
     }
 
-    /// A control reply (`Kind::Control`) for the refresh.
+    /// A control reply (`Kind::CONTROL`) for the refresh.
     fn control_reply(&mut self, now: Nanos, bytes: &[u8], out: &mut HostOutbox<Self>) {
         let decoded = pisadb_wire::Frame::decode(bytes).map_err(|e| e.reason()).and_then(|(frame, payload)| {
             Ok((frame, pisadb_wire::control::ControlMessage::decode(payload).map_err(|e| e.reason())?))
@@ -512,7 +522,8 @@ impl Controller {
                 for (&node, (share, _)) in &parts {
                     self.send(share.clone(), status, node, out);
                 }
-                self.waiting.insert(msg.ts, Coordination { client: src, msg, parts, abort: None });
+                let votes = Round::new(parts.len());
+                self.waiting.insert(msg.ts, Coordination { client: src, msg, parts, abort: None, votes });
             }
             Status::Voted | Status::Committed | Status::Aborted | Status::SwitchAborted => {
                 let node = self.hierarchy.node_of(msg.ops[0].key as u64);
@@ -528,6 +539,7 @@ impl Controller {
                 match (msg.status, &*part) {
                     (Status::Voted, Part::Preparing) => {
                         *part = Part::Voted(msg);
+                        c.vote(node, true);
                         if c.abort.is_some() {
                             self.send(share, Status::Aborted, node, out);
                         } else if c.all_yes() {
@@ -541,6 +553,7 @@ impl Controller {
                     // other shares commit too once they have voted.
                     (Status::Committed, Part::Preparing) => {
                         *part = Part::Committed(msg);
+                        c.vote(node, true);
                         if c.all_yes() {
                             let c = c.clone();
                             self.push(&c, false, out);
@@ -548,6 +561,7 @@ impl Controller {
                     }
                     (Status::Aborted | Status::SwitchAborted, Part::Preparing | Part::Voted(_)) if !commit_decided => {
                         *part = Part::Aborted;
+                        c.vote(node, false);
                         if c.abort.is_none() {
                             c.abort = Some(msg);
                             let c = c.clone();
@@ -593,7 +607,7 @@ impl Host for Controller {
 
     fn handle_datagram(&mut self, now: Nanos, bytes: &[u8], out: &mut HostOutbox<Self>) {
         out.cpu_ns += costs::CONTROLLER_MESSAGE_NS;
-        if pisadb_wire::Frame::decode(bytes).is_ok_and(|(frame, _)| frame.kind == pisadb_wire::Kind::Control) {
+        if pisadb_wire::Frame::decode(bytes).is_ok_and(|(frame, _)| frame.kind == pisadb_wire::Kind::CONTROL) {
             return self.control_reply(now, bytes, out);
         }
         match Message::open(bytes) {

@@ -119,12 +119,15 @@ impl Hierarchy {
             return Err(format!("cache_per_switch {cache_per_switch}: accepted 0..={}", crate::program::CACHE_ENTRIES));
         }
         let mut used = [0u32; SWITCHES as usize];
-        let mut cached = BTreeMap::new();
         let capacity = u64::from(cache_per_switch) * u64::from(SWITCHES);
-        // ToRs fill unevenly (a full pod's keys find no room): walk a bounded number of ranks.
+        // Placed in rank order, into a vector, and made a map once at the end (a sorted bulk
+        // build): hundreds of thousands of map inserts were most of a run's setup. The scramble is
+        // one-to-one, so no key comes twice; ToRs fill unevenly (a full pod's keys find no room):
+        // walk a bounded number of ranks.
+        let mut placed: Vec<(u64, (u16, u16))> = Vec::new();
         let ranks = records.min(capacity.saturating_mul(4));
         for rank in 0..ranks {
-            if cached.len() as u64 >= capacity {
+            if placed.len() as u64 >= capacity {
                 break;
             }
             let key = key_of_rank(rank, records);
@@ -132,9 +135,11 @@ impl Hierarchy {
             if let Some(&switch) = levels_of(node).iter().find(|&&s| used[usize::from(s)] < cache_per_switch) {
                 let slot = used[usize::from(switch)] as u16;
                 used[usize::from(switch)] += 1;
-                cached.insert(key, (switch, slot));
+                placed.push((key, (switch, slot)));
             }
         }
+        placed.sort_unstable_by_key(|&(key, _)| key);
+        let cached: BTreeMap<u64, (u16, u16)> = placed.into_iter().collect();
         Ok(Hierarchy { records, cache_per_switch, cached })
     }
 

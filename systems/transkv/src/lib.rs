@@ -40,7 +40,8 @@
 //! - [`refresh`]: the controller's hot-key statistics, the placement they call for, the safe
 //!   eviction/insertion protocol and its recovery from controller and switch crashes.
 //! - [`system`]: the harness's view (variants, settings, one point).
-//! - [`experiments`]: Figs. 9–11 and Tables I–II, their CSVs, charts and report.
+//! - [`experiments`]: Figs. 9–11 and Tables I–II as data, with the paper's claims.
+//! - [`presets`]: `pisadb` and `paper`, every value with its provenance.
 //! - [`fuzz`]: seeded fault-injection cases and their oracles (`pisadb fuzz --system transkv`).
 
 pub mod client;
@@ -49,6 +50,7 @@ pub mod costs;
 pub mod experiments;
 pub mod fuzz;
 pub mod layout;
+pub mod presets;
 pub mod program;
 pub mod rack;
 pub mod real;

@@ -628,11 +628,11 @@ impl Program for TransKvProgram {
     }
 
     fn kind(&self) -> Kind {
-        Kind::TransKv
+        crate::wire::KIND
     }
 
     fn admit(&self, frame: &Frame, payload: &[u8]) -> Result<Packet, Reject> {
-        if frame.kind != Kind::TransKv {
+        if frame.kind != crate::wire::KIND {
             return Err(Reject::rule("not_transkv", format!("{:?}", frame.kind)));
         }
         let msg = Message::decode(payload).map_err(|e| Reject::rule(e.reason(), e.to_string()))?;
@@ -746,7 +746,7 @@ mod tests {
         }
 
         fn run(&mut self, msg: Message) -> (PassDecision, Message, u32) {
-            let frame = Frame { kind: Kind::TransKv, src: 0, dst: 1 };
+            let frame = Frame { kind: crate::wire::KIND, src: 0, dst: 1 };
             let mut bytes = Vec::new();
             msg.encode(&mut bytes);
             let mut p = self.program.admit(&frame, &bytes).unwrap();
@@ -945,7 +945,7 @@ mod tests {
     fn a_logging_switch_clones_what_it_accepts_to_the_log_then_goes_on() {
         let mut sw = Bench::new(Mode::Tso);
         sw.program = TransKvProgram::logging(Mode::Tso, 20);
-        let frame = Frame { kind: Kind::TransKv, src: 16, dst: 1 };
+        let frame = Frame { kind: crate::wire::KIND, src: 16, dst: 1 };
         let mut bytes = Vec::new();
         txn(7, Status::Request, vec![w(2, 7)]).encode(&mut bytes);
         let mut p = sw.program.admit(&frame, &bytes).unwrap();

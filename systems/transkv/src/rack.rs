@@ -748,9 +748,22 @@ pub fn rack_switch(
     id: u16,
     lease_ns: Nanos,
 ) -> Result<Switch<TransKvProgram>, String> {
+    let cached: Vec<(u64, u16)> =
+        hierarchy.cached.iter().filter(|(_, &(s, _))| s == id).map(|(&key, &(_, slot))| (key, slot)).collect();
+    filled_switch(variant, mode, &cached, lease_ns)
+}
+
+/// A switch of a run of `variant` in `mode` (claims leased for `lease_ns`), its cache filled
+/// with `cached` (key, slot).
+fn filled_switch(
+    variant: &str,
+    mode: Mode,
+    cached: &[(u64, u16)],
+    lease_ns: Nanos,
+) -> Result<Switch<TransKvProgram>, String> {
     let program = rack_program(variant, mode, lease_ns);
     let mut switch = Switch::new(SwitchProfile::tofino1(), program).map_err(|e| e.to_string())?;
-    for (&key, &(_, slot)) in hierarchy.cached.iter().filter(|(_, &(s, _))| s == id) {
+    for &(key, slot) in cached {
         fill(&mut switch, key, slot, &value_of(u128::from(key), 0), 0)?;
     }
     Ok(switch)
@@ -775,8 +788,14 @@ pub fn build_with(
         hosts.push(RackHost::Client(Box::new(client_host(index, path, cfg, &hierarchy)?)));
     }
     hosts.push(RackHost::Controller(controller(variant, cfg, &hierarchy)));
-    let mut switches = (0..SWITCHES)
-        .map(|id| rack_switch(variant, mode, &hierarchy, id, cfg.lease_ns()))
+    // Each switch's keys, in key order, from one pass over the placement.
+    let mut cached: Vec<Vec<(u64, u16)>> = vec![Vec::new(); usize::from(SWITCHES)];
+    for (&key, &(switch, slot)) in &hierarchy.cached {
+        cached[usize::from(switch)].push((key, slot));
+    }
+    let mut switches = cached
+        .iter()
+        .map(|keys| filled_switch(variant, mode, keys, cfg.lease_ns()))
         .collect::<Result<Vec<_>, String>>()?;
     prepare(&hierarchy, &mut switches)?;
     let topology = layout::topology(&LinkParams::ten_gbe());

@@ -300,12 +300,19 @@ pub struct Eviction {
     step: u8,
     w_ts: i64,
     r_ts: i64,
+    /// Polls of the pending writer so far (bounded by [`MAX_WRITER_POLLS`]).
+    polls: u32,
 }
+
+/// The most times an eviction polls a key's pending writer (one poll a [`TICK_NS`] tick: 10 s)
+/// before it fails the epoch: a writer pending that long lost its decision (its client died
+/// mid-write), and waiting on it forever would keep the controller from ever going idle.
+pub const MAX_WRITER_POLLS: u32 = 200_000;
 
 impl Eviction {
     /// The eviction of `key` from `slot`.
     pub fn new(key: u64, slot: u16) -> Self {
-        Eviction { key, slot, step: 0, w_ts: 0, r_ts: 0 }
+        Eviction { key, slot, step: 0, w_ts: 0, r_ts: 0, polls: 0 }
     }
 
     /// Given the reply to the last operation (`None` at the start), what to do next.
@@ -321,7 +328,16 @@ impl Eviction {
                 ok(reply)?;
                 (2, Next::Send(poll))
             }
-            2 if cell(reply)? != 0 => (2, Next::Retry(poll)),
+            2 if cell(reply)? != 0 => {
+                self.polls += 1;
+                if self.polls > MAX_WRITER_POLLS {
+                    return Err(format!(
+                        "key {}'s pending writer did not finish in {MAX_WRITER_POLLS} polls",
+                        self.key
+                    ));
+                }
+                (2, Next::Retry(poll))
+            }
             2 => (3, Next::Send(ControlOp::ReadRegister { register: W_TS, index })),
             3 => {
                 self.w_ts = cell(reply)?;
@@ -799,7 +815,17 @@ impl Refresher {
 
     /// A restored controller's first work: the recovery evictions (as an epoch's eviction
     /// phase with no insertions), ending with the placement without their keys.
+    ///
+    /// Its epochs are numbered on from `now / epoch_ns`, above every epoch the controller
+    /// started before its crash: an epoch starts at least `epoch_ns` after the one before, so
+    /// epoch `k` started at or after `k × epoch_ns` of rack time. A storage node answers a
+    /// report for an epoch at or below the last it saw with that epoch's report again (a
+    /// resent request must get the same answer), so a restored controller counting from 1
+    /// again was handed its previous life's stale miss counts for every epoch up to where it
+    /// had been: it planned moves on them epoch after epoch and never went idle (the flaky
+    /// refresh-and-kill-the-controller real-mode test).
     fn start_recovery(&mut self, now: Nanos, sends: &mut Vec<Send>) {
+        self.epoch = self.epoch.max(u32::try_from(now / self.epoch_ns).unwrap_or(u32::MAX / 2));
         self.epoch_start_ns = now;
         let recovery = std::mem::take(&mut self.recovery);
         self.figures.recovered += recovery.len() as u64;
@@ -870,7 +896,7 @@ impl Refresher {
                 self.next_id = self.next_id.wrapping_add(1).max(1);
                 let dst = switch_address(switch).expect("rack switches have addresses");
                 let mut bytes = Vec::with_capacity(pisadb_wire::FRAME_BYTES + pisadb_wire::control::CONTROL_BYTES);
-                Frame { kind: Kind::Control, src: self.address, dst }.encode(&mut bytes);
+                Frame { kind: Kind::CONTROL, src: self.address, dst }.encode(&mut bytes);
                 ControlMessage::Request { request_id: id, op }.encode(&mut bytes);
                 sends.push(Send { dst, bytes: bytes.clone() });
                 let o = Outstanding { to: Target::Switch(switch), bytes, sent_ns: now, resent: false, job };
@@ -1213,6 +1239,34 @@ mod tests {
         switch.tables().get(CACHE_TABLE, key).unwrap()
     }
 
+    /// The root cause of the flaky refresh-and-kill-the-controller real-mode test: a restored
+    /// controller numbered its epochs from 1 again, and a storage node answers a report for an
+    /// epoch at or below the last it saw with that old epoch's counts.
+    #[test]
+    fn a_restored_controller_numbers_its_epochs_above_every_epoch_before_its_crash() {
+        let epoch_ns: Nanos = 20_000_000;
+        let restart_ns = 50 * epoch_ns + 7;
+        let setup = Hierarchy::new(20_000, 8).unwrap();
+        let mut r = Refresher::restore(crate::layout::CONTROLLER, setup, &[], epoch_ns, 16);
+        let mut now = r.first_tick(restart_ns);
+        let mut reports = Vec::new();
+        for _ in 0..4 {
+            let mut sends = Vec::new();
+            let next = r.tick(now, &mut sends);
+            reports.extend(sends.iter().filter(|s| s.dst < crate::layout::NODES).filter_map(|s| {
+                let (_, payload) = Frame::decode(&s.bytes).ok()?;
+                Message::decode(payload).ok().filter(|m| m.status == Status::Report)
+            }));
+            if !reports.is_empty() {
+                break;
+            }
+            now = next.expect("a restored controller ticks");
+        }
+        assert!(!reports.is_empty(), "the first epoch after recovery asks the nodes for reports");
+        // Before the crash, at most 50 epochs can have started in 50 epoch lengths.
+        assert!(reports.iter().all(|m| m.seq > 50), "epochs {:?}", reports.iter().map(|m| m.seq).collect::<Vec<_>>());
+    }
+
     #[test]
     fn counters_give_hits_since_the_last_reading_and_misses_add_up() {
         let mut stats = HitStats::default();
@@ -1375,6 +1429,31 @@ mod tests {
         assert_eq!(retries, 3, "polled until the writer cleared");
         assert_eq!(entry(&sw[s], key), None, "deleted");
         assert_eq!(ev.floor(), Some(90), "max(W-TS 70, R-TS 90)");
+    }
+
+    #[test]
+    fn an_eviction_gives_up_on_a_writer_that_never_finishes_instead_of_polling_forever() {
+        let h = Hierarchy::new(20_000, 8).unwrap();
+        let mut sw = switches(&h);
+        let (&key, &(s, slot)) = h.cached.iter().next().unwrap();
+        let s = usize::from(s);
+        sw[s].registers_mut().write(T_TS, u32::from(slot), 70, 0).unwrap();
+        let mut ev = Eviction::new(key, slot);
+        let mut reply = None;
+        let mut polls = 0u32;
+        let err = loop {
+            match ev.next(reply) {
+                Ok(Next::Send(op)) => reply = Some(sw[s].apply_control(&op)),
+                Ok(Next::Retry(op)) => {
+                    polls += 1;
+                    reply = Some(sw[s].apply_control(&op));
+                }
+                Ok(other) => panic!("the writer never finishes, yet {other:?}"),
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(polls, MAX_WRITER_POLLS, "polled up to the bound, then failed");
+        assert!(err.contains("pending writer did not finish"), "{err}");
     }
 
     #[test]

@@ -790,35 +790,14 @@ pub fn read_version(value: &crate::wire::Value) -> u64 {
     version_of(value)
 }
 
-/// Why a storage node's log file cannot be read: a record before the tail does not decode.
-#[derive(Debug)]
-pub struct NodeLogError {
-    /// Byte offset of the bad record.
-    pub at: usize,
-    /// What is wrong with it.
-    pub why: String,
-}
-
-impl std::fmt::Display for NodeLogError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "storage node log record at byte {}: {}", self.at, self.why)
-    }
-}
-
-impl std::error::Error for NodeLogError {}
-
-/// A record on disk (real mode's write-ahead log): a tag (1 `Prepared`, 2 `Outcome`, 3
-/// `Refresh`, 4 the controller's `Copy`, 5 the controller's `Span`), the body's length (2
-/// bytes, big-endian) and the body: a message's payload, or for a `Span` its T-TS (4 bytes,
-/// big-endian) and its node count (1 byte); tag 6, the controller's `Placement` (the cache
-/// refresh), a 13-byte body: kind (0/1 `Begin` eviction/insertion, 2 `Evicted`, 3
-/// `Inserted`, 4 `Settled`), switch (2 bytes), key (8), slot (2), big-endian. Tags 4 and 5
-/// came with the controller's log, tag 6 with the refresh's: a log written before them reads
-/// as it did.
+/// A record on disk (real mode's write-ahead log, one frame of the runtime's framing, which
+/// gives its length and checksum): a tag (1 `Prepared`, 2 `Outcome`, 3 `Refresh`, 4 the
+/// controller's `Copy`, 5 the controller's `Span`, 6 the controller's `Placement`) and the body:
+/// a message's payload; for a `Span` its T-TS (4 bytes, big-endian) and its node count (1 byte);
+/// for a `Placement` (the cache refresh) 13 bytes: kind (0/1 `Begin` eviction/insertion, 2
+/// `Evicted`, 3 `Inserted`, 4 `Settled`), switch (2 bytes), key (8), slot (2), big-endian.
 impl pisadb_host::LogCodec for NodeRecord {
-    type Error = NodeLogError;
-
-    fn append_to(&self, out: &mut Vec<u8>) {
+    fn encode(&self, out: &mut Vec<u8>) {
         let (tag, msg) = match self {
             NodeRecord::Prepared(m) => (1u8, m),
             NodeRecord::Outcome(m) => (2u8, m),
@@ -826,13 +805,11 @@ impl pisadb_host::LogCodec for NodeRecord {
             NodeRecord::Controller(ControllerRecord::Copy(m)) => (4u8, m),
             NodeRecord::Controller(ControllerRecord::Span { ts, nodes }) => {
                 out.push(5);
-                out.extend_from_slice(&5u16.to_be_bytes());
                 out.extend_from_slice(&ts.to_be_bytes());
                 out.push(*nodes);
                 return;
             }
             NodeRecord::Controller(ControllerRecord::Placement(p)) => {
-                // Tag 6: kind (1 byte), switch (2), key (8), slot (2), all big-endian.
                 let (kind, switch, key, slot) = match *p {
                     PlacementRecord::Begin { switch, key, slot, insert } => (u8::from(insert), switch, key, slot),
                     PlacementRecord::Evicted { key } => (2, 0, key, 0),
@@ -840,7 +817,6 @@ impl pisadb_host::LogCodec for NodeRecord {
                     PlacementRecord::Settled => (4, 0, 0, 0),
                 };
                 out.push(6);
-                out.extend_from_slice(&13u16.to_be_bytes());
                 out.push(kind);
                 out.extend_from_slice(&switch.to_be_bytes());
                 out.extend_from_slice(&key.to_be_bytes());
@@ -849,56 +825,38 @@ impl pisadb_host::LogCodec for NodeRecord {
             }
         };
         out.push(tag);
-        let len = u16::try_from(msg.payload_bytes()).unwrap_or(u16::MAX);
-        out.extend_from_slice(&len.to_be_bytes());
         msg.encode(out);
     }
 
-    fn read_log(bytes: &[u8]) -> Result<pisadb_host::DecodedLog<Self>, NodeLogError> {
-        let mut records = Vec::new();
-        let mut at = 0;
-        let torn_tail = loop {
-            if at == bytes.len() {
-                break None;
-            }
-            if bytes.len() - at < 3 {
-                break Some("a record header cut short");
-            }
-            let len = usize::from(u16::from_be_bytes([bytes[at + 1], bytes[at + 2]]));
-            if bytes.len() - at - 3 < len {
-                break Some("a record cut short");
-            }
-            let body = &bytes[at + 3..at + 3 + len];
-            let msg = || Message::decode(body).map_err(|e| NodeLogError { at, why: e.to_string() });
-            records.push(match bytes[at] {
-                1 => NodeRecord::Prepared(msg()?),
-                2 => NodeRecord::Outcome(msg()?),
-                3 => NodeRecord::Refresh(msg()?),
-                4 => NodeRecord::Controller(ControllerRecord::Copy(msg()?)),
-                5 => match *body {
-                    [a, b, c, d, nodes] => {
-                        NodeRecord::Controller(ControllerRecord::Span { ts: u32::from_be_bytes([a, b, c, d]), nodes })
-                    }
-                    _ => return Err(NodeLogError { at, why: format!("a span record of {len} bytes, not 5") }),
-                },
-                6 if len == 13 => {
-                    let switch = u16::from_be_bytes([body[1], body[2]]);
-                    let key = u64::from_be_bytes(body[3..11].try_into().expect("8 bytes"));
-                    let slot = u16::from_be_bytes([body[11], body[12]]);
-                    NodeRecord::Controller(ControllerRecord::Placement(match body[0] {
-                        0 | 1 => PlacementRecord::Begin { switch, key, slot, insert: body[0] == 1 },
-                        2 => PlacementRecord::Evicted { key },
-                        3 => PlacementRecord::Inserted { key },
-                        4 => PlacementRecord::Settled,
-                        kind => return Err(NodeLogError { at, why: format!("a placement record of kind {kind}") }),
-                    }))
+    fn decode(payload: &[u8]) -> Result<Self, String> {
+        let (&tag, body) = payload.split_first().ok_or("an empty record")?;
+        let msg = || Message::decode(body).map_err(|e| e.to_string());
+        Ok(match tag {
+            1 => NodeRecord::Prepared(msg()?),
+            2 => NodeRecord::Outcome(msg()?),
+            3 => NodeRecord::Refresh(msg()?),
+            4 => NodeRecord::Controller(ControllerRecord::Copy(msg()?)),
+            5 => match *body {
+                [a, b, c, d, nodes] => {
+                    NodeRecord::Controller(ControllerRecord::Span { ts: u32::from_be_bytes([a, b, c, d]), nodes })
                 }
-                6 => return Err(NodeLogError { at, why: format!("a placement record of {len} bytes, not 13") }),
-                tag => return Err(NodeLogError { at, why: format!("unknown tag {tag}") }),
-            });
-            at += 3 + len;
-        };
-        Ok(pisadb_host::DecodedLog { records, valid_bytes: at, torn_tail })
+                _ => return Err(format!("a span record of {} bytes, not 5", body.len())),
+            },
+            6 if body.len() == 13 => {
+                let switch = u16::from_be_bytes([body[1], body[2]]);
+                let key = u64::from_be_bytes(body[3..11].try_into().expect("8 bytes"));
+                let slot = u16::from_be_bytes([body[11], body[12]]);
+                NodeRecord::Controller(ControllerRecord::Placement(match body[0] {
+                    0 | 1 => PlacementRecord::Begin { switch, key, slot, insert: body[0] == 1 },
+                    2 => PlacementRecord::Evicted { key },
+                    3 => PlacementRecord::Inserted { key },
+                    4 => PlacementRecord::Settled,
+                    kind => return Err(format!("a placement record of kind {kind}")),
+                }))
+            }
+            6 => return Err(format!("a placement record of {} bytes, not 13", body.len())),
+            tag => return Err(format!("unknown tag {tag}")),
+        })
     }
 }
 
@@ -1100,8 +1058,8 @@ mod tests {
         assert_eq!(send(&mut back, r(901, 5)).0[0].status, Status::Committed, "5 above its floor");
         // The log codec carries the records.
         let mut bytes = Vec::new();
-        log.iter().for_each(|r| pisadb_host::LogCodec::append_to(r, &mut bytes));
-        let decoded = <NodeRecord as pisadb_host::LogCodec>::read_log(&bytes).unwrap();
+        log.iter().for_each(|r| pisadb_runtime::framed_log::append(r, &mut bytes));
+        let decoded = pisadb_runtime::framed_log::read::<NodeRecord>(&bytes).unwrap();
         assert_eq!(decoded.records, log);
     }
 
@@ -1144,25 +1102,14 @@ mod tests {
     }
 
     #[test]
-    fn the_log_codec_reads_old_node_records_as_before_and_the_controllers_records_back() {
-        use pisadb_host::LogCodec;
+    fn the_log_codec_reads_node_records_and_the_controllers_records_back() {
+        use pisadb_runtime::framed_log;
         let m = |ts: u32, status| msg(ts, status, vec![Op::write(5, value_of(5, 3))]);
-        // A node's log as written before the controller's records existed: tag, length, payload.
-        let mut old = Vec::new();
-        for (tag, record) in [(1u8, m(8, Status::Voted)), (2, m(8, Status::Committed)), (3, m(9, Status::HandOff))] {
-            old.push(tag);
-            old.extend_from_slice(&u16::try_from(record.payload_bytes()).unwrap().to_be_bytes());
-            record.encode(&mut old);
-        }
         let node_records = vec![
             NodeRecord::Prepared(m(8, Status::Voted)),
             NodeRecord::Outcome(m(8, Status::Committed)),
             NodeRecord::Refresh(m(9, Status::HandOff)),
         ];
-        let mut now = Vec::new();
-        node_records.iter().for_each(|r| r.append_to(&mut now));
-        assert_eq!(now, old, "a node's records are written as before");
-        assert_eq!(NodeRecord::read_log(&old).unwrap().records, node_records);
         // The controller's records, between a node's, come back; a span cut short is a torn tail.
         let mut log = node_records.clone();
         log.insert(1, NodeRecord::Controller(ControllerRecord::Span { ts: 0x0102_0304, nodes: 3 }));
@@ -1177,16 +1124,16 @@ mod tests {
         }
         log.push(NodeRecord::Controller(ControllerRecord::Copy(m(12, Status::CommitLog))));
         let mut bytes = Vec::new();
-        log.iter().for_each(|r| r.append_to(&mut bytes));
-        let decoded = NodeRecord::read_log(&bytes).unwrap();
+        log.iter().for_each(|r| framed_log::append(r, &mut bytes));
+        let decoded = framed_log::read::<NodeRecord>(&bytes).unwrap();
         assert_eq!((decoded.records, decoded.torn_tail), (log.clone(), None));
         let mut torn = bytes.clone();
-        NodeRecord::Controller(ControllerRecord::Span { ts: 7, nodes: 2 }).append_to(&mut torn);
+        framed_log::append(&NodeRecord::Controller(ControllerRecord::Span { ts: 7, nodes: 2 }), &mut torn);
         torn.pop();
-        let decoded = NodeRecord::read_log(&torn).unwrap();
+        let decoded = framed_log::read::<NodeRecord>(&torn).unwrap();
         assert_eq!(
-            (decoded.records, decoded.valid_bytes, decoded.torn_tail),
-            (log, bytes.len(), Some("a record cut short"))
+            (decoded.records, decoded.valid_bytes, decoded.torn_tail.map(|t| t.bytes)),
+            (log, bytes.len(), Some(13))
         );
         // A storage node restored from a log with the controller's records skips them.
         let mut mixed = vec![NodeRecord::Controller(ControllerRecord::Copy(m(12, Status::CommitLog)))];

@@ -1,5 +1,5 @@
 //! TransKV's wire format: the paper's header (Fig. 5: T-TS, TLength, a list of (op, key))
-//! plus what a working protocol needs, behind the shared frame (`Kind::TransKv`).
+//! plus what a working protocol needs, behind the shared frame (`KIND`).
 //!
 //! ```text
 //! ts u32 | tlength u8 | status u8 | client u16 | seq u32 | tlength × (op u8 | key 16 B | value 48 B)
@@ -28,13 +28,43 @@
 //! Decoding never panics: lengths, counts, op types, flags and statuses are checked, and a
 //! rejection names its reason ([`Rejections`] counts them).
 
-use pisadb_wire::{DecodeError, Frame, Kind};
+use num_enum::TryFromPrimitive;
+use pisadb_wire::{enum_field, exact_len, DecodeError, Frame, Kind};
 use std::collections::BTreeMap;
+use zerocopy::network_endian::{U128, U16, U32};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
+
+/// The frame kind of every datagram this system sends: A TransKV transaction, reply or cache-control message (clients, switches, storage nodes
+/// and the controller).
+pub const KIND: Kind = Kind::new(8);
+/// Every frame kind this system declares (the binary's registry checks that no two systems collide).
+pub const KINDS: &[Kind] = &[KIND];
+
+/// The header as it is on the wire.
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+struct RawHeader {
+    ts: U32,
+    count: u8,
+    status: u8,
+    client: U16,
+    seq: U32,
+}
+
+/// One op as it is on the wire: op type (low nibble) and flags (high nibble), key, value.
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+struct RawOp {
+    code: u8,
+    key: U128,
+    value: Value,
+}
 
 /// Bytes of the header after the frame.
-pub const HEADER_BYTES: usize = 12;
+pub const HEADER_BYTES: usize = std::mem::size_of::<RawHeader>();
 /// Bytes of one op: op byte, 16-byte key, 48-byte value.
-pub const OP_BYTES: usize = 1 + KEY_BYTES + VALUE_BYTES;
+pub const OP_BYTES: usize = std::mem::size_of::<RawOp>();
+const _: () = assert!(HEADER_BYTES == 12 && OP_BYTES == 1 + KEY_BYTES + VALUE_BYTES);
 /// Bytes of a key.
 pub const KEY_BYTES: usize = 16;
 /// Bytes of a value (three 16-byte words).
@@ -59,7 +89,7 @@ const FLAGS_KNOWN: u8 = FLAG_DECIDED | FLAG_SERVED | FLAG_SHARE;
 pub type Value = [u8; VALUE_BYTES];
 
 /// The paper's 4-bit operation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, TryFromPrimitive)]
 #[repr(u8)]
 pub enum OpType {
     /// Read the key.
@@ -69,7 +99,7 @@ pub enum OpType {
 }
 
 /// Which step of the protocol a message is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, TryFromPrimitive)]
 #[repr(u8)]
 pub enum Status {
     /// Client → storage node: every key is cached, the switches on the path decide.
@@ -133,34 +163,6 @@ pub enum Status {
 pub const LEASE_CLIENT: u16 = u16::MAX;
 
 impl Status {
-    fn from_u8(byte: u8) -> Result<Self, DecodeError> {
-        use Status::*;
-        [
-            Request,
-            Coordinate,
-            Prepare,
-            Voted,
-            Commit,
-            Committed,
-            Aborted,
-            SwitchAborted,
-            Served,
-            Resolve,
-            Log,
-            CommitLog,
-            HandOff,
-            HandedOff,
-            TakeBack,
-            TookBack,
-            Report,
-            Misses,
-            Lease,
-        ]
-        .get(usize::from(byte))
-        .copied()
-        .ok_or(DecodeError::BadField { field: "status", value: u64::from(byte) })
-    }
-
     /// Whether the switches run TSO on the message's ops (a request on its way to storage).
     pub fn is_tso_request(self) -> bool {
         matches!(self, Status::Request | Status::Prepare)
@@ -231,22 +233,24 @@ impl Message {
     /// Appends the payload. More than [`MAX_OPS`] ops is a bug of the caller.
     pub fn encode(&self, out: &mut Vec<u8>) {
         debug_assert!(!self.ops.is_empty() && self.ops.len() <= MAX_OPS, "1..={MAX_OPS} ops");
-        out.extend_from_slice(&self.ts.to_be_bytes());
-        out.push(u8::try_from(self.ops.len()).unwrap_or(u8::MAX));
-        out.push(self.status as u8);
-        out.extend_from_slice(&self.client.to_be_bytes());
-        out.extend_from_slice(&self.seq.to_be_bytes());
+        let header = RawHeader {
+            ts: U32::new(self.ts),
+            count: u8::try_from(self.ops.len()).unwrap_or(u8::MAX),
+            status: self.status as u8,
+            client: U16::new(self.client),
+            seq: U32::new(self.seq),
+        };
+        out.extend_from_slice(header.as_bytes());
         for op in &self.ops {
-            out.push(op.op_type as u8 | op.flags);
-            out.extend_from_slice(&op.key.to_be_bytes());
-            out.extend_from_slice(&op.value);
+            let raw = RawOp { code: op.op_type as u8 | op.flags, key: U128::new(op.key), value: op.value };
+            out.extend_from_slice(raw.as_bytes());
         }
     }
 
     /// The datagram `src -> dst` carrying this message.
     pub fn datagram(&self, src: u16, dst: u16) -> Vec<u8> {
         let mut bytes = Vec::with_capacity(pisadb_wire::FRAME_BYTES + self.payload_bytes());
-        Frame { kind: Kind::TransKv, src, dst }.encode(&mut bytes);
+        Frame { kind: KIND, src, dst }.encode(&mut bytes);
         self.encode(&mut bytes);
         bytes
     }
@@ -254,50 +258,34 @@ impl Message {
     /// Reads a payload; rejects short or long input, a TLength of 0 or above [`MAX_OPS`],
     /// unknown statuses, op types and flags.
     pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
-        if bytes.len() < HEADER_BYTES {
-            return Err(DecodeError::TooShort { need: HEADER_BYTES, got: bytes.len() });
-        }
-        let ts = u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
-        let count = usize::from(bytes[4]);
+        let (h, rest) = RawHeader::ref_from_prefix(bytes)
+            .map_err(|_| DecodeError::TooShort { need: HEADER_BYTES, got: bytes.len() })?;
+        let count = usize::from(h.count);
         if count == 0 || count > MAX_OPS {
             return Err(DecodeError::BadCount { count, max: MAX_OPS });
         }
-        let status = Status::from_u8(bytes[5])?;
-        let client = u16::from_be_bytes([bytes[6], bytes[7]]);
-        let seq = u32::from_be_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
+        let status = enum_field("status", h.status)?;
         let need = HEADER_BYTES + OP_BYTES * count;
-        if bytes.len() < need {
-            return Err(DecodeError::TooShort { need, got: bytes.len() });
-        }
-        if bytes.len() > need {
-            return Err(DecodeError::TrailingBytes { extra: bytes.len() - need });
-        }
-        let ops = bytes[HEADER_BYTES..]
-            .chunks_exact(OP_BYTES)
-            .map(|chunk| {
-                let (code, flags) = (chunk[0] & 0x0f, chunk[0] & 0xf0);
-                let op_type = match code {
-                    1 => OpType::Read,
-                    2 => OpType::Write,
-                    other => return Err(DecodeError::BadField { field: "op_type", value: u64::from(other) }),
-                };
+        exact_len(bytes.len(), need)?;
+        let raws = <[RawOp]>::ref_from_bytes(rest).map_err(|_| DecodeError::TooShort { need, got: bytes.len() })?;
+        let ops = raws
+            .iter()
+            .map(|raw| {
+                let (code, flags) = (raw.code & 0x0f, raw.code & 0xf0);
+                let op_type = enum_field("op_type", code)?;
                 if flags & !FLAGS_KNOWN != 0 {
                     return Err(DecodeError::BadField { field: "op_flags", value: u64::from(flags) });
                 }
-                let mut key = [0u8; KEY_BYTES];
-                key.copy_from_slice(&chunk[1..1 + KEY_BYTES]);
-                let mut value = [0u8; VALUE_BYTES];
-                value.copy_from_slice(&chunk[1 + KEY_BYTES..]);
-                Ok(Op { op_type, flags, key: u128::from_be_bytes(key), value })
+                Ok(Op { op_type, flags, key: raw.key.get(), value: raw.value })
             })
             .collect::<Result<Vec<_>, DecodeError>>()?;
-        Ok(Message { ts, status, client, seq, ops })
+        Ok(Message { ts: h.ts.get(), status, client: h.client.get(), seq: h.seq.get(), ops })
     }
 
     /// Reads a whole datagram: a `TransKv` frame and its message.
     pub fn open(bytes: &[u8]) -> Result<(Frame, Message), DecodeError> {
         let (frame, payload) = Frame::decode(bytes)?;
-        if frame.kind != Kind::TransKv {
+        if frame.kind != KIND {
             return Err(DecodeError::WrongKind(frame.kind));
         }
         Ok((frame, Message::decode(payload)?))
@@ -362,7 +350,7 @@ mod tests {
     fn a_message_round_trips() {
         let msg = sample();
         let (frame, back) = Message::open(&msg.datagram(1, 2)).unwrap();
-        assert_eq!((frame.src, frame.dst, frame.kind), (1, 2, Kind::TransKv));
+        assert_eq!((frame.src, frame.dst, frame.kind), (1, 2, KIND));
         assert_eq!(back, msg);
         assert_eq!(msg.datagram(1, 2).len(), pisadb_wire::FRAME_BYTES + HEADER_BYTES + 2 * OP_BYTES);
     }
@@ -420,7 +408,7 @@ mod tests {
             ts in any::<u32>(), status in 0u8..18, client in any::<u16>(), seq in any::<u32>(),
             ops in proptest::collection::vec(op_strategy(), 1..=MAX_OPS),
         ) {
-            let msg = Message { ts, status: Status::from_u8(status).unwrap(), client, seq, ops };
+            let msg = Message { ts, status: Status::try_from(status).unwrap(), client, seq, ops };
             let mut bytes = Vec::new();
             msg.encode(&mut bytes);
             prop_assert_eq!(Message::decode(&bytes).unwrap(), msg);

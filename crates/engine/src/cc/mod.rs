@@ -8,7 +8,7 @@
 //! | scheme | `read` | `write` | `prepare` | who uses it |
 //! |---|---|---|---|---|
 //! | [`TwoPhaseLocking`] (NO_WAIT, WAIT_DIE) | lock, then read; may wait | buffer (lock held) | yes | P4DB's nodes and baselines |
-//! | [`Occ`] | read, remember the version | buffer | lock writes, validate reads | Gotthard's store, SwitchTx's servers |
+//! | [`Occ`] | read, remember the version | buffer | lock writes, validate reads | stores that validate at one node |
 //! | [`TimestampOrdering`] | refuse if a younger write is there | refuse if a younger read or write is there | yes | TransKV's storage nodes |
 //!
 //! ## The contract

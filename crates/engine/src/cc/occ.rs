@@ -1,8 +1,10 @@
 //! Optimistic concurrency control: read freely, validate at commit (Kung and Robinson, 1981).
 //!
-//! This is the OCC of the systems that put its coordination in the switch — SwitchTx's
-//! servers (FaSST-style: execute, lock, validate, commit) and Gotthard's store, which commits
-//! a transaction only if every value it read is still current.
+//! This is the OCC of a store that validates a whole read set at one node, as one that commits
+//! a transaction only if every value it read is still current. (A system whose validation is
+//! spread over participants, each checking its own keys after every write lock is held,
+//! takes only the [`crate::locks::LockTable`] for its write locks: validating at one
+//! participant without that ordering across participants would allow write skew.)
 //!
 //! - **Execute.** A read takes no lock: it returns the current tuple and remembers its
 //!   version (the id of the transaction that wrote it). Writes are buffered.

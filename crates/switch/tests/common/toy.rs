@@ -6,6 +6,9 @@ use pisadb_switch::registers::{AccessError, PassContext};
 use pisadb_switch::{Output, PassDecision, Program, ProgramSpec, Recirc, RegisterArraySpec, Reject, TableSpec};
 use pisadb_wire::{Frame, Kind, FRAME_BYTES};
 
+/// The toy program's frame kind, declared here as a system declares its own.
+const TOY_KIND: Kind = Kind::new(2);
+
 /// The toy's one register array: a counter in stage 3.
 pub(crate) const COUNTER: u8 = 1;
 /// The toy's one table: 32-bit keys to 32-bit values in stage 1.
@@ -74,7 +77,7 @@ impl ToyPacket {
     /// The datagram `src -> dst` carrying this packet.
     pub(crate) fn datagram(&self, src: u16, dst: u16) -> Vec<u8> {
         let mut bytes = Vec::new();
-        Frame { kind: Kind::P4dbTxn, src, dst }.encode(&mut bytes);
+        Frame { kind: TOY_KIND, src, dst }.encode(&mut bytes);
         self.encode(&mut bytes);
         bytes
     }
@@ -113,11 +116,11 @@ impl Program for Toy {
     }
 
     fn kind(&self) -> Kind {
-        Kind::P4dbTxn
+        TOY_KIND
     }
 
     fn admit(&self, frame: &Frame, payload: &[u8]) -> Result<ToyPacket, Reject> {
-        if frame.kind != Kind::P4dbTxn {
+        if frame.kind != TOY_KIND {
             return Err(Reject::rule("not_for_toy", format!("{:?}", frame.kind)));
         }
         ToyPacket::decode(payload).ok_or_else(|| Reject::rule("toy_length", format!("{} bytes", payload.len())))

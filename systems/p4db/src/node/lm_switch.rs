@@ -20,7 +20,6 @@ use crate::wire::lock::{LockEntry, LockOp, LockPacket};
 use pisadb_core::{Nanos, TupleKey};
 use pisadb_engine::id::TxnId;
 use pisadb_wire::node::LockMode;
-use pisadb_wire::Kind;
 
 impl Node {
     /// Asks the switch for the locks of `attempt`'s hot tuples, if it has any and they fit in
@@ -39,7 +38,7 @@ impl Node {
         let switch = &self.switch;
         if let Some(pkt) = switch.lock_manager.request_for(attempt.id.bits(), &hot_locks, &switch.lock_layout) {
             out.cpu_ns += self.cfg.costs.message_ns + self.cfg.costs.stack_ns;
-            self.send_switch(Kind::Lock, |b| pkt.encode(b), out);
+            self.send_switch(crate::wire::LOCK_KIND, |b| pkt.encode(b), out);
             attempt.enter(now, Phase::SwitchLocks);
             attempt.switch_locks = Some((pkt, 0));
             return true;
@@ -97,6 +96,6 @@ impl Node {
         let txn_id = TxnId::from_bits(request.txn_id).tagged().bits();
         let pkt = LockPacket { txn_id, granted: 0, entries };
         out.cpu_ns += self.cfg.costs.message_ns + self.cfg.costs.stack_ns;
-        self.send_switch(Kind::Lock, |b| pkt.encode(b), out);
+        self.send_switch(crate::wire::LOCK_KIND, |b| pkt.encode(b), out);
     }
 }

@@ -55,7 +55,7 @@ use pisadb_engine::store::Store;
 use pisadb_engine::twopc::{Decisions, Origin, Participant};
 use pisadb_engine::worker::{Backoff, Workers};
 use pisadb_host::{Host, Route, Send};
-use pisadb_layout::Layout;
+use pisadb_p4db_layout::Layout;
 use pisadb_wire::node::NodeMsg;
 use pisadb_wire::{Frame, Kind, SWITCH_ID};
 use pisadb_workload::Workload;
@@ -306,11 +306,11 @@ impl Node {
         }
         let Ok((frame, payload)) = Frame::decode(bytes) else { return Route::AnyCore };
         let txn = match frame.kind {
-            Kind::P4dbTxn => TxnPacket::decode(payload).map(|p| TxnId::from_bits(p.txn_id)).ok(),
-            Kind::Lock => LockPacket::decode(payload).map(|p| TxnId::from_bits(p.txn_id)).ok(),
-            Kind::Forward => NodeMsg::decode(payload).ok().filter(NodeMsg::is_reply).map(|m| TxnId::from_bits(m.txn())),
+            crate::wire::TXN_KIND => TxnPacket::decode(payload).map(|p| TxnId::from_bits(p.txn_id)).ok(),
+            crate::wire::LOCK_KIND => LockPacket::decode(payload).map(|p| TxnId::from_bits(p.txn_id)).ok(),
+            Kind::FORWARD => NodeMsg::decode(payload).ok().filter(NodeMsg::is_reply).map(|m| TxnId::from_bits(m.txn())),
             // A node is no controller: the datagram is rejected by whichever core takes it.
-            Kind::Control | Kind::Gotthard | Kind::NetAccel | Kind::SwitchTx | Kind::TransKv => None,
+            _ => None,
         };
         match txn {
             Some(id) if !id.is_tagged() && started_on(id, self.cfg.id) => Route::Core(id.worker()),
@@ -354,7 +354,7 @@ impl Node {
             return self.reject("not_for_this_node");
         }
         match frame.kind {
-            Kind::P4dbTxn => match TxnPacket::decode(payload) {
+            crate::wire::TXN_KIND => match TxnPacket::decode(payload) {
                 Ok(pkt) if self.accept_switch_epoch(pkt.epoch) => {
                     match self.own_worker(TxnId::from_bits(pkt.txn_id)).filter(|_| self.prototype()) {
                         Some(worker) => self.hand_off(now, worker, Handoff::Switch(pkt), out),
@@ -364,14 +364,14 @@ impl Node {
                 Ok(_) => self.reject("stale_switch_epoch"),
                 Err(e) => self.reject(e.reason()),
             },
-            Kind::Lock => match LockPacket::decode(payload) {
+            crate::wire::LOCK_KIND => match LockPacket::decode(payload) {
                 Ok(pkt) => match self.own_worker(TxnId::from_bits(pkt.txn_id)).filter(|_| self.prototype()) {
                     Some(worker) => self.hand_off(now, worker, Handoff::Lock(pkt), out),
                     None => self.on_switch_lock_reply(now, pkt, out),
                 },
                 Err(e) => self.reject(e.reason()),
             },
-            Kind::Forward => match NodeMsg::decode(payload) {
+            Kind::FORWARD => match NodeMsg::decode(payload) {
                 Ok(msg) if msg.is_reply() => match self.workers.lane_of(TxnId::from_bits(msg.txn())) {
                     Some((worker, _)) if self.prototype() => {
                         self.hand_off(now, worker, Handoff::Node { from: frame.src, msg }, out)
@@ -382,11 +382,9 @@ impl Node {
                 Ok(msg) => self.serve(now, Origin::Remote(frame.src), msg, out),
                 Err(e) => self.reject(e.reason()),
             },
-            Kind::Control => self.reject("control_message_to_a_node"),
-            Kind::Gotthard => self.reject("gotthard_message_to_a_node"),
-            Kind::NetAccel => self.reject("netaccel_message_to_a_node"),
-            Kind::SwitchTx => self.reject("switchtx_message_to_a_node"),
-            Kind::TransKv => self.reject("transkv_message_to_a_node"),
+            Kind::CONTROL => self.reject("control_message_to_a_node"),
+            // Another system's kind, or one no system declares.
+            _ => self.reject("wrong_kind"),
         }
     }
 
@@ -399,7 +397,7 @@ impl Node {
     pub(super) fn send_node(&mut self, dst: u16, msg: &NodeMsg, out: &mut Outbox) {
         out.cpu_ns += self.cfg.costs.message_ns + self.cfg.costs.stack_ns;
         let mut bytes = Vec::with_capacity(pisadb_wire::FRAME_BYTES + msg.encoded_len());
-        Frame { kind: Kind::Forward, src: self.cfg.id, dst }.encode(&mut bytes);
+        Frame { kind: Kind::FORWARD, src: self.cfg.id, dst }.encode(&mut bytes);
         msg.encode(&mut bytes);
         out.sends.push(Send { dst, bytes });
     }

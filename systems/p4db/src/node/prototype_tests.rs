@@ -45,7 +45,7 @@ fn node(engine: Engine) -> Node {
 
 fn datagram(msg: &NodeMsg) -> Vec<u8> {
     let mut bytes = Vec::new();
-    Frame { kind: Kind::Forward, src: PEER, dst: ME }.encode(&mut bytes);
+    Frame { kind: Kind::FORWARD, src: PEER, dst: ME }.encode(&mut bytes);
     msg.encode(&mut bytes);
     bytes
 }

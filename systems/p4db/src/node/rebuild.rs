@@ -56,7 +56,7 @@ use crate::programs::p4db::{Answer, P4dbEngine};
 use crate::wire::p4db::TxnPacket;
 use pisadb_core::Nanos;
 use pisadb_switch::Switch;
-use pisadb_wire::{Frame, Kind, SWITCH_ID};
+use pisadb_wire::{Frame, SWITCH_ID};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// How many holes below a failing transaction the search tries.
@@ -340,7 +340,7 @@ fn run_alone(
     packet: &TxnPacket,
 ) -> Result<TxnPacket, String> {
     let mut bytes = Vec::with_capacity(packet.encoded_len() + pisadb_wire::FRAME_BYTES);
-    Frame { kind: Kind::P4dbTxn, src: node, dst: SWITCH_ID }.encode(&mut bytes);
+    Frame { kind: crate::wire::TXN_KIND, src: node, dst: SWITCH_ID }.encode(&mut bytes);
     packet.encode(&mut bytes);
     switch.handle_datagram(*now, node, &bytes);
     let mut answer = None;
@@ -374,7 +374,7 @@ mod tests {
     use super::*;
     use crate::programs::p4db::P4dbConfig;
     use pisadb_core::{Op, OpKind, TupleKey, Txn};
-    use pisadb_layout::Layout;
+    use pisadb_p4db_layout::Layout;
     use pisadb_switch::SwitchProfile;
 
     const X: TupleKey = TupleKey::new(0, 0);
@@ -384,7 +384,7 @@ mod tests {
     fn fresh_switch() -> (Switch<P4dbEngine>, Layout) {
         let profile = SwitchProfile::tofino1();
         let cfg = P4dbConfig::for_profile(&profile);
-        let layout = pisadb_layout::random(&[X, Y], &cfg.layout_target(&profile), 7);
+        let layout = pisadb_p4db_layout::random(&[X, Y], &cfg.layout_target(&profile), 7);
         let mut switch = Switch::new(profile, P4dbEngine::new(cfg)).expect("loads");
         (0..3).for_each(|n| switch.attach(n));
         (switch, layout)

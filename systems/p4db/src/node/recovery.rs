@@ -28,7 +28,6 @@ use pisadb_engine::cc::{Concurrency, Intent, Read, Work};
 use pisadb_engine::id::TxnId;
 use pisadb_engine::store::Tuple;
 use pisadb_wire::node::{LockMode, OnConflict};
-use pisadb_wire::Kind;
 use pisadb_workload::Workload;
 use std::collections::BTreeMap;
 
@@ -200,7 +199,7 @@ impl Node {
         let Some(p) = self.recovering.get(&txn) else { return };
         let pkt = p.packet.clone();
         self.stats.switch_resends += 1;
-        self.send_switch(Kind::P4dbTxn, |b| pkt.encode(b), out);
+        self.send_switch(crate::wire::TXN_KIND, |b| pkt.encode(b), out);
         out.timers.push((now + self.cfg.switch_timeout_ns, Timer::RecoveredSwitchTxn { txn }));
     }
 }

@@ -27,7 +27,6 @@ use crate::node::wal::LogRecord;
 use crate::wire::p4db::TxnPacket;
 use pisadb_core::{Nanos, Txn};
 use pisadb_engine::id::TxnId;
-use pisadb_wire::Kind;
 
 /// The part of a transaction P4DB's switch executes.
 #[derive(Clone, Debug)]
@@ -88,7 +87,7 @@ impl Node {
             self.report_committing(worker, out);
         }
         out.cpu_ns += self.cfg.costs.message_ns + self.cfg.costs.stack_ns;
-        self.send_switch(Kind::P4dbTxn, |b| pkt.encode(b), out);
+        self.send_switch(crate::wire::TXN_KIND, |b| pkt.encode(b), out);
         out.timers.push((now + self.cfg.switch_timeout_ns, Timer::SwitchTimeout { worker, txn: id }));
     }
 
@@ -142,7 +141,7 @@ impl Node {
         let current = self.workers.current(worker, LANE).filter(waiting);
         if let Some(pkt) = current.and_then(|a| a.switch.as_ref()).map(|p| p.packet.clone()) {
             self.stats.switch_resends += 1;
-            self.send_switch(Kind::P4dbTxn, |b| pkt.encode(b), out);
+            self.send_switch(crate::wire::TXN_KIND, |b| pkt.encode(b), out);
             out.timers.push((now + self.cfg.switch_timeout_ns, Timer::SwitchTimeout { worker, txn }));
         }
     }

@@ -47,7 +47,7 @@ fn peer_txn(worker: u16, seq: u32) -> TxnId {
 
 fn from_peer(node: &mut Node, msg: &NodeMsg) -> Outbox {
     let mut bytes = Vec::new();
-    Frame { kind: Kind::Forward, src: PEER, dst: ME }.encode(&mut bytes);
+    Frame { kind: Kind::FORWARD, src: PEER, dst: ME }.encode(&mut bytes);
     msg.encode(&mut bytes);
     let mut out = Outbox::default();
     node.handle_datagram(1_000, &bytes, &mut out);
@@ -60,7 +60,7 @@ fn sent(out: &Outbox) -> Vec<(u16, NodeMsg)> {
         .iter()
         .map(|s| {
             let (frame, payload) = Frame::decode(&s.bytes).unwrap();
-            assert_eq!((frame.kind, frame.src, frame.dst), (Kind::Forward, ME, s.dst));
+            assert_eq!((frame.kind, frame.src, frame.dst), (Kind::FORWARD, ME, s.dst));
             (s.dst, NodeMsg::decode(payload).unwrap())
         })
         .collect()
@@ -179,7 +179,7 @@ fn replies_are_routed_to_the_core_of_the_worker_whose_attempt_they_answer() {
     let n = node(Cc::NoWait, 0, false);
     let frame = |msg: &NodeMsg| {
         let mut bytes = Vec::new();
-        Frame { kind: Kind::Forward, src: PEER, dst: ME }.encode(&mut bytes);
+        Frame { kind: Kind::FORWARD, src: PEER, dst: ME }.encode(&mut bytes);
         msg.encode(&mut bytes);
         bytes
     };
@@ -232,7 +232,7 @@ fn a_started_node_runs_its_own_transactions_to_commit() {
 
 fn from_peer_at(node: &mut Node, now: u64, msg: &NodeMsg) -> Outbox {
     let mut bytes = Vec::new();
-    Frame { kind: Kind::Forward, src: PEER, dst: ME }.encode(&mut bytes);
+    Frame { kind: Kind::FORWARD, src: PEER, dst: ME }.encode(&mut bytes);
     msg.encode(&mut bytes);
     let mut out = Outbox::default();
     node.handle_datagram(now, &bytes, &mut out);

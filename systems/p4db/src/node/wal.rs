@@ -24,24 +24,13 @@
 //!
 //! ## Format
 //!
-//! The log is a sequence of frames `[payload length: u32][CRC-32 of payload: u32][payload]`,
-//! integers little-endian. The payload is a type byte and the record's fields; collections are
-//! a `u32` count and their items. [`read_log`] stops at a torn tail (an incomplete frame, or a
-//! bad checksum on the *last* frame: a write cut short by the crash), which it reports so the
-//! caller can truncate it, and refuses a bad frame followed by good ones (corruption in the
-//! middle, never silently replayed). Counts are checked against the bytes present, so a
-//! corrupt count cannot make the reader allocate more than the log's size.
-//!
-//! The real runtime's log file reads and writes this format through
-//! [`pisadb_host::LogCodec`], which [`LogRecord`] implements with [`append`] and [`read_log`].
+//! A record's bytes are a type byte and the record's fields, integers little-endian;
+//! collections are a `u32` count and their items. Counts are checked against the bytes
+//! present, so a corrupt count cannot make the reader allocate more than the record's size. In
+//! a log file each record is one frame of the runtime's one framing (length, CRC32C; torn tails
+//! and corruption: `pisadb_runtime::framed_log`), through [`pisadb_host::LogCodec`].
 
 use pisadb_core::{Insert, InsertRow, TupleKey};
-use thiserror::Error;
-
-/// Bytes of a frame's header (length and checksum).
-pub const FRAME_HEADER_BYTES: usize = 8;
-/// The largest payload a frame may carry; a longer length field is corruption.
-pub const MAX_RECORD_BYTES: usize = 1 << 20;
 
 /// One entry of a node's write-ahead log.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -126,105 +115,15 @@ impl LogRecord {
     }
 }
 
-/// P4DB's records in a log file: the frames of the module documentation.
+/// P4DB's records in a log file: the encoding of the module documentation.
 impl pisadb_host::LogCodec for LogRecord {
-    type Error = LogError;
-
-    fn append_to(&self, out: &mut Vec<u8>) {
-        append(self, out)
+    fn encode(&self, out: &mut Vec<u8>) {
+        encode_payload(self, out)
     }
 
-    fn read_log(bytes: &[u8]) -> Result<pisadb_host::DecodedLog<Self>, LogError> {
-        let LogContents { records, valid_bytes, torn_tail } = read_log(bytes)?;
-        Ok(pisadb_host::DecodedLog { records, valid_bytes, torn_tail })
+    fn decode(payload: &[u8]) -> Result<Self, String> {
+        decode_payload(payload).map_err(String::from)
     }
-}
-
-/// Why a log cannot be read.
-#[derive(Clone, Debug, PartialEq, Eq, Error)]
-pub enum LogError {
-    /// A frame that is not the last one is damaged: the log is corrupt, not merely cut short.
-    #[error(
-        "log corrupt at byte {offset}: {why}, and {later_bytes} bytes follow it; refusing to replay \
-         (restore the log from a replica or backup, or truncate it here by hand to lose what follows)"
-    )]
-    Corrupt {
-        /// Where the damaged frame starts.
-        offset: usize,
-        /// What is wrong with it.
-        why: &'static str,
-        /// Bytes after the damaged frame.
-        later_bytes: usize,
-    },
-}
-
-/// What [`read_log`] found.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LogContents {
-    /// The records, in log order.
-    pub records: Vec<LogRecord>,
-    /// Bytes of whole, valid frames; anything after is a torn tail to truncate.
-    pub valid_bytes: usize,
-    /// Why the tail was dropped, if there was one.
-    pub torn_tail: Option<&'static str>,
-}
-
-/// Appends `record` to `out` as one frame.
-pub fn append(record: &LogRecord, out: &mut Vec<u8>) {
-    let start = out.len();
-    out.extend_from_slice(&[0; FRAME_HEADER_BYTES]);
-    encode_payload(record, out);
-    let payload = &out[start + FRAME_HEADER_BYTES..];
-    assert!(payload.len() <= MAX_RECORD_BYTES, "log record of {} bytes", payload.len());
-    let (len, crc) = (payload.len() as u32, crc32fast::hash(payload));
-    out[start..start + 4].copy_from_slice(&len.to_le_bytes());
-    out[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
-}
-
-/// Reads a whole log; see the module documentation for torn tails and corruption.
-pub fn read_log(bytes: &[u8]) -> Result<LogContents, LogError> {
-    let mut records = Vec::new();
-    let mut at = 0;
-    while at < bytes.len() {
-        let frame = match frame_at(bytes, at) {
-            Ok(frame) => frame,
-            Err(why) => {
-                let next = next_frame_start(bytes, at);
-                return match next {
-                    // A damaged frame with intact data after it is corruption, not a crash.
-                    Some(_) => Err(LogError::Corrupt { offset: at, why, later_bytes: bytes.len() - at }),
-                    None => Ok(LogContents { records, valid_bytes: at, torn_tail: Some(why) }),
-                };
-            }
-        };
-        match decode_payload(frame) {
-            Ok(record) => records.push(record),
-            Err(why) => return Err(LogError::Corrupt { offset: at, why, later_bytes: bytes.len() - at }),
-        }
-        at += FRAME_HEADER_BYTES + frame.len();
-    }
-    Ok(LogContents { records, valid_bytes: at, torn_tail: None })
-}
-
-/// The payload of the frame at `at`, if whole and intact.
-fn frame_at(bytes: &[u8], at: usize) -> Result<&[u8], &'static str> {
-    let header = bytes.get(at..at + FRAME_HEADER_BYTES).ok_or("incomplete frame header")?;
-    let len = u32::from_le_bytes(header[..4].try_into().expect("4 bytes")) as usize;
-    let crc = u32::from_le_bytes(header[4..].try_into().expect("4 bytes"));
-    if len > MAX_RECORD_BYTES {
-        return Err("frame length out of range");
-    }
-    let payload = bytes.get(at + FRAME_HEADER_BYTES..at + FRAME_HEADER_BYTES + len).ok_or("incomplete frame")?;
-    if crc32fast::hash(payload) != crc {
-        return Err("checksum mismatch");
-    }
-    Ok(payload)
-}
-
-/// Whether some intact frame starts after the damaged one at `at` (then the damage is not a
-/// torn tail). Scans byte by byte: only run on a damaged log.
-fn next_frame_start(bytes: &[u8], at: usize) -> Option<usize> {
-    (at + 1..bytes.len()).find(|&i| frame_at(bytes, i).is_ok_and(|p| decode_payload(p).is_ok()))
 }
 
 const STARTED: u8 = 1;
@@ -421,6 +320,7 @@ impl Reader<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pisadb_runtime::framed_log;
     use proptest::prelude::*;
 
     fn key() -> impl Strategy<Value = TupleKey> {
@@ -488,7 +388,7 @@ mod tests {
 
     fn encode_all(records: &[LogRecord]) -> Vec<u8> {
         let mut bytes = Vec::new();
-        records.iter().for_each(|r| append(r, &mut bytes));
+        records.iter().for_each(|r| framed_log::append(r, &mut bytes));
         bytes
     }
 
@@ -496,7 +396,7 @@ mod tests {
         #[test]
         fn records_read_back_as_written(records in proptest::collection::vec(record(), 0..20)) {
             let bytes = encode_all(&records);
-            let read = read_log(&bytes).unwrap();
+            let read = framed_log::read::<LogRecord>(&bytes).unwrap();
             prop_assert_eq!(read.records, records);
             prop_assert_eq!(read.valid_bytes, bytes.len());
             prop_assert_eq!(read.torn_tail, None);
@@ -509,34 +409,29 @@ mod tests {
             let whole = encode_all(&records[..records.len() - 1]);
             let bytes = encode_all(&records);
             let len = whole.len() + cut.index(bytes.len() - whole.len());
-            let read = read_log(&bytes[..len]).unwrap();
+            let read = framed_log::read::<LogRecord>(&bytes[..len]).unwrap();
             prop_assert_eq!(&read.records[..], &records[..records.len() - 1]);
             prop_assert_eq!(read.valid_bytes, whole.len());
             prop_assert_eq!(read.torn_tail.is_some(), len > whole.len());
         }
 
-        /// Flipping a bit of a record that is followed by another is corruption: refused with
-        /// the offset, never replayed.
+        /// Flipping a bit of a record that is followed by another is corruption, whatever
+        /// field it hits (a length that now swallows the rest included): refused with the
+        /// offset, never replayed, nothing after it dropped.
         #[test]
         fn damage_before_the_tail_is_refused(records in proptest::collection::vec(record(), 2..10), which in any::<prop::sample::Index>(), bit in 0u8..8) {
             let bytes = encode_all(&records);
             let first_len = encode_all(&records[..1]).len();
             let mut damaged = bytes.clone();
-            let at = which.index(first_len);
-            damaged[at] ^= 1 << bit;
-            match read_log(&damaged) {
-                Err(LogError::Corrupt { offset, .. }) => prop_assert_eq!(offset, 0),
-                // A flipped length bit can make the first frame swallow the rest: then no
-                // intact frame follows and it is a torn tail that drops everything, which the
-                // checksum makes the only other possible outcome.
-                Ok(read) => prop_assert!(read.records.is_empty() && read.torn_tail.is_some(), "{:?}", read),
-            }
+            damaged[which.index(first_len)] ^= 1 << bit;
+            let err = framed_log::read::<LogRecord>(&damaged).unwrap_err();
+            prop_assert_eq!((err.offset, err.next_record_at), (0, first_len));
         }
 
         /// Arbitrary bytes never panic and never allocate beyond what is there.
         #[test]
         fn arbitrary_bytes_are_read_or_refused(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
-            let _ = read_log(&bytes);
+            let _ = framed_log::read::<LogRecord>(&bytes);
         }
     }
 }

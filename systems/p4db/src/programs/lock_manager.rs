@@ -16,7 +16,7 @@
 
 use crate::wire::lock::{LockEntry, LockOp, LockPacket, MAX_ENTRIES};
 use pisadb_core::TupleKey;
-use pisadb_layout::{ArraySlot, Layout, LayoutTarget};
+use pisadb_p4db_layout::{ArraySlot, Layout, LayoutTarget};
 use pisadb_switch::alu::{Branch, CmpOp, Combine, Comparison, Expr, RegisterAction};
 use pisadb_switch::profile::SwitchProfile;
 use pisadb_switch::program::{PassDecision, Program, ProgramSpec, Recirc, RegisterArraySpec, Reject};
@@ -157,11 +157,11 @@ impl Program for LockManager {
     }
 
     fn kind(&self) -> Kind {
-        Kind::Lock
+        crate::wire::LOCK_KIND
     }
 
     fn admit(&self, frame: &Frame, payload: &[u8]) -> Result<LockFlight, Reject> {
-        if frame.kind != Kind::Lock || frame.dst != SWITCH_ID {
+        if frame.kind != crate::wire::LOCK_KIND || frame.dst != SWITCH_ID {
             return Err(Reject::rule("not_for_lock_manager", format!("{:?} to node {}", frame.kind, frame.dst)));
         }
         let pkt = LockPacket::decode(payload)?;

@@ -89,7 +89,7 @@
 
 use crate::wire::p4db::{Instruction, LockPair, TxnPacket, INSTRUCTION_BYTES, MAX_INSTRUCTIONS};
 use pisadb_core::{AccOut, OpKind, TupleKey, Txn, RESTOCK_AMOUNT, RESTOCK_THRESHOLD};
-use pisadb_layout::{plan_passes, ArraySlot, Layout, LayoutTarget};
+use pisadb_p4db_layout::{plan_passes, ArraySlot, Layout, LayoutTarget};
 use pisadb_switch::alu::{Branch, CmpOp, Combine, Comparison, Expr, RegisterAction};
 use pisadb_switch::profile::SwitchProfile;
 use pisadb_switch::program::{PassDecision, Program, ProgramSpec, Recirc, RegisterArraySpec, Reject};
@@ -693,11 +693,11 @@ impl Program for P4dbEngine {
     }
 
     fn kind(&self) -> Kind {
-        Kind::P4dbTxn
+        crate::wire::TXN_KIND
     }
 
     fn admit(&self, frame: &Frame, payload: &[u8]) -> Result<P4dbPacket, Reject> {
-        if frame.kind != Kind::P4dbTxn || frame.dst != SWITCH_ID {
+        if frame.kind != crate::wire::TXN_KIND || frame.dst != SWITCH_ID {
             return Err(Reject::rule("not_for_p4db", format!("{:?} to node {}", frame.kind, frame.dst)));
         }
         let mut txn = TxnPacket::decode(payload)?;

@@ -96,3 +96,61 @@ pub fn load(path: &Path) -> Result<P4dbRackConfig> {
     }
     Ok(cfg)
 }
+
+/// P4DB's real mode in the system contract ([`pisadb_harness::real`]). Its rack takes the
+/// bench's flags (`--nodes`, `--workers`, `--cc`, `--workload`, …) rather than `--set`;
+/// `--variant` names its mode, as `--mode` (kept as an alias) does.
+pub struct Real;
+
+/// P4DB's [`Real`], for the binary's table of real modes.
+pub static REAL: Real = Real;
+
+/// P4DB's own flags of `pisadb cluster`, which no other system honours.
+pub const OWN_FLAGS: [&str; 6] = ["--mode", "--cc", "--nodes", "--workers", "--peer-timeout-ms", "--no-verify"];
+
+impl pisadb_harness::real::RealMode for Real {
+    fn name(&self) -> &'static str {
+        SYSTEM
+    }
+
+    fn flags(&self) -> &'static [pisadb_harness::real::RealFlag] {
+        use pisadb_harness::real::RealFlag::*;
+        &[
+            Loss,
+            DelayUs,
+            JitterUs,
+            PortWire,
+            KillNode,
+            KillSwitch,
+            Down,
+            Netns,
+            NoLog,
+            Own(OWN_FLAGS[0]),
+            Own(OWN_FLAGS[1]),
+            Own(OWN_FLAGS[2]),
+            Own(OWN_FLAGS[3]),
+            Own(OWN_FLAGS[4]),
+            Own(OWN_FLAGS[5]),
+        ]
+    }
+
+    fn serve_switch(
+        &self,
+        config: &Path,
+        id: u16,
+        recover_from: &[std::path::PathBuf],
+        epoch: u16,
+        report: Option<&Path>,
+    ) -> std::result::Result<(), String> {
+        if id != 0 {
+            return Err(RuntimeError::bad_setting("--id", id, "0: a P4DB rack has one switch").to_string());
+        }
+        let cfg = load(config).map_err(|e| e.to_string())?;
+        switch::run_switch(&cfg, recover_from, epoch, report).map(drop).map_err(|e| e.to_string())
+    }
+
+    fn serve_host(&self, config: &Path, id: u16, data_dir: &Path) -> std::result::Result<(), String> {
+        let cfg = load(config).map_err(|e| e.to_string())?;
+        node::run_node(&cfg, id, data_dir).map(drop).map_err(|e| e.to_string())
+    }
+}

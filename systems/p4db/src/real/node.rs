@@ -79,7 +79,7 @@ pub struct NodeReport {
     pub recovered_switch_pending: usize,
     /// Prepared transactions without a logged outcome at restart.
     pub recovered_in_doubt: usize,
-    /// Whether every transaction in flight finished before the grace period ended.
+    /// Whether every transaction in flight finished before the rack's drain ended (else it stalled).
     pub drained: bool,
     /// If not: what was still in flight ([`Node::in_flight`]) and the timers pending.
     #[serde(default)]

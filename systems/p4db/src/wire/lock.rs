@@ -8,7 +8,8 @@
 //! One request carries all hot-tuple lock operations of a transaction, so acquiring them costs
 //! one round trip to the switch, as in the baseline. The count is implied by the length.
 
-use pisadb_wire::DecodeError;
+use num_enum::TryFromPrimitive;
+use pisadb_wire::{enum_field, DecodeError};
 use zerocopy::network_endian::{U16, U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
@@ -36,7 +37,7 @@ pub const HEADER_BYTES: usize = std::mem::size_of::<RawHeader>();
 pub const ENTRY_BYTES: usize = std::mem::size_of::<RawEntry>();
 
 /// What to do with one lock.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, TryFromPrimitive)]
 #[repr(u8)]
 pub enum LockOp {
     /// Take a shared lock if no exclusive holder exists.
@@ -104,13 +105,7 @@ impl LockPacket {
         let entries = raws
             .iter()
             .map(|raw| {
-                let op = match raw.op {
-                    0 => LockOp::AcquireShared,
-                    1 => LockOp::AcquireExclusive,
-                    2 => LockOp::ReleaseShared,
-                    3 => LockOp::ReleaseExclusive,
-                    value => return Err(DecodeError::BadField { field: "lock_op", value: u64::from(value) }),
-                };
+                let op = enum_field("lock_op", raw.op)?;
                 if raw.register == 0 {
                     return Err(DecodeError::BadField { field: "register", value: 0 });
                 }

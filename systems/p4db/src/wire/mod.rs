@@ -10,3 +10,12 @@
 
 pub mod lock;
 pub mod p4db;
+
+use pisadb_wire::Kind;
+
+/// The frame kind of a P4DB switch transaction (request, and the reply with results).
+pub const TXN_KIND: Kind = Kind::new(2);
+/// The frame kind of a lock-manager request or reply (the LM-Switch baseline).
+pub const LOCK_KIND: Kind = Kind::new(3);
+/// Every frame kind P4DB declares (the binary's registry checks that no two systems collide).
+pub const KINDS: &[Kind] = &[TXN_KIND, LOCK_KIND];

@@ -23,7 +23,7 @@
 //! commit on it: paper §6.2, Fig. 10).
 
 use pisadb_core::AccOut;
-use pisadb_wire::DecodeError;
+use pisadb_wire::{bool_field, exact_len, DecodeError};
 use zerocopy::network_endian::{I32, U16, U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
@@ -195,15 +195,10 @@ impl TxnPacket {
         if !(1..=MAX_INSTRUCTIONS).contains(&count) {
             return Err(DecodeError::BadCount { count, max: MAX_INSTRUCTIONS });
         }
-        let need = count * INSTRUCTION_BYTES;
-        if rest.len() < need {
-            return Err(DecodeError::TooShort { need: HEADER_BYTES + need, got: bytes.len() });
-        }
-        if rest.len() > need {
-            return Err(DecodeError::TrailingBytes { extra: rest.len() - need });
-        }
-        let raws = <[RawInstruction]>::ref_from_bytes(rest)
-            .map_err(|_| DecodeError::TooShort { need: HEADER_BYTES + need, got: bytes.len() })?;
+        let need = HEADER_BYTES + count * INSTRUCTION_BYTES;
+        exact_len(bytes.len(), need)?;
+        let raws =
+            <[RawInstruction]>::ref_from_bytes(rest).map_err(|_| DecodeError::TooShort { need, got: bytes.len() })?;
         let mut instrs = Vec::with_capacity(count);
         for (i, raw) in raws.iter().enumerate() {
             instrs.push(decode_instruction(raw, i + 1 == count)?);
@@ -214,10 +209,10 @@ impl TxnPacket {
             epoch: (header.epoch_gid.get() >> EPOCH_SHIFT) as u16,
             recircs: header.recircs.get(),
             acc: header.acc.get(),
-            is_multipass: flag(header.is_multipass, "is_multipass")?,
+            is_multipass: bool_field("is_multipass", header.is_multipass)?,
             locks: LockPair {
-                left: flag(header.lock_left, "lock_left")?,
-                right: flag(header.lock_right, "lock_right")?,
+                left: bool_field("lock_left", header.lock_left)?,
+                right: bool_field("lock_right", header.lock_right)?,
             },
             instrs,
             multicast: header.multicast.get(),
@@ -249,14 +244,6 @@ fn decode_instruction(raw: &RawInstruction, is_final: bool) -> Result<Instructio
         data: raw.data.get(),
         end_of_pass,
     })
-}
-
-fn flag(byte: u8, field: &'static str) -> Result<bool, DecodeError> {
-    match byte {
-        0 => Ok(false),
-        1 => Ok(true),
-        value => Err(DecodeError::BadField { field, value: u64::from(value) }),
-    }
 }
 
 fn acc_out_bits(mode: AccOut) -> u8 {
