@@ -544,22 +544,38 @@ pub(crate) struct Args {
     json: bool,
 }
 
-/// A run's figures with the simulator's speed and the inputs.
+/// A run's figures with the simulator's speed and what ran: one schema for every system
+/// (`bench --json`, `compare --json`). The figures are the system's own, at the top level as
+/// since the first release; nothing of another system appears.
 #[derive(Serialize)]
 pub(crate) struct Point {
     /// The system.
     pub system: &'static str,
-    /// The variant that ran (named `mode` since the first release).
+    /// The variant that ran.
+    pub variant: String,
+    /// The variant again, under the name it had since the first release.
     pub mode: String,
+    /// The preset the settings started from.
+    pub preset: &'static str,
+    /// The settings in force: the preset's, then the `--set` overrides (P4DB's: from its flags).
+    pub settings: serde_json::Value,
     /// The figures, as the system names them.
     #[serde(flatten)]
     pub figures: serde_json::Value,
-    /// Simulated committed transactions per wall-clock second (the simulator's speed).
-    pub sim_txn_per_wall_s: f64,
+    /// Simulated events the run processed.
+    pub events: u64,
+    /// The hash of the run's event trace (equal seeds, equal hashes).
+    pub trace_hash: String,
     /// Wall-clock seconds the run took.
     pub wall_s: f64,
-    /// The inputs.
-    pub inputs: RackArgs,
+    /// Simulated events per wall-clock second (the simulator's speed, for every system).
+    pub events_per_wall_s: f64,
+    /// Simulated committed transactions per wall-clock second (0 for a system without
+    /// transactions).
+    pub sim_txn_per_wall_s: f64,
+    /// P4DB's rack flags (P4DB only: the other systems' inputs are their settings).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<RackArgs>,
     /// The `--set` overrides applied.
     pub sets: Vec<String>,
     /// The table row the system gives the point.
@@ -570,7 +586,17 @@ pub(crate) struct Point {
 impl Point {
     /// P4DB's figures, when the point is P4DB's.
     fn p4db(&self) -> Option<RunResult> {
-        (self.system == "p4db").then(|| serde_json::from_value(self.figures.clone()).ok()).flatten()
+        if self.system != "p4db" {
+            return None;
+        }
+        // The event count and the trace hash are printed beside the figures; P4DB's result
+        // holds them too.
+        let mut figures = self.figures.clone();
+        if let serde_json::Value::Object(map) = &mut figures {
+            map.insert("events".into(), self.events.into());
+            map.insert("trace_hash".into(), self.trace_hash.clone().into());
+        }
+        serde_json::from_value(figures).ok()
     }
 
     /// Committed transactions (for the simulator's speed): P4DB splits them into hot and cold,
@@ -611,7 +637,7 @@ pub(crate) fn run_point(system: &dyn System, variant: &str, rack: &RackArgs, set
     let settings = settings(system, rack, sets)?;
     #[allow(clippy::disallowed_methods)] // the simulator's own speed is a wall-clock figure
     let started = std::time::Instant::now();
-    let PointReport { system: name, variant, figures, row, .. } =
+    let PointReport { system: name, variant, mut figures, row, events, trace_hash } =
         system.run_point(variant, &settings).map_err(|e| {
             if sets.is_empty() {
                 e.to_string()
@@ -620,13 +646,25 @@ pub(crate) fn run_point(system: &dyn System, variant: &str, rack: &RackArgs, set
             }
         })?;
     let wall_s = started.elapsed().as_secs_f64();
+    if let serde_json::Value::Object(map) = &mut figures {
+        // Printed once, beside the figures.
+        map.remove("events");
+        map.remove("trace_hash");
+    }
+    let p4db = system.name() == "p4db";
     let mut point = Point {
         system: name,
-        mode: variant,
+        mode: variant.clone(),
+        variant,
+        preset: rack.preset.harness_name(),
+        settings,
         figures,
-        sim_txn_per_wall_s: 0.0,
+        events,
+        trace_hash,
         wall_s,
-        inputs: rack.clone(),
+        events_per_wall_s: events as f64 / wall_s.max(1e-9),
+        sim_txn_per_wall_s: 0.0,
+        inputs: p4db.then(|| rack.clone()),
         sets: sets.to_vec(),
         row,
     };
@@ -696,9 +734,14 @@ fn print_header(system: &dyn System, r: &RackArgs, sets: &[String]) {
         println!("{}", r.describe());
         print_warnings(system, r, false);
     } else if sets.is_empty() {
-        println!("{}: default settings (pisadb systems --settings {})", system.paper(), system.name());
+        println!(
+            "{}: preset `{}` (pisadb systems --presets {})",
+            system.paper(),
+            r.preset.harness_name(),
+            system.name()
+        );
     } else {
-        println!("{}: default settings with --set {}", system.paper(), sets.join(" --set "));
+        println!("{}: preset `{}` with --set {}", system.paper(), r.preset.harness_name(), sets.join(" --set "));
     }
     println!();
 }
@@ -747,7 +790,8 @@ fn print_prototype_counts(points: &[Point], results: &[RunResult]) {
     }
 }
 
-/// Any system's points: the columns its rows name, plus the simulator's speed.
+/// Any system's points: the columns its rows name, plus the simulator's speed in events per
+/// wall second (a system may commit no transactions).
 fn print_rows(points: &[Point]) {
     let Some(first) = points.first() else { return };
     let width = |i: usize| {
@@ -755,10 +799,10 @@ fn print_rows(points: &[Point]) {
     };
     let widths: Vec<usize> = (0..first.row.len()).map(width).collect();
     let header: Vec<String> = first.row.iter().zip(&widths).map(|((h, _), w)| format!("{h:>w$}")).collect();
-    println!("{} {:>11}", header.join(" "), "sim txn/s");
+    println!("{} {:>12}", header.join(" "), "sim events/s");
     for p in points {
         let cells: Vec<String> = p.row.iter().zip(&widths).map(|((_, c), w)| format!("{c:>w$}")).collect();
-        println!("{} {:>11.0}", cells.join(" "), p.sim_txn_per_wall_s);
+        println!("{} {:>12}", cells.join(" "), pisadb_report::format_si(p.events_per_wall_s));
     }
 }
 

@@ -21,7 +21,7 @@ use pisadb_p4db::real::cluster::{node_dir, run_cluster, ClusterOptions, ClusterR
 use pisadb_p4db::real::loadgen::{run_switch_bench, BenchOptions, BenchResult, Side};
 use pisadb_p4db::real::RealError;
 use pisadb_runtime::wire::{PortWire, WireCounts};
-use pisadb_runtime::{echo, install_stop_signals, system_of, RackConfig, RuntimeError};
+use pisadb_runtime::{echo, install_stop_signals, system_of, RuntimeError};
 use std::path::{Path, PathBuf};
 
 /// A flag's value out of range: names the flag, the value and what is accepted.
@@ -186,7 +186,7 @@ pub(crate) struct ClusterArgs {
     /// Seconds a killed process stays down (default 0.5).
     #[arg(long)]
     down: Option<f64>,
-    /// A named set of settings (real mode has none yet: refused, naming `--set`).
+    /// A named set of settings (real mode does not apply presets yet: refused, naming `--set`).
     #[arg(long)]
     preset: Option<String>,
     /// Probability that the switch loses a datagram it sends to a node (every port; 0 to 1).
@@ -341,13 +341,11 @@ impl RealMode for EchoReal {
     }
 
     fn serve_switch(&self, config: &Path, id: u16, _: &[PathBuf], _: u16, report: Option<&Path>) -> Result<(), String> {
-        let cfg = RackConfig::load(config).map_err(|e| e.to_string())?;
-        echo::serve_switch(&cfg, id, report).map(drop).map_err(|e| e.to_string())
+        pisadb_runtime::serve_config(config, |cfg| echo::serve_switch(cfg, id, report))
     }
 
     fn serve_host(&self, config: &Path, id: u16, data_dir: &Path) -> Result<(), String> {
-        let cfg = RackConfig::load(config).map_err(|e| e.to_string())?;
-        echo::serve_host(&cfg, id, data_dir).map(drop).map_err(|e| e.to_string())
+        pisadb_runtime::serve_config(config, |cfg| echo::serve_host(cfg, id, data_dir))
     }
 }
 
@@ -430,7 +428,7 @@ pub(crate) fn run_cluster_command(args: &ClusterArgs) -> Result<(), String> {
     let takes_set = modes.get(&args.system)?.flags().contains(&RealFlag::Set);
     modes.check_request(&args.system, &real_request(args, takes_set)?)?;
     if let Some(preset) = &args.preset {
-        return Err(format!("--preset {preset}: real mode has no presets yet (give the settings with --set)"));
+        return Err(format!("--preset {preset}: real mode does not apply presets yet (give the settings with --set)"));
     }
     if args.system == pisadb_gotthard::real::SYSTEM {
         return gotthard_cluster(args);

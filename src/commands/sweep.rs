@@ -144,29 +144,9 @@ impl CommonArgs {
     }
 }
 
-/// The mean and the sample standard deviation of a figure over a point's seeds.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct Stat {
-    /// The mean.
-    pub mean: f64,
-    /// The sample standard deviation (0 from a single run).
-    pub sd: f64,
-}
-
-impl Stat {
-    /// The statistics of `values` (NaN mean if there are none).
-    pub(crate) fn of(values: impl IntoIterator<Item = f64>) -> Stat {
-        let values: Vec<f64> = values.into_iter().collect();
-        let n = values.len() as f64;
-        let mean = values.iter().sum::<f64>() / n;
-        let sd = if values.len() < 2 {
-            0.0
-        } else {
-            (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
-        };
-        Stat { mean, sd }
-    }
-}
+/// The mean and the sample standard deviation of a figure over a point's seeds: the
+/// harness's, as every system's experiments use.
+pub(crate) use pisadb_harness::runner::Stat;
 
 /// A point's figures under each of its seeds, and what running them cost.
 #[derive(Clone, Debug)]

@@ -18,7 +18,6 @@
 //! - **Switch crash** (once): registers, dedup state and packets on their way to it are lost. On
 //!   restart its state is rebuilt from the nodes' logs (§6.1): every logged intent is applied
 //!   once and its result multicast, as if the packet had run then.
-//!
 //! - **Coordinator crash** (once, in the `coordinator_crashes` checks): its volatile state
 //!   (votes gathered, the outcome it acts on) is lost and messages to it are lost while it is
 //!   down. It restarts from its log (P4DB `node/recovery.rs`): a logged decision is sent again

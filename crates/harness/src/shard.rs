@@ -8,10 +8,14 @@
 //! — to `<out>/shard-<system>-<K>-of-<N>.json`. Merging reads any number of such files (or
 //! directories holding them), checks they are the N shards of one command, and writes the
 //! CSVs, charts and report exactly as the unsharded command would: the same runs give the same
-//! figures, and only the wall-time column tells them apart.
+//! figures, and only the wall-time column tells them apart. That needs every float read back
+//! exactly as it was written, which `serde_json`'s default number parser does not promise: a
+//! shard file writes each non-integer number as `{"f64": "<shortest exact text>"}` and reads
+//! it back with Rust's correctly rounded parser ([`exact`], [`inexact`]).
 
 use crate::runner::{Job, Run};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// The K-th of N slices (K from 1).
@@ -92,6 +96,53 @@ pub struct ShardFile {
     pub runs: Vec<RawRun>,
 }
 
+/// The key a float is written under in a shard file.
+const FLOAT_KEY: &str = "f64";
+
+/// `value` with every non-integer number written as `{"f64": text}`, text being Rust's
+/// shortest representation that reads back to the same `f64`.
+pub fn exact(value: &Value) -> Value {
+    match value {
+        Value::Number(n) if n.is_f64() => {
+            let mut map = serde_json::Map::new();
+            map.insert(FLOAT_KEY.into(), Value::String(n.as_f64().unwrap_or(f64::NAN).to_string()));
+            Value::Object(map)
+        }
+        Value::Array(items) => Value::Array(items.iter().map(exact).collect()),
+        Value::Object(map) => Value::Object(map.iter().map(|(k, v)| (k.clone(), exact(v))).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The inverse of [`exact`].
+pub fn inexact(value: &Value) -> Value {
+    match value {
+        Value::Object(map) if map.len() == 1 => match map.get(FLOAT_KEY).and_then(Value::as_str) {
+            Some(text) => {
+                text.parse::<f64>().ok().and_then(serde_json::Number::from_f64).map_or(Value::Null, Value::Number)
+            }
+            None => Value::Object(map.iter().map(|(k, v)| (k.clone(), inexact(v))).collect()),
+        },
+        Value::Array(items) => Value::Array(items.iter().map(inexact).collect()),
+        Value::Object(map) => Value::Object(map.iter().map(|(k, v)| (k.clone(), inexact(v))).collect()),
+        other => other.clone(),
+    }
+}
+
+impl RawRun {
+    /// The run with its settings and figures written exactly ([`exact`]).
+    fn exact(&self) -> RawRun {
+        let job = Job { variant: self.job.variant.clone(), settings: exact(&self.job.settings) };
+        RawRun { job, run: Run { figures: exact(&self.run.figures), wall_s: self.run.wall_s } }
+    }
+
+    /// The inverse of [`RawRun::exact`].
+    fn inexact(&self) -> RawRun {
+        let job = Job { variant: self.job.variant.clone(), settings: inexact(&self.job.settings) };
+        RawRun { job, run: Run { figures: inexact(&self.run.figures), wall_s: self.run.wall_s } }
+    }
+}
+
 impl ShardFile {
     /// Its file name under the output directory.
     pub fn file_name(manifest: &Manifest) -> String {
@@ -102,7 +153,9 @@ impl ShardFile {
     pub fn write(&self, out: &Path) -> Result<PathBuf, String> {
         std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
         let path = out.join(Self::file_name(&self.manifest));
-        let text = serde_json::to_string(self).map_err(|e| e.to_string())?;
+        let written =
+            ShardFile { manifest: self.manifest.clone(), runs: self.runs.iter().map(RawRun::exact).collect() };
+        let text = serde_json::to_string(&written).map_err(|e| e.to_string())?;
         std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         Ok(path)
     }
@@ -137,7 +190,9 @@ impl ShardFile {
             .iter()
             .map(|f| {
                 let text = std::fs::read_to_string(f).map_err(|e| format!("cannot read {}: {e}", f.display()))?;
-                serde_json::from_str(&text).map_err(|e| format!("{} is not a shard file: {e}", f.display()))
+                let file: ShardFile =
+                    serde_json::from_str(&text).map_err(|e| format!("{} is not a shard file: {e}", f.display()))?;
+                Ok(ShardFile { manifest: file.manifest, runs: file.runs.iter().map(RawRun::inexact).collect() })
             })
             .collect()
     }
@@ -177,6 +232,18 @@ mod tests {
         union.sort_unstable();
         assert_eq!(union, all);
         assert_eq!(Shard { k: 1, n: 3 }.slice(&all), [0, 3, 6, 9]);
+    }
+
+    #[test]
+    fn floats_survive_a_shard_file_exactly() {
+        // A sum that serde_json's default parser reads back one unit in the last place off.
+        let awkward: [f64; 5] = [0.1 + 0.2, 1.0704834400000003, 0.010126211048329614, 1e-300, 123.0];
+        let v = serde_json::json!({ "xs": awkward, "n": 7, "s": "f64", "o": { "f64": 1 } });
+        let text = serde_json::to_string(&exact(&v)).unwrap();
+        let back = inexact(&serde_json::from_str::<Value>(&text).unwrap());
+        assert_eq!(back, v);
+        let xs: Vec<f64> = back["xs"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+        assert!(xs.iter().zip(awkward).all(|(a, b)| a.to_bits() == b.to_bits()));
     }
 
     #[test]

@@ -143,6 +143,17 @@ pub fn system_of(path: &Path) -> Result<String> {
     Ok(only.system)
 }
 
+/// A process of a system's real mode: loads the rack config at `path` and runs `serve` on it;
+/// any error becomes the message the binary prints. What a system's `RealMode::serve_switch`
+/// and `serve_host` (`pisadb_harness::real`) reduce to.
+pub fn serve_config<S: Clone + Serialize + DeserializeOwned, R>(
+    path: &Path,
+    serve: impl FnOnce(&RackConfig<S>) -> Result<R>,
+) -> std::result::Result<(), String> {
+    let cfg = RackConfig::load(path).map_err(|e| e.to_string())?;
+    serve(&cfg).map(drop).map_err(|e| e.to_string())
+}
+
 impl<S: Clone + Serialize + DeserializeOwned> RackConfig<S> {
     /// Reads a config file and checks its network.
     pub fn load(path: &Path) -> Result<Self> {

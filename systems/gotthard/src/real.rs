@@ -257,21 +257,12 @@ impl pisadb_harness::real::RealMode for Real {
         &[RealFlag::Loss, RealFlag::JitterUs, RealFlag::KillNode, RealFlag::Down, RealFlag::Set]
     }
 
-    fn serve_switch(
-        &self,
-        config: &Path,
-        id: u16,
-        _recover_from: &[PathBuf],
-        _epoch: u16,
-        report: Option<&Path>,
-    ) -> Result<(), String> {
-        let cfg = RealConfig::load(config).map_err(|e| e.to_string())?;
-        serve_switch(&cfg, id, report).map(drop).map_err(|e| e.to_string())
+    fn serve_switch(&self, config: &Path, id: u16, _: &[PathBuf], _: u16, report: Option<&Path>) -> Result<(), String> {
+        pisadb_runtime::serve_config(config, |cfg| serve_switch(cfg, id, report))
     }
 
     fn serve_host(&self, config: &Path, id: u16, data_dir: &Path) -> Result<(), String> {
-        let cfg = RealConfig::load(config).map_err(|e| e.to_string())?;
-        serve_host(&cfg, id, data_dir).map(drop).map_err(|e| e.to_string())
+        pisadb_runtime::serve_config(config, |cfg| serve_host(cfg, id, data_dir))
     }
 
     fn processes(&self, _variant: &str, _settings: &serde_json::Value) -> Option<(u16, u16)> {

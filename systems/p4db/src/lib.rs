@@ -29,6 +29,7 @@ pub mod fuzz;
 pub mod metrics;
 pub mod node;
 pub mod paper;
+pub mod presets;
 pub mod programs;
 pub mod real;
 pub mod run;

@@ -3,7 +3,7 @@
 
 use crate::node::Mode;
 use crate::run::{run, RunConfig, RunResult};
-use pisadb_harness::{read_back, FuzzCaseFn, FuzzReport, HarnessError, PointReport, System, Variant};
+use pisadb_harness::{read_back, FuzzCaseFn, FuzzReport, HarnessError, PointReport, Preset, System, Variant};
 use serde_json::Value;
 
 /// P4DB in the registry.
@@ -87,6 +87,9 @@ impl System for P4db {
     /// The default run configuration without its `mode`, which the variant decides.
     fn default_settings(&self) -> Value {
         without_mode(serde_json::to_value(RunConfig::ycsb_default()).expect("a run configuration serializes"))
+    }
+    fn presets(&self) -> Vec<Preset> {
+        crate::presets::presets()
     }
     /// A rack of `factor` times the default's nodes on its one switch.
     fn scaled(&self, factor: u32) -> Option<pisadb_harness::perf::Scaled> {

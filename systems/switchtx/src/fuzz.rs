@@ -47,9 +47,18 @@ use crate::server::Workload;
 use pisadb_core::rng::derive;
 use pisadb_core::Nanos;
 use pisadb_harness::FuzzReport;
-use pisadb_sim::{Crash, Faults, Target};
+use pisadb_sim::swarm::{Crashes, FaultKind, Pick, Spacing, Swarm, TargetPick, Tolerated};
+use pisadb_sim::{Faults, Target};
 use rand::Rng;
 use serde::Serialize;
+
+/// The faults SwitchTx's oracles must hold under, as it declares them to the shared swarm:
+/// loss, jitter and reordering, switch crashes (registers zeroed), server crashes (restarted
+/// from the log). Not duplication, whose cases were never drawn, nor slow links.
+pub fn tolerated() -> Tolerated {
+    use FaultKind::*;
+    Tolerated::of(&[Loss, Jitter, Reordering, NodeCrash, SwitchCrash])
+}
 
 /// The step limit of a case.
 pub const MAX_EVENTS: u64 = 20_000_000;
@@ -126,30 +135,43 @@ impl FuzzCase {
             lease_us: 0,
             costs: crate::costs::COSTS,
         };
-        let heal_at_ns: Nanos = config.measure_us * 1_000 * 3 / 4;
-        let loss = if rng.random_bool(0.7) { rng.random_range(0.001..0.05) } else { 0.0 };
-        let jitter_ns = if rng.random_bool(0.5) { rng.random_range(500..20_000) } else { 0 };
-        let reorder = jitter_ns > 0 && !priority && rng.random_bool(0.7);
-        let mut crashes = Vec::new();
-        if rng.random_bool(0.3) {
+        // The faults, from the shared swarm, in the order the cases have always drawn them
+        // (each toggle is the case's own coin, drawn whether the fault is then drawn or not).
+        let mut swarm = Swarm::new(&mut rng, seed, tolerated());
+        let heal_at_ns: Nanos = swarm.heal(Pick::Fixed(config.measure_us * 1_000 * 3 / 4));
+        if swarm.rng().random_bool(0.7) {
+            swarm.loss(Pick::Range(0.001, 0.05));
+        }
+        let jitter = swarm.rng().random_bool(0.5);
+        if jitter {
+            swarm.jitter(Pick::Range(500, 20_000));
+        }
+        if jitter && !priority {
+            // Strict-priority ports keep a class in order.
+            swarm.reorder(0.7);
+        }
+        if swarm.rng().random_bool(0.3) {
             let switches = if config.multi_rack { 4 } else { 2 };
-            crashes.push(Crash {
-                target: Target::Switch(rng.random_range(0..switches)),
-                at_ns: rng.random_range(0..heal_at_ns),
-                down_ns: rng.random_range(5_000..100_000),
+            swarm.crashes(&Crashes {
+                count: Pick::Fixed(1),
+                target: TargetPick::Switch(Pick::Range(0, switches)),
+                at_ns: Pick::Range(0, heal_at_ns),
+                down_ns: Pick::Range(5_000, 100_000),
+                spacing: Spacing::Any,
             });
         }
         // Server crashes (drawn after everything above, so the older cases keep their shape):
         // one or two servers killed and restarted from their write-ahead logs.
-        if rng.random_bool(0.4) {
-            for _ in 0..rng.random_range(1..=2) {
-                crashes.push(Crash {
-                    target: Target::Node(rng.random_range(0..8)),
-                    at_ns: rng.random_range(0..heal_at_ns),
-                    down_ns: rng.random_range(10_000..300_000),
-                });
-            }
+        if swarm.rng().random_bool(0.4) {
+            swarm.crashes(&Crashes {
+                count: Pick::Range(1, 3),
+                target: TargetPick::Node(Pick::Range(0, 8)),
+                at_ns: Pick::Range(0, heal_at_ns),
+                down_ns: Pick::Range(10_000, 300_000),
+                spacing: Spacing::Any,
+            });
         }
+        let Faults { loss, jitter_ns, reorder, mut crashes, .. } = swarm.finish();
         let mut config = config;
         config.durable = crashes.iter().any(|c| matches!(c.target, Target::Node(_)));
         // Promotion (drawn last again): in half the cases that crash a server, leases are on,

@@ -39,10 +39,10 @@ use crate::program::GatherScatter;
 use crate::server::{AbortReason, Costs, Mpl, Server, ServerConfig, ServerEvent, Workload, COSTS};
 use crate::tree::{Coordination, Layout};
 use crate::wal::WalRecord;
-use hdrhistogram::Histogram;
 use pisadb_check::{CommittedTxn, History};
 use pisadb_core::TupleKey;
 use pisadb_net::{Endpoint, LinkParams, PortDiscipline, Topology};
+use pisadb_report::Latency;
 use pisadb_sim::{FaultStats, Faults, Moment, Observer, Restarts, World};
 use pisadb_switch::{Switch, SwitchProfile};
 use serde::{Deserialize, Serialize};
@@ -189,8 +189,10 @@ pub struct RackFigures {
 /// The rack's observer: window figures and the whole run's history.
 #[derive(Debug)]
 pub struct RackObserver {
-    latency: Histogram<u64>,
-    lock_ns: Histogram<u64>,
+    /// Commit latencies in the window (the project's one recorder).
+    latency: Latency,
+    /// How long write primaries held an attempt's locks, in the window.
+    lock_ns: Latency,
     commits: u64,
     aborts: BTreeMap<AbortReason, u64>,
     timeouts: u64,
@@ -202,8 +204,8 @@ pub struct RackObserver {
 impl Default for RackObserver {
     fn default() -> Self {
         RackObserver {
-            latency: Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds"),
-            lock_ns: Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds"),
+            latency: Latency::new(),
+            lock_ns: Latency::new(),
             commits: 0,
             aborts: BTreeMap::new(),
             timeouts: 0,
@@ -220,10 +222,10 @@ impl Observer<Server, Switch<GatherScatter>> for RackObserver {
         match event {
             ServerEvent::Committed { latency_ns, .. } if counted => {
                 self.commits += 1;
-                self.latency.saturating_record(latency_ns.max(1));
+                self.latency.record_ns(latency_ns.max(1));
             }
             ServerEvent::Aborted(reason) if counted => *self.aborts.entry(reason).or_default() += 1,
-            ServerEvent::LockTime(ns) if counted => self.lock_ns.saturating_record(ns.max(1)),
+            ServerEvent::LockTime(ns) if counted => self.lock_ns.record_ns(ns.max(1)),
             ServerEvent::Timeout => self.timeouts += 1,
             ServerEvent::Rejected(_) => self.rejected += 1,
             _ => {}
@@ -441,7 +443,6 @@ pub fn figures(world: &RackWorld, cfg: &RackConfig) -> RackFigures {
         }
     }
     let mpls: Vec<u8> = world.hosts().iter().flat_map(|h| h.mpls()).collect();
-    let ms = |h: &Histogram<u64>, q: f64| if h.is_empty() { 0.0 } else { h.value_at_quantile(q) as f64 / 1e3 };
     RackFigures {
         mtps: o.commits as f64 / (cfg.measure_us as f64 * 1e-6) / 1e6,
         commits: o.commits,
@@ -450,9 +451,9 @@ pub fn figures(world: &RackWorld, cfg: &RackConfig) -> RackFigures {
         aborts_fail: abort(AbortReason::Fail),
         aborts_timeout: abort(AbortReason::Timeout),
         timeouts: o.timeouts,
-        p50_us: ms(&o.latency, 0.5),
-        p99_us: ms(&o.latency, 0.99),
-        lock_us_mean: if o.lock_ns.is_empty() { 0.0 } else { o.lock_ns.mean() / 1e3 },
+        p50_us: o.latency.quantile_us(0.5),
+        p99_us: o.latency.quantile_us(0.99),
+        lock_us_mean: if o.lock_ns.is_empty() { 0.0 } else { o.lock_ns.mean_ns() / 1e3 },
         mpl_mean: mpls.iter().map(|&m| f64::from(m)).sum::<f64>() / mpls.len().max(1) as f64,
         rejected: o.rejected,
         switch_gathered: gathered,

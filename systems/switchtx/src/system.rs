@@ -78,6 +78,9 @@ impl System for SwitchTx {
     fn default_settings(&self) -> Value {
         let mut settings = serde_json::to_value(RackConfig::default()).unwrap_or(Value::Null);
         if let Value::Object(map) = &mut settings {
+            // The measured costs are left out when a rack is written; listed here, `--set
+            // costs.stack_ns=…` and the presets can name them.
+            map.insert("costs".into(), serde_json::to_value(crate::costs::COSTS).unwrap_or(Value::Null));
             map.insert("faults".into(), Value::Null);
         }
         settings

@@ -2,14 +2,17 @@
 //! each thread's transactions.
 //!
 //! [`Workload`] is the setting; [`Draws`] is a server's generator state: one seeded stream per
-//! worker thread (so a thread's transactions do not depend on what the others drew), one Zipf
-//! over the records, and with TPC-C one `pisadb_workload::tpcc` stream per thread over one
-//! database. A drawn transaction is a list of (key, written) and whether it is a blind write.
+//! worker thread (so a thread's transactions do not depend on what the others drew), the
+//! shared YCSB popularity over the records ([`Popularity`]: a Zipf rank, or a uniform one at
+//! θ = 0), and with TPC-C one `pisadb_workload::tpcc` stream per thread over one database. A
+//! record is its popularity rank, not scrambled: SwitchTx's keys are spread over servers by
+//! the partitions a transaction draws, not by the record's place in the key space. A drawn
+//! transaction is a list of (key, written) and whether it is a blind write.
 
 use crate::keys::key_of;
+use pisadb_workload::Popularity;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
-use rand_distr::{Distribution, Zipf};
 use serde::{Deserialize, Serialize};
 
 /// The YCSB-T workload (§5.1).
@@ -89,8 +92,8 @@ pub struct Draws {
     servers: u8,
     /// Each thread's stream.
     rngs: Vec<ChaCha8Rng>,
-    /// The record's Zipf.
-    zipf: Zipf<f64>,
+    /// The record's popularity.
+    popularity: Popularity,
     /// TPC-C's streams, if TPC-C.
     tpcc: Option<TpccStreams>,
 }
@@ -100,7 +103,9 @@ impl Draws {
     /// must have been checked (the server's settings check it).
     pub fn new(workload: &Workload, server: u8, servers: u8, threads: u16, seed: u64) -> Self {
         let w = workload;
-        let zipf = Zipf::new(w.records as f64, w.theta).unwrap_or_else(|_| Zipf::new(1.0, 0.0).expect("valid"));
+        // Checked for YCSB-T; under TPC-C the fields are unused (any value stands).
+        let popularity =
+            Popularity::new(w.records, w.theta).unwrap_or_else(|_| Popularity::new(1, 0.0).expect("valid"));
         let stream = |t: u16| pisadb_core::rng::splitmix64(seed ^ (u64::from(server) << 32) ^ u64::from(t));
         let rngs = (0..threads).map(|t| rand::SeedableRng::seed_from_u64(stream(t))).collect();
         let tpcc = (w.tpcc_warehouses > 0).then(|| {
@@ -115,7 +120,7 @@ impl Draws {
             let db = pisadb_workload::tpcc::Tpcc::new(config, seed).expect("a valid TPC-C configuration");
             TpccStreams((0..threads).map(|t| pisadb_workload::Workload::with_stream(&db, stream(t))).collect())
         });
-        Draws { workload: workload.clone(), server, servers, rngs, zipf, tpcc }
+        Draws { workload: workload.clone(), server, servers, rngs, popularity, tpcc }
     }
 
     /// Thread `thread`'s next transaction.
@@ -133,7 +138,7 @@ impl Draws {
         let mut keys: Vec<(u64, bool)> = Vec::with_capacity(usize::from(w.keys));
         while keys.len() < usize::from(w.keys) {
             let server = servers[keys.len() % usize::from(w.partitions)];
-            let record = (self.zipf.sample(rng) as u64).saturating_sub(1).min(w.records - 1);
+            let record = self.popularity.rank(rng);
             let key = key_of(server, record, rng.random_range(0..w.columns), w.columns);
             if keys.iter().all(|&(k, _)| k != key) {
                 keys.push((key, rng.random_bool(w.write_fraction)));

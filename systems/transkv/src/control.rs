@@ -209,6 +209,8 @@ pub struct Controller {
     durable: bool,
     /// Rejected datagrams by reason.
     pub rejections: Rejections,
+    /// Cores it runs on (the `controller_cores` setting).
+    cores: u16,
 }
 
 impl Controller {
@@ -297,7 +299,14 @@ impl Controller {
             retry_armed: false,
             durable: false,
             rejections: Rejections::default(),
+            cores: costs::CONTROLLER_CORES,
         }
+    }
+
+    /// This controller running on `cores` cores (the `controller_cores` setting).
+    pub fn with_cores(mut self, cores: u16) -> Self {
+        self.cores = cores.max(1);
+        self
     }
 
     /// This controller keeping its transaction log durable (variant `transkv-log`): it writes
@@ -588,7 +597,7 @@ impl Host for Controller {
     type Event = ControllerEvent;
 
     fn cores(&self) -> u16 {
-        costs::CONTROLLER_CORES
+        self.cores
     }
 
     fn start(&mut self, now: Nanos, out: &mut HostOutbox<Self>) {

@@ -295,6 +295,8 @@ pub fn case(seed: u64) -> (&'static str, RackConfig, Faults) {
         refresh_epoch_us: 0,
         hot_shift_at_us: 0,
         hot_shift_ranks: 0,
+        controller_cores: 2,
+        nic_ns: 1_000,
     };
     let faults = draw_faults(&mut rng, seed);
     // Drawn last, so that the cases without it stay what they were. A refreshed case crashes

@@ -75,10 +75,25 @@ pub struct RackConfig {
     /// How many ranks the hot set moves by (see `hot_shift_at_us`).
     #[serde(default)]
     pub hot_shift_ranks: u64,
+    /// Cores of the controller (the coordinator): an assumption of the model
+    /// ([`crate::costs::CONTROLLER_CORES`] by default), which bounds Tranx-Coor's throughput.
+    #[serde(default = "default_controller_cores")]
+    pub controller_cores: u16,
+    /// The one-way latency of every NIC, in nanoseconds (10 GbE's assumed 1 µs by default).
+    #[serde(default = "default_nic_ns")]
+    pub nic_ns: Nanos,
 }
 
 fn default_resolve_us() -> u64 {
     10_000
+}
+
+fn default_controller_cores() -> u16 {
+    crate::costs::CONTROLLER_CORES
+}
+
+fn default_nic_ns() -> Nanos {
+    LinkParams::ten_gbe().nic_ns
 }
 
 /// The default lease, in resolve times: a claim this old outlived every resolve of its own
@@ -109,6 +124,8 @@ impl Default for RackConfig {
             refresh_epoch_us: 0,
             hot_shift_at_us: 0,
             hot_shift_ranks: 0,
+            controller_cores: default_controller_cores(),
+            nic_ns: default_nic_ns(),
         }
     }
 }
@@ -676,7 +693,7 @@ pub fn initially_handed(cfg: &RackConfig, hierarchy: &Hierarchy, node: u16) -> V
 /// The controller of a run of `variant`: with the cache refresh if `cfg` asks for one, its
 /// transaction log durable in `transkv-log` ([`Controller::logging`]).
 pub fn controller(variant: &str, cfg: &RackConfig, hierarchy: &Arc<Hierarchy>) -> Controller {
-    let c = Controller::new(CONTROLLER, Arc::clone(hierarchy));
+    let c = Controller::new(CONTROLLER, Arc::clone(hierarchy)).with_cores(cfg.controller_cores);
     let c = if variant == "transkv-log" { c.logging() } else { c };
     if cfg.refresh_epoch_us == 0 {
         return c;
@@ -798,7 +815,7 @@ pub fn build_with(
         .map(|keys| filled_switch(variant, mode, keys, cfg.lease_ns()))
         .collect::<Result<Vec<_>, String>>()?;
     prepare(&hierarchy, &mut switches)?;
-    let topology = layout::topology(&LinkParams::ten_gbe());
+    let topology = layout::topology(&LinkParams { nic_ns: cfg.nic_ns, ..LinkParams::ten_gbe() });
     hierarchy.routes_cover_cached_keys(&topology)?;
     let mut world = World::new(topology, hosts, switches, RackObserver::new()).map_err(|e| e.to_string())?;
     if cfg.refresh_epoch_us > 0 {
@@ -968,6 +985,8 @@ mod tests {
             refresh_epoch_us: 0,
             hot_shift_at_us: 0,
             hot_shift_ranks: 0,
+            controller_cores: 2,
+            nic_ns: 1_000,
         }
     }
 

@@ -125,24 +125,40 @@ impl FjallStore {
     }
 
     fn write(&mut self, key: TupleKey, tuple: Tuple) -> Result<(), StorageError> {
-        let mut record = Vec::with_capacity(RECORD_BYTES);
-        record.extend_from_slice(&tuple.value.to_be_bytes());
-        record.extend_from_slice(&tuple.version.to_be_bytes());
-        record.extend_from_slice(&value_of(u128::from(key.row), tuple.version));
-        self.items.insert(key_bytes(key), record).map_err(|e| backend(key, e))
+        self.items.insert(key_bytes(key), encode_record(key, tuple)).map_err(|e| backend(key, e))
+    }
+
+    /// The tuple of a stored record, or `None` counted as a failed read if the record is refused.
+    fn read(&self, key: TupleKey, bytes: &[u8]) -> Option<Tuple> {
+        let tuple = decode_record(key, bytes).ok();
+        if tuple.is_none() {
+            self.get_errors.fetch_add(1, Ordering::Relaxed);
+        }
+        tuple
     }
 }
 
-fn decode(bytes: &[u8]) -> Option<Tuple> {
-    if bytes.len() != RECORD_BYTES {
-        return None;
+/// The stored record of `key`'s `tuple`: value and version (8 bytes each, big-endian) and the
+/// 48-byte value the version stands for.
+pub fn encode_record(key: TupleKey, tuple: Tuple) -> Vec<u8> {
+    let mut record = Vec::with_capacity(RECORD_BYTES);
+    record.extend_from_slice(&tuple.value.to_be_bytes());
+    record.extend_from_slice(&tuple.version.to_be_bytes());
+    record.extend_from_slice(&value_of(u128::from(key.row), tuple.version));
+    record
+}
+
+/// Reads `key`'s stored record; refuses one of another length or whose 48-byte value is not
+/// the one its version stands for (a record torn or written for another key), which the store
+/// counts as a failed read rather than answering "absent".
+pub fn decode_record(key: TupleKey, bytes: &[u8]) -> Result<Tuple, pisadb_wire::DecodeError> {
+    pisadb_wire::exact_len(bytes.len(), RECORD_BYTES)?;
+    let word = |at: usize| u64::from_be_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+    let (value, version) = (word(0) as i64, word(8));
+    if bytes[16..] != value_of(u128::from(key.row), version) {
+        return Err(pisadb_wire::DecodeError::BadField { field: "record_value", value: version });
     }
-    let word = |at: usize| {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(&bytes[at..at + 8]);
-        b
-    };
-    Some(Tuple { value: i64::from_be_bytes(word(0)), version: u64::from_be_bytes(word(8)) })
+    Ok(Tuple { value, version })
 }
 
 impl NodeStore for FjallStore {
@@ -158,7 +174,7 @@ impl NodeStore for FjallStore {
 impl Storage for FjallStore {
     fn get(&self, key: TupleKey) -> Option<Tuple> {
         match self.items.get(key_bytes(key)) {
-            Ok(found) => found.and_then(|bytes| decode(&bytes)),
+            Ok(found) => found.and_then(|bytes| self.read(key, &bytes)),
             Err(_) => {
                 self.get_errors.fetch_add(1, Ordering::Relaxed);
                 None
@@ -185,8 +201,9 @@ impl Storage for FjallStore {
                 Ok((k, v)) if k.len() == 16 => {
                     let mut b = [0u8; 16];
                     b.copy_from_slice(&k);
-                    if let Some(t) = decode(&v) {
-                        visit(TupleKey::new(0, u128::from_be_bytes(b) as u64), t);
+                    let key = TupleKey::new(0, u128::from_be_bytes(b) as u64);
+                    if let Some(t) = self.read(key, &v) {
+                        visit(key, t);
                     }
                 }
                 _ => {
@@ -653,21 +670,12 @@ impl pisadb_harness::real::RealMode for Real {
         &[RealFlag::KillNode, RealFlag::Down, RealFlag::Set]
     }
 
-    fn serve_switch(
-        &self,
-        config: &Path,
-        id: u16,
-        _recover_from: &[PathBuf],
-        _epoch: u16,
-        report: Option<&Path>,
-    ) -> Result<(), String> {
-        let cfg = RealConfig::load(config).map_err(|e| e.to_string())?;
-        serve_switch(&cfg, id, report).map(drop).map_err(|e| e.to_string())
+    fn serve_switch(&self, config: &Path, id: u16, _: &[PathBuf], _: u16, report: Option<&Path>) -> Result<(), String> {
+        pisadb_runtime::serve_config(config, |cfg| serve_switch(cfg, id, report))
     }
 
     fn serve_host(&self, config: &Path, id: u16, data_dir: &Path) -> Result<(), String> {
-        let cfg = RealConfig::load(config).map_err(|e| e.to_string())?;
-        serve_host(&cfg, id, data_dir).map(drop).map_err(|e| e.to_string())
+        pisadb_runtime::serve_config(config, |cfg| serve_host(cfg, id, data_dir))
     }
 
     fn processes(&self, _variant: &str, _settings: &serde_json::Value) -> Option<(u16, u16)> {
@@ -679,6 +687,25 @@ impl pisadb_harness::real::RealMode for Real {
 mod tests {
     use super::*;
     use crate::layout::Hierarchy;
+
+    #[test]
+    fn a_stored_record_of_the_wrong_length_or_value_is_refused_and_counted() {
+        let key = TupleKey::new(0, 7);
+        let tuple = Tuple { value: -3, version: 42 };
+        let record = encode_record(key, tuple);
+        assert_eq!(decode_record(key, &record), Ok(tuple));
+        assert_eq!(decode_record(key, &record[..16]).unwrap_err().reason(), "too_short");
+        assert_eq!(decode_record(key, &[&record[..], &[0]].concat()).unwrap_err().reason(), "trailing_bytes");
+        assert_eq!(decode_record(TupleKey::new(0, 8), &record).unwrap_err().reason(), "record_value");
+        let dir = std::env::temp_dir().join(format!("pisadb-transkv-fjall-short-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = FjallStore::open(&dir).unwrap();
+        store.items.insert(key_bytes(key), &record[..16]).unwrap();
+        assert_eq!(store.get(key), None);
+        assert_eq!(store.failed_reads(), 1, "a torn record is a failed read, not an absent key");
+        drop(store);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn fjall_store_round_trips_versions_and_values_on_disk() {

@@ -283,6 +283,8 @@ mod tests {
             refresh_epoch_us: 0,
             hot_shift_at_us: 0,
             hot_shift_ranks: 0,
+            controller_cores: 2,
+            nic_ns: 1_000,
         }
     }
 

@@ -846,12 +846,15 @@ impl pisadb_host::LogCodec for NodeRecord {
                 let switch = u16::from_be_bytes([body[1], body[2]]);
                 let key = u64::from_be_bytes(body[3..11].try_into().expect("8 bytes"));
                 let slot = u16::from_be_bytes([body[11], body[12]]);
-                NodeRecord::Controller(ControllerRecord::Placement(match body[0] {
-                    0 | 1 => PlacementRecord::Begin { switch, key, slot, insert: body[0] == 1 },
-                    2 => PlacementRecord::Evicted { key },
-                    3 => PlacementRecord::Inserted { key },
-                    4 => PlacementRecord::Settled,
-                    kind => return Err(format!("a placement record of kind {kind}")),
+                NodeRecord::Controller(ControllerRecord::Placement(match (body[0], switch, key, slot) {
+                    (0 | 1, ..) => PlacementRecord::Begin { switch, key, slot, insert: body[0] == 1 },
+                    (2, 0, key, 0) => PlacementRecord::Evicted { key },
+                    (3, 0, key, 0) => PlacementRecord::Inserted { key },
+                    (4, 0, 0, 0) => PlacementRecord::Settled,
+                    (kind @ 2..=4, ..) => {
+                        return Err(format!("a placement record of kind {kind} with a field it does not use"))
+                    }
+                    (kind, ..) => return Err(format!("a placement record of kind {kind}")),
                 }))
             }
             6 => return Err(format!("a placement record of {} bytes, not 13", body.len())),

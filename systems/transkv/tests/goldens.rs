@@ -19,6 +19,8 @@ fn small() -> RackConfig {
         refresh_epoch_us: 0,
         hot_shift_at_us: 0,
         hot_shift_ranks: 0,
+        controller_cores: 2,
+        nic_ns: 1_000,
     }
 }
 

@@ -310,7 +310,8 @@ impl Reader<'_> {
                 base,
                 stride,
             },
-            1 => InsertRow::Sequence { base, stride },
+            1 if op == 0 => InsertRow::Sequence { base, stride },
+            1 => return Err("a sequence insert names an operation"),
             _ => return Err("unknown insert kind"),
         };
         Ok(Insert { table, row, value })

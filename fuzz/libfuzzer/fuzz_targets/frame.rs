@@ -1,0 +1,4 @@
+//! libFuzzer target for the `frame` decoder (see `pisadb_decoder_fuzz::targets`).
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|input: &[u8]| pisadb_decoder_fuzz::check_or_panic("frame", input));

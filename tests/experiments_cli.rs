@@ -1,0 +1,116 @@
+//! The experiment contract as a user meets it, the same for every system: seeds with `_sd`
+//! columns, presets listed with their provenance, and a sweep sharded over several machines
+//! and merged into what one machine would have written.
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn pisadb(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pisadb")).args(args).output().expect("pisadb runs")
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = pisadb(args);
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A CSV's rows without its wall-time column (the one figure that is not a function of the
+/// seeds).
+fn without_wall_time(path: &Path) -> Vec<Vec<String>> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let rows: Vec<Vec<String>> = text.lines().map(|l| l.split(',').map(str::to_string).collect()).collect();
+    let wall = rows[0].iter().position(|h| h == "wall_s").expect("a wall_s column");
+    rows.into_iter()
+        .map(|mut r| {
+            r.remove(wall);
+            r
+        })
+        .collect()
+}
+
+const SWEEP: [&str; 10] =
+    ["sweep", "--system", "gotthard", "total-delay", "--quick", "--seeds", "2", "--threads", "1", "--out"];
+
+#[test]
+fn a_sweep_run_as_three_shards_and_merged_gives_the_unsharded_csv_but_wall_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let (whole, shards, merged) = (dir.path().join("whole"), dir.path().join("shards"), dir.path().join("merged"));
+    let mut args = SWEEP.to_vec();
+    args.push(whole.to_str().unwrap());
+    ok(&args);
+    for k in ["1/3", "2/3", "3/3"] {
+        let mut args = SWEEP.to_vec();
+        args.extend([shards.to_str().unwrap(), "--shard", k]);
+        let text = ok(&args);
+        assert!(text.contains(&format!("shard {k}")), "{text}");
+    }
+    assert!(!shards.join("gotthard-total-delay.csv").exists(), "a shard writes only its raw runs");
+    // Two shards are not the whole command: merging refuses, naming what is missing.
+    let two = pisadb(&[
+        "merge",
+        shards.join("shard-gotthard-1-of-3.json").to_str().unwrap(),
+        "--out",
+        merged.to_str().unwrap(),
+    ]);
+    assert_eq!(two.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&two.stderr).contains("shards 1..=3"), "{}", String::from_utf8_lossy(&two.stderr));
+    ok(&["merge", shards.to_str().unwrap(), "--out", merged.to_str().unwrap()]);
+    let (a, b) = (whole.join("gotthard-total-delay.csv"), merged.join("gotthard-total-delay.csv"));
+    assert_eq!(without_wall_time(&a), without_wall_time(&b));
+    assert!(merged.join("gotthard-total-delay.svg").exists());
+    // Two seeds: every figure has its deviation beside it, and the seeds differ.
+    let rows = without_wall_time(&a);
+    let sd = rows[0].iter().position(|h| h == "completion_s_sd").expect("an _sd column");
+    assert!(rows[1..].iter().any(|r| r[sd] != "0"), "two seeds gave identical runs everywhere");
+    let seeds = rows[0].iter().position(|h| h == "seeds").unwrap();
+    assert!(rows[1..].iter().all(|r| r[seeds] == "2"));
+}
+
+#[test]
+fn every_system_lists_pisadb_and_paper_presets_with_a_provenance_for_every_value() {
+    for system in ["p4db", "gotthard", "netaccel", "switchtx", "transkv"] {
+        let presets: Value = serde_json::from_str(&ok(&["systems", "--presets", system, "--json"])).unwrap();
+        let presets = presets.as_array().unwrap();
+        let names: Vec<&str> = presets.iter().map(|p| p["name"].as_str().unwrap()).collect();
+        assert!(names.starts_with(&["pisadb", "paper"]), "{system}: {names:?}");
+        for p in presets {
+            for v in p["values"].as_array().unwrap() {
+                let kind = v["provenance"]["kind"].as_str().unwrap_or("");
+                let source = v["provenance"]["source"].as_str().unwrap_or("");
+                assert!(["measured", "stated", "assumed"].contains(&kind) && !source.is_empty(), "{system}: {v}");
+            }
+        }
+    }
+    let text = ok(&["systems", "--presets", "p4db"]);
+    assert!(text.contains("(also: p4db-testbed)"), "{text}");
+}
+
+#[test]
+fn a_preset_is_announced_and_an_unknown_one_is_refused_with_the_list() {
+    let out =
+        pisadb(&["bench", "--system", "gotthard", "--preset", "paper", "--set", "commits_per_client=5", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("preset `paper` of gotthard") && stderr.contains("stated: seed 004"), "{stderr}");
+    let out = pisadb(&["bench", "--system", "gotthard", "--preset", "testbed"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no preset `testbed`; its presets: pisadb, paper"), "{stderr}");
+}
+
+#[test]
+fn help_names_preset_seeds_and_shard() {
+    for command in ["sweep", "reproduce"] {
+        let help = ok(&[command, "--help"]);
+        for flag in ["--preset", "--seeds", "--shard"] {
+            assert!(help.contains(flag), "`{command} --help` does not name {flag}");
+        }
+    }
+    let help = ok(&["fuzz", "--help"]);
+    assert!(help.contains("--seeds") && help.contains("--shard"));
+    for command in ["bench", "compare"] {
+        assert!(ok(&[command, "--help"]).contains("--preset"));
+    }
+}
