@@ -823,8 +823,8 @@ fn print_p4db_table(points: &[Point], results: &[RunResult]) {
             r.abort_rate * 100.0,
             r.hot_committed,
             r.cold_committed,
-            r.latency_p50_us,
-            r.latency_p99_us,
+            r.latency.latency_us_p50,
+            r.latency.latency_us_p99,
             r.switch_passes,
             r.recirculations,
             p.sim_txn_per_wall_s

@@ -490,8 +490,8 @@ fn gotthard_cluster(args: &ClusterArgs) -> Result<(), String> {
             f.aborts_switch_optimistic,
             f.retries,
             f.retransmissions,
-            f.latency_ms_mean,
-            f.latency_ms_p99
+            f.latency.latency_us_mean / 1e3,
+            f.latency.latency_us_p99 / 1e3
         );
         println!("store's hot key: {}   switch: {} passes", r.final_value, r.switch.passes);
         for (role, at_s, down_s) in &r.crashes {
@@ -581,7 +581,12 @@ fn transkv_cluster(args: &ClusterArgs) -> Result<(), String> {
         );
         println!(
             "read µs mean/p50/p99 {:.0}/{:.0}/{:.0}   write µs {:.0}/{:.0}/{:.0}",
-            r.read_us[0], r.read_us[1], r.read_us[2], r.write_us[0], r.write_us[1], r.write_us[2]
+            r.read_latency.latency_us_mean,
+            r.read_latency.latency_us_p50,
+            r.read_latency.latency_us_p99,
+            r.write_latency.latency_us_mean,
+            r.write_latency.latency_us_p50,
+            r.write_latency.latency_us_p99
         );
         let passes: u64 = r.switches.iter().map(|s| s.passes).sum();
         println!(
@@ -791,8 +796,8 @@ fn print_table(args: &ClusterArgs, opts: &ClusterOptions, r: &ClusterResult) {
             n.incarnation,
             n.committed,
             n.aborts,
-            n.latency_p50_us,
-            n.latency_p99_us,
+            n.latency.latency_us_p50,
+            n.latency.latency_us_p99,
             n.switch_resends,
             n.peer_timeouts,
             n.log_syncs,
@@ -835,7 +840,7 @@ fn to_json(args: &ClusterArgs, opts: &ClusterOptions, r: &ClusterResult) -> serd
         .map(|n| {
             serde_json::json!({
                 "id": n.id, "incarnation": n.incarnation, "committed": n.committed, "aborts": n.aborts,
-                "latency_p50_us": n.latency_p50_us, "latency_p99_us": n.latency_p99_us,
+                "latency_us_p50": n.latency.latency_us_p50, "latency_us_p99": n.latency.latency_us_p99,
                 "switch_resends": n.switch_resends, "peer_timeouts": n.peer_timeouts,
                 "log_syncs": n.log_syncs, "log_records": n.log_records, "drained": n.drained,
                 "not_from_switch": n.not_from_switch,
@@ -963,9 +968,9 @@ fn print_bench_table(r: &BenchResult, opts: &BenchOptions) {
     row("switch transactions answered /s", &|s| s.switch_txn_per_s, 0);
     row("forwarded lock round trips /s", &|s| s.lock_round_trips_per_s, 0);
     row("pipeline passes /s", &|s| s.passes_per_s, 0);
-    row("switch txn latency p50 (us)", &|s| s.txn_latency_p50_us, 1);
-    row("switch txn latency p99 (us)", &|s| s.txn_latency_p99_us, 1);
-    row("lock round trip p50 (us)", &|s| s.lock_latency_p50_us, 1);
+    row("switch txn latency p50 (us)", &|s| s.txn_latency.latency_us_p50, 1);
+    row("switch txn latency p99 (us)", &|s| s.txn_latency.latency_us_p99, 1);
+    row("lock round trip p50 (us)", &|s| s.lock_latency.latency_us_p50, 1);
     row("slots timed out", &|s| s.timed_out as f64, 0);
     let c = &r.ceilings;
     println!(

@@ -467,7 +467,7 @@ pub(crate) fn write_outputs(plan: &Plan, results: &[Measured], out: &Path) -> Re
             let f = |figure: fn(&RunResult) -> f64, digits: usize| format!("{:.digits$}", m.mean(figure));
             let speedup = speedup_stat(plan, results, i);
             let committed = m.stat(|r| r.committed_per_s);
-            let latency = m.stat(|r| r.latency_mean_us);
+            let latency = m.stat(|r| r.latency.latency_us_mean);
             let count = |figure: fn(&RunResult) -> u64| format!("{:.0}", m.mean(|r| figure(r) as f64));
             let prototype = prototype_point(plan.experiment, p);
             vec![
@@ -487,8 +487,8 @@ pub(crate) fn write_outputs(plan: &Plan, results: &[Measured], out: &Path) -> Re
                 f(RunResult::hot_committed_per_s, 0),
                 f(RunResult::cold_committed_per_s, 0),
                 f(|r| r.abort_rate, 4),
-                f(|r| r.latency_p50_us, 2),
-                f(|r| r.latency_p99_us, 2),
+                f(|r| r.latency.latency_us_p50, 2),
+                f(|r| r.latency.latency_us_p99, 2),
                 format!("{:.2}", latency.mean),
                 format!("{:.2}", latency.sd),
                 f(|r| r.latency_breakdown.retry_us, 2),
@@ -581,7 +581,9 @@ fn panels(plan: &Plan, results: &[Measured], chart: Chart) -> Vec<Panel> {
                 ),
                 Chart::MeanLatency => names
                     .iter()
-                    .map(|s| line((*s).clone(), s, &|i| scaled(results[i].stat(|r| r.latency_mean_us), S_PER_US)))
+                    .map(|s| {
+                        line((*s).clone(), s, &|i| scaled(results[i].stat(|r| r.latency.latency_us_mean), S_PER_US))
+                    })
                     .collect(),
                 Chart::HotCold => names
                     .iter()
@@ -655,8 +657,8 @@ pub(crate) fn print_summary(plan: &Plan, results: &[Measured]) {
             format!("{:.0} ± {:.0}", committed.mean, committed.sd),
             format!("{:.2}x ± {:.2}", speedup.mean, speedup.sd),
             m.mean(|r| r.abort_rate) * 100.0,
-            m.mean(|r| r.latency_mean_us),
-            m.mean(|r| r.latency_p99_us),
+            m.mean(|r| r.latency.latency_us_mean),
+            m.mean(|r| r.latency.latency_us_p99),
         );
     }
 }

@@ -65,8 +65,9 @@ fn columns() -> Vec<Column> {
             "aborts_switch_optimistic",
             "retries",
             "retransmissions",
-            "latency_ms_mean",
-            "latency_ms_p99",
+            "latency_us_mean",
+            "latency_us_p50",
+            "latency_us_p99",
             "events",
         ]
         .map(Column::figure),

@@ -25,10 +25,11 @@
 use crate::control::configure;
 use crate::program::{Gotthard, Mode};
 use crate::rack::{build, control_plane, figures, RackConfig, RackHost, RackWorld, CLIENT_HOST, STORE_HOST};
-use pisadb_core::rng::derive;
+use pisadb_core::rng::{derive, SeededRng};
 use pisadb_core::Nanos;
 use pisadb_harness::FuzzReport;
-use pisadb_sim::faults::{Crash, Faults, SlowLink, Target};
+use pisadb_sim::faults::Faults;
+use pisadb_sim::swarm::{Crashes, FaultKind, Pick, SlowLinks, Spacing, Swarm, TargetPick, Tolerated};
 use pisadb_sim::Restarts;
 use pisadb_switch::{Switch, SwitchProfile};
 use rand::Rng;
@@ -108,6 +109,42 @@ impl Restarts<RackHost, Switch<Gotthard>> for SwitchRestarts {
     }
 }
 
+/// The faults Gotthard's racks tolerate: every network fault and crashes of the switch (the
+/// store keeps no log, so it is never crashed).
+pub fn tolerated() -> Tolerated {
+    use FaultKind::*;
+    Tolerated::of(&[Loss, Duplication, Jitter, Reordering, SlowLink, SwitchCrash])
+}
+
+/// A case's faults, drawn by the swarm in the order Gotthard's cases always drew them.
+fn draw_faults(rng: &mut SeededRng, seed: u64) -> Faults {
+    use FaultKind::*;
+    let mut swarm = Swarm::new(rng, seed, tolerated());
+    // A case commits in a few milliseconds of simulated time: the faults cover most of it.
+    let heal_at_ns = swarm.heal(Pick::Range(1_000_000, 8_000_001));
+    swarm.toggle(&[(Loss, 0.6), (Duplication, 0.5), (Jitter, 0.5), (SlowLink, 0.3)]);
+    swarm.loss(Pick::Range(0.001, 0.1));
+    swarm.duplicate(Pick::Range(0.001, 0.1));
+    swarm.jitter(Pick::Range(1_000, 100_000));
+    swarm.reorder(0.5);
+    swarm.slow_links(&SlowLinks {
+        count: Pick::Fixed(1),
+        from_ns: Pick::Range(0, heal_at_ns / 2),
+        node: Pick::Coin(0.5, CLIENT_HOST, STORE_HOST),
+        length_ns: Pick::Fixed(1_000_000),
+        extra_ns: Pick::Range(10_000, 500_000),
+    });
+    swarm.crashes(&Crashes {
+        count: Pick::Range(0, 3),
+        target: TargetPick::Switch(Pick::Fixed(0)),
+        at_ns: Pick::Range(0, heal_at_ns),
+        down_ns: Pick::Range(10_000, 2_000_000),
+        // One crash at a time.
+        spacing: Spacing::Disjoint,
+    });
+    swarm.finish()
+}
+
 impl FuzzCase {
     /// The case of `seed`.
     pub fn from_seed(seed: u64) -> FuzzCase {
@@ -123,36 +160,7 @@ impl FuzzCase {
             // The default: the larger of three round trips and 1 ms.
             retransmit_us: 0,
         };
-        // A case commits in a few milliseconds of simulated time: the faults cover most of it.
-        let heal_at_ns: Nanos = rng.random_range(1_000_000..=8_000_000);
-        let mut chance = |p: f64| rng.random_bool(p);
-        let (with_loss, with_dup, with_jitter, with_slow) = (chance(0.6), chance(0.5), chance(0.5), chance(0.3));
-        let loss = if with_loss { rng.random_range(0.001..0.1) } else { 0.0 };
-        let duplicate = if with_dup { rng.random_range(0.001..0.1) } else { 0.0 };
-        let jitter_ns = if with_jitter { rng.random_range(1_000..100_000) } else { 0 };
-        let reorder = rng.random_bool(0.5);
-        let mut slow = Vec::new();
-        if with_slow {
-            let from_ns = rng.random_range(0..heal_at_ns / 2);
-            let node = if rng.random_bool(0.5) { CLIENT_HOST } else { STORE_HOST };
-            slow.push(SlowLink {
-                node,
-                from_ns,
-                until_ns: from_ns + 1_000_000,
-                extra_ns: rng.random_range(10_000..500_000),
-            });
-        }
-        let mut crashes: Vec<Crash> = Vec::new();
-        for _ in 0..rng.random_range(0..=2) {
-            let at_ns = rng.random_range(0..heal_at_ns);
-            let down_ns = rng.random_range(10_000..2_000_000);
-            // One crash at a time.
-            if !crashes.iter().any(|c| c.at_ns + c.down_ns >= at_ns && at_ns + down_ns >= c.at_ns) {
-                crashes.push(Crash { target: Target::Switch(0), at_ns, down_ns });
-            }
-        }
-        crashes.sort_by_key(|c| c.at_ns);
-        let faults = Faults { seed, loss, duplicate, jitter_ns, reorder, slow, crashes, heal_at_ns };
+        let faults = draw_faults(&mut rng, seed);
         FuzzCase { seed, mode, config, faults }
     }
 

@@ -22,12 +22,12 @@ use crate::client::{AbortSource, ClientConfig, ClientEvent, ClientHost, ClientTi
 use crate::control::{ControlPlane, Controller, ControllerEvent, Resend};
 use crate::program::{Gotthard, Mode};
 use crate::store::{Store, StoreEvent, StoreRecord};
-use hdrhistogram::Histogram;
 use pisadb_check::{CommittedTxn, History};
 use pisadb_core::Nanos;
 use pisadb_core::TupleKey;
 use pisadb_host::{Host, HostOutbox, Route, TraceBytes, TraceHash};
 use pisadb_net::{Endpoint, LinkParams, Topology};
+use pisadb_report::latency::{Latency, LatencySummary};
 use pisadb_sim::{Moment, Observer, World};
 use pisadb_switch::{Switch, SwitchProfile};
 use serde::{Deserialize, Serialize};
@@ -259,10 +259,9 @@ pub struct RackFigures {
     pub stale_replies: u64,
     /// Requests the store answered from a remembered commit.
     pub store_replays: u64,
-    /// Mean commit latency in milliseconds.
-    pub latency_ms_mean: f64,
-    /// 99th percentile commit latency in milliseconds.
-    pub latency_ms_p99: f64,
+    /// Commit latency (mean, p50, p99 in µs, under the shared names `latency_us_*`).
+    #[serde(flatten)]
+    pub latency: LatencySummary,
     /// Datagrams the hosts ignored or rejected.
     pub rejected: u64,
     /// The store's final value of the hot key.
@@ -379,8 +378,8 @@ const INIT: (u32, u32) = (0, 1);
 /// Collects the figures from the hosts' events.
 #[derive(Debug)]
 pub struct RackObserver {
-    /// Commit latencies in ns.
-    latency: Histogram<u64>,
+    /// Commit latencies.
+    latency: Latency,
     /// Running counters (the figures not derived at the end).
     figures: RackFigures,
     /// When the last client finished.
@@ -393,7 +392,7 @@ impl RackObserver {
     /// An observer with nothing seen yet.
     pub fn new() -> Self {
         RackObserver {
-            latency: Histogram::new_with_bounds(1, 3_600 * 1_000_000_000, 3).expect("valid bounds"),
+            latency: Latency::new(),
             figures: RackFigures {
                 completion_s: 0.0,
                 commits: 0,
@@ -405,8 +404,7 @@ impl RackObserver {
                 retransmissions: 0,
                 stale_replies: 0,
                 store_replays: 0,
-                latency_ms_mean: 0.0,
-                latency_ms_p99: 0.0,
+                latency: LatencySummary::default(),
                 rejected: 0,
                 final_value: 0,
                 events: 0,
@@ -436,7 +434,7 @@ impl RackObserver {
                 f.commits += 1;
                 f.write_commits += u64::from(write);
                 f.retries += u64::from(retries);
-                self.latency.saturating_record(latency_ns.max(1));
+                self.latency.record_ns(latency_ns.max(1));
             }
             RackEvent::Client(ClientEvent::Aborted(AbortSource::Store)) => f.aborts_store += 1,
             RackEvent::Client(ClientEvent::Aborted(AbortSource::Switch)) => f.aborts_switch += 1,
@@ -460,8 +458,7 @@ impl RackObserver {
     pub fn figures(&self, final_value: i32) -> RackFigures {
         let mut f = self.figures.clone();
         f.completion_s = self.finished_ns as f64 / 1e9;
-        f.latency_ms_mean = self.latency.mean() / 1e6;
-        f.latency_ms_p99 = self.latency.value_at_quantile(0.99) as f64 / 1e6;
+        f.latency = self.latency.summary();
         f.final_value = final_value;
         f
     }

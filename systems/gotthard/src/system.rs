@@ -84,8 +84,8 @@ impl System for Gotthard {
             ),
             ("retries".to_string(), f.retries.to_string()),
             ("retransmits".to_string(), f.retransmissions.to_string()),
-            ("mean".to_string(), readable(f.latency_ms_mean / 1e3)),
-            ("p99".to_string(), readable(f.latency_ms_p99 / 1e3)),
+            ("mean".to_string(), readable(f.latency.latency_us_mean / 1e6)),
+            ("p99".to_string(), readable(f.latency.latency_us_p99 / 1e6)),
         ];
         Ok(PointReport {
             system: "gotthard",

@@ -39,9 +39,10 @@ use crate::node::{Cc, Mode};
 use crate::programs::p4db::P4dbConfig;
 use crate::run::{build_faulty, run_rack, LayoutChoice, PlanRestarts, RunConfig, RunOutput, WorkloadSpec};
 use pisadb_check::History;
-use pisadb_core::rng::derive;
+use pisadb_core::rng::{derive, SeededRng};
 use pisadb_core::{Nanos, SerialStore, TupleKey};
-use pisadb_sim::faults::{Crash, Faults, SlowLink, Target};
+use pisadb_sim::faults::Faults;
+use pisadb_sim::swarm::{Crashes, FaultKind, Pick, SlowLinks, Spacing, Swarm, TargetPick, Tolerated};
 use pisadb_sim::Restarts;
 use pisadb_workload::{Scheme, SmallBankConfig, TpccConfig, YcsbConfig};
 use rand::Rng;
@@ -164,46 +165,7 @@ impl FuzzCase {
             // A switch too small for the hot set: warm transactions.
             config.p4db = Some(P4dbConfig { entries_per_array: 1, ..config.p4db_config() });
         }
-        let lossy = mode != Mode::LmSwitch;
-        let mut chance = |p: f64| rng.random_bool(p);
-        let (with_loss, with_dup, with_jitter, with_slow) = (chance(0.6), chance(0.4), chance(0.5), chance(0.3));
-        let loss = if lossy && with_loss { rng.random_range(0.001..0.05) } else { 0.0 };
-        let duplicate = if lossy && with_dup { rng.random_range(0.001..0.05) } else { 0.0 };
-        let jitter_ns = if with_jitter { rng.random_range(1_000..20_000) } else { 0 };
-        // LM-Switch gets no slow link (see the module documentation): it relies on paths that
-        // are equally fast (seed 31480 lost an update with one node's link 43 µs slower).
-        let mut slow = Vec::new();
-        if lossy && with_slow {
-            let from_ns = rng.random_range(0..heal_at_ns / 2);
-            let node = rng.random_range(0..nodes);
-            slow.push(SlowLink {
-                node,
-                from_ns,
-                until_ns: from_ns + 400_000,
-                extra_ns: rng.random_range(5_000..50_000),
-            });
-        }
-        let mut crashes = Vec::new();
-        if lossy {
-            for _ in 0..rng.random_range(0..=2) {
-                let target = if mode == Mode::P4db && rng.random_bool(0.4) {
-                    Target::Switch(0)
-                } else {
-                    Target::Node(rng.random_range(0..nodes))
-                };
-                let at_ns = rng.random_range(100_000..1_100_000);
-                let down_ns = rng.random_range(20_000..300_000);
-                // One crash of a target at a time.
-                if !crashes.iter().any(|c: &Crash| c.target == target && c.at_ns + c.down_ns >= at_ns) {
-                    crashes.push(Crash { target, at_ns, down_ns });
-                }
-            }
-            crashes.sort_by_key(|c| c.at_ns);
-        }
-        // LM-Switch releases a lock in the switch while the Commit to the tuple's node may
-        // still be on its way: it relies on in-order links, so its jitter keeps the order.
-        let reorder = lossy && rng.random_bool(0.5);
-        let faults = Faults { seed, loss, duplicate, jitter_ns, reorder, slow, crashes, heal_at_ns };
+        let faults = draw_faults(&mut rng, seed, mode, nodes, heal_at_ns);
         FuzzCase { seed, config, faults, peer_timeout_ns: 30_000, progress_bound_ns: HEALTHY_TAIL_NS }
     }
 
@@ -213,6 +175,53 @@ impl FuzzCase {
         let warm = if c.p4db.is_some() { " (small switch)" } else { "" };
         format!("{} {}{warm} {} {}x{}", c.workload.name(), c.mode.name(), c.cc.name(), c.nodes, c.workers)
     }
+}
+
+/// The faults P4DB's racks tolerate: everything the swarm draws, except that LM-Switch (see
+/// the module doc) gets only jitter that queues, and only P4DB's switch is rebuilt after a
+/// crash (the baselines' switches keep no state worth a crash).
+pub fn tolerated(mode: Mode) -> Tolerated {
+    use FaultKind::*;
+    match mode {
+        Mode::LmSwitch => Tolerated::of(&[Jitter]),
+        Mode::P4db => Tolerated::of(&[Loss, Duplication, Jitter, Reordering, SlowLink, NodeCrash, SwitchCrash]),
+        _ => Tolerated::of(&[Loss, Duplication, Jitter, Reordering, SlowLink, NodeCrash]),
+    }
+}
+
+/// A case's faults, drawn by the swarm in the order P4DB's cases always drew them.
+fn draw_faults(rng: &mut SeededRng, seed: u64, mode: Mode, nodes: u16, heal_at_ns: Nanos) -> Faults {
+    use FaultKind::*;
+    let mut swarm = Swarm::new(rng, seed, tolerated(mode));
+    swarm.heal(Pick::Fixed(heal_at_ns));
+    swarm.toggle(&[(Loss, 0.6), (Duplication, 0.4), (Jitter, 0.5), (SlowLink, 0.3)]);
+    swarm.loss(Pick::Range(0.001, 0.05));
+    swarm.duplicate(Pick::Range(0.001, 0.05));
+    swarm.jitter(Pick::Range(1_000, 20_000));
+    swarm.slow_links(&SlowLinks {
+        count: Pick::Fixed(1),
+        from_ns: Pick::Range(0, heal_at_ns / 2),
+        node: Pick::Range(0, nodes),
+        length_ns: Pick::Fixed(400_000),
+        extra_ns: Pick::Range(5_000, 50_000),
+    });
+    let node = TargetPick::Node(Pick::Range(0, nodes));
+    let target = match mode {
+        Mode::P4db => TargetPick::Coin(0.4, Box::new(TargetPick::Switch(Pick::Fixed(0))), Box::new(node)),
+        _ => node,
+    };
+    swarm.crashes(&Crashes {
+        count: Pick::Range(0, 3),
+        target,
+        at_ns: Pick::Range(100_000, 1_100_000),
+        down_ns: Pick::Range(20_000, 300_000),
+        // One crash of a target at a time.
+        spacing: Spacing::AfterEarlierDraws,
+    });
+    // LM-Switch releases a lock in the switch while the Commit to the tuple's node may
+    // still be on its way: it relies on in-order links, so its jitter keeps the order.
+    swarm.reorder(0.5);
+    swarm.finish()
 }
 
 /// Runs `case` and every oracle on it.

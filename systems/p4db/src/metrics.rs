@@ -8,8 +8,8 @@
 
 use crate::node::{Finished, Node, NodeEvent, PhaseTimes, Record, RecoveredCommit};
 use crate::switch::RackSwitch;
-use hdrhistogram::Histogram;
 use pisadb_core::Nanos;
+use pisadb_report::latency::Latency;
 use pisadb_sim::world::{Moment, Observer};
 use pisadb_switch::SwitchDevice;
 use std::collections::BTreeMap;
@@ -30,7 +30,7 @@ pub struct Window {
     /// Transactions skipped after an abort in the window (the prototype's engine).
     pub skipped: u64,
     /// Latency from first attempt to commit, in ns.
-    pub latency: Histogram<u64>,
+    pub latency: Latency,
     /// Sum of the committed transactions' latencies, ns.
     pub latency_sum_ns: u64,
     /// Sum of their phase times (where the latency went).
@@ -57,8 +57,7 @@ impl Default for Window {
             aborts: 0,
             started: 0,
             skipped: 0,
-            // 1 ns to 100 s at 3 significant figures; longer latencies are clamped.
-            latency: Histogram::new_with_bounds(1, 100_000_000_000, 3).expect("valid bounds"),
+            latency: Latency::new(),
             latency_sum_ns: 0,
             phases_sum: PhaseTimes::default(),
             switch_passes: 0,
@@ -164,7 +163,7 @@ impl Metrics {
         self.window.committed += 1;
         self.window.hot_committed += u64::from(f.hot);
         self.window.switch_committed += u64::from(f.on_switch);
-        self.window.latency.saturating_record(latency_ns);
+        self.window.latency.record_ns(latency_ns);
         self.window.latency_sum_ns += latency_ns;
         self.window.phases_sum += f.phases;
     }

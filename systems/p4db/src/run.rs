@@ -33,6 +33,7 @@ use crate::node::{Cc, CpuCosts, Engine, LogRecord, Mode, Node, NodeConfig, Switc
 use crate::switch::RackSwitch;
 use pisadb_core::{rng::splitmix64, Nanos, SerialStore, TupleKey, Txn};
 use pisadb_p4db_layout::Layout;
+use pisadb_report::latency::LatencySummary;
 use pisadb_sim::faults::Faults;
 use pisadb_sim::net::LinkParams;
 use pisadb_sim::world::{Restarts, SimError, World};
@@ -223,12 +224,10 @@ pub struct RunResult {
     pub cold_committed: u64,
     /// Committed transactions executed as one switch transaction.
     pub switch_committed: u64,
-    /// Median latency (first attempt to commit), µs.
-    pub latency_p50_us: f64,
-    /// 99th percentile latency, µs.
-    pub latency_p99_us: f64,
-    /// Mean latency, µs.
-    pub latency_mean_us: f64,
+    /// Latency from first attempt to commit, µs (`latency_us_mean`, `_p50`, `_p99`); the mean
+    /// is exact (the sum over the commits), so that the breakdown's parts add up to it.
+    #[serde(flatten)]
+    pub latency: LatencySummary,
     /// Where the mean latency went, µs.
     pub latency_breakdown: LatencyBreakdown,
     /// Switch pipeline passes in the window.
@@ -633,7 +632,6 @@ pub fn run_rack(cfg: &RunConfig, rack: Rack) -> Result<RunOutput, SimError> {
     }
     let seconds = cfg.measure_ns as f64 / 1e9;
     let attempts = w.committed + w.aborts;
-    let us = |q: f64| w.latency.value_at_quantile(q) as f64 / 1000.0;
     let mean_us = |ns: u64| if w.committed == 0 { 0.0 } else { ns as f64 / w.committed as f64 / 1000.0 };
     let p = &w.phases_sum;
     let accounted = p.retry_ns + p.lock_read_ns + p.commit_ns + p.switch_ns;
@@ -650,9 +648,7 @@ pub fn run_rack(cfg: &RunConfig, rack: Rack) -> Result<RunOutput, SimError> {
         hot_committed: w.hot_committed,
         cold_committed: w.committed - w.hot_committed,
         switch_committed: w.switch_committed,
-        latency_p50_us: us(0.5),
-        latency_p99_us: us(0.99),
-        latency_mean_us: mean_us(w.latency_sum_ns),
+        latency: w.latency.summary().with_mean_us(mean_us(w.latency_sum_ns)),
         latency_breakdown,
         switch_passes: w.switch_passes,
         recirculations: w.recirculations,

@@ -54,8 +54,8 @@ impl P4db {
             ("aborts", format!("{:.1}%", r.abort_rate * 100.0)),
             ("hot", r.hot_committed.to_string()),
             ("cold", r.cold_committed.to_string()),
-            ("p50 us", format!("{:.1}", r.latency_p50_us)),
-            ("p99 us", format!("{:.1}", r.latency_p99_us)),
+            ("p50 us", format!("{:.1}", r.latency.latency_us_p50)),
+            ("p99 us", format!("{:.1}", r.latency.latency_us_p99)),
             ("passes", r.switch_passes.to_string()),
             ("recircs", r.recirculations.to_string()),
         ];

@@ -45,10 +45,11 @@ use crate::program::{
 use crate::rack::{build, check, variant_of, RackConfig, RackHost, RackObserver};
 use crate::store::{NodeRecord, StorageNode, FLOOR_MARGIN_SLOTS};
 use crate::wire::{Message, OpType};
-use pisadb_core::rng::derive;
+use pisadb_core::rng::{derive, SeededRng};
 use pisadb_core::Nanos;
 use pisadb_harness::FuzzReport;
-use pisadb_sim::{Crash, Faults, Restarts, SlowLink, Target};
+use pisadb_sim::swarm::{Crashes, FaultKind, Pick, SlowLinks, Spacing, Swarm, TargetPick, Tolerated};
+use pisadb_sim::{Crash, Faults, Restarts, Target};
 use pisadb_switch::Switch;
 use pisadb_switch::SwitchProfile;
 use rand::Rng;
@@ -234,6 +235,47 @@ pub fn rebuild_switch(
     Ok(switch)
 }
 
+/// The faults TransKV's data centers tolerate: loss, jitter and reordering, slow links,
+/// crashes of storage nodes, of the controller (a host) and of switches.
+pub fn tolerated() -> Tolerated {
+    use FaultKind::*;
+    Tolerated::of(&[Loss, Jitter, Reordering, SlowLink, NodeCrash, SwitchCrash])
+}
+
+/// A case's faults, drawn by the swarm in the order TransKV's cases always drew them.
+fn draw_faults(rng: &mut SeededRng, seed: u64) -> Faults {
+    let mut swarm = Swarm::new(rng, seed, tolerated());
+    swarm.slow_links(&SlowLinks {
+        count: Pick::Range(0, 3),
+        from_ns: Pick::Range(0, 200_000),
+        node: Pick::Range(0, 21),
+        length_ns: Pick::Range(1_000, 200_000),
+        extra_ns: Pick::Range(100, 20_000),
+    });
+    let node = TargetPick::Node(Pick::Range(0, NODES));
+    let switch = TargetPick::Switch(Pick::Range(0, SWITCHES));
+    swarm.crashes(&Crashes {
+        count: Pick::Range(0, 3),
+        // Storage nodes, the controller and switches, 2 : 1 : 2.
+        target: TargetPick::OneOf(vec![
+            node.clone(),
+            node,
+            TargetPick::Node(Pick::Fixed(CONTROLLER)),
+            switch.clone(),
+            switch,
+        ]),
+        at_ns: Pick::Range(0, 300_000),
+        down_ns: Pick::Range(1_000, 100_000),
+        spacing: Spacing::Any,
+    });
+    swarm.loss(Pick::OneOf(vec![0.0, 0.001, 0.01, 0.05]));
+    swarm.jitter(Pick::OneOf(vec![0, 500, 5_000, 50_000]));
+    swarm.reorder(0.7);
+    // Faulty until then (runs take a few simulated milliseconds: often to the end).
+    swarm.heal(Pick::OneOf(vec![300_000, 3_000_000, 1_000_000_000]));
+    swarm.finish()
+}
+
 /// The case of `seed`: its variant, data center and faults.
 pub fn case(seed: u64) -> (&'static str, RackConfig, Faults) {
     let mut rng = derive(seed, "transkv-fuzz");
@@ -256,39 +298,7 @@ pub fn case(seed: u64) -> (&'static str, RackConfig, Faults) {
         controller_cores: 2,
         nic_ns: 1_000,
     };
-    let slow = (0..rng.random_range(0..3))
-        .map(|_| {
-            let from_ns: Nanos = rng.random_range(0..200_000);
-            SlowLink {
-                node: rng.random_range(0..21),
-                from_ns,
-                until_ns: from_ns + rng.random_range(1_000..200_000),
-                extra_ns: rng.random_range(100..20_000),
-            }
-        })
-        .collect();
-    let crashes = (0..rng.random_range(0..3))
-        .map(|_| Crash {
-            target: match rng.random_range(0..5) {
-                0 | 1 => Target::Node(rng.random_range(0..NODES)),
-                2 => Target::Node(CONTROLLER),
-                _ => Target::Switch(rng.random_range(0..SWITCHES)),
-            },
-            at_ns: rng.random_range(0..300_000),
-            down_ns: rng.random_range(1_000..100_000),
-        })
-        .collect();
-    let faults = Faults {
-        seed,
-        crashes,
-        loss: [0.0, 0.001, 0.01, 0.05][rng.random_range(0..4)],
-        jitter_ns: [0, 500, 5_000, 50_000][rng.random_range(0..4)],
-        reorder: rng.random_bool(0.7),
-        slow,
-        // Faulty until then (runs take a few simulated milliseconds: often to the end).
-        heal_at_ns: [300_000, 3_000_000, 1_000_000_000][rng.random_range(0..3)],
-        ..Faults::default()
-    };
+    let faults = draw_faults(&mut rng, seed);
     // Drawn last, so that the cases without it stay what they were. A refreshed case crashes
     // storage nodes, switches and the controller alike: the controller logs its placement,
     // which a restarted controller and a rebuilt switch take from its log.

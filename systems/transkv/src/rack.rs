@@ -21,11 +21,11 @@ use crate::layout::{self, Hierarchy, CLIENT0, CLIENTS, CONTROLLER, NODES, SWITCH
 use crate::program::{fill, Mode, TransKvProgram, CACHE_TABLE, FULL_BITMAP, HITS, T_TS, VALUE0, VALUE_ARRAYS};
 use crate::store::{NoTimer, NodeRecord, StorageNode, StoreEvent};
 use crate::wire::{value_of, VALUE_BYTES};
-use hdrhistogram::Histogram;
 use pisadb_check::{CommittedTxn, History};
 use pisadb_core::{Nanos, TraceBytes, TraceHash, TupleKey};
 use pisadb_host::{Host, HostOutbox, Route};
 use pisadb_net::LinkParams;
+use pisadb_report::latency::{Latency, LatencySummary};
 use pisadb_sim::{Moment, Observer, World};
 use pisadb_switch::{Switch, SwitchProfile};
 use serde::{Deserialize, Serialize};
@@ -322,10 +322,10 @@ pub struct RackFigures {
     /// Lease queries the storage nodes answered (claims met past their lease, `program.rs`).
     #[serde(default)]
     pub lease_queries: u64,
-    /// Read transactions' latency: mean, p50, p99 in µs.
-    pub read_us: [f64; 3],
-    /// Write transactions' latency: mean, p50, p99 in µs.
-    pub write_us: [f64; 3],
+    /// Read transactions' latency: mean, p50, p99 in µs (`latency_us_*`).
+    pub read_latency: LatencySummary,
+    /// Write transactions' latency: mean, p50, p99 in µs (`latency_us_*`).
+    pub write_latency: LatencySummary,
     /// Read transactions' latency CDF: the 5th, 10th, …, 100th percentile in µs.
     pub read_cdf_us: Vec<f64>,
     /// Write transactions' latency CDF, as `read_cdf_us`.
@@ -352,8 +352,10 @@ pub struct RackFigures {
 /// Collects the figures and what the checks need.
 #[derive(Debug)]
 pub struct RackObserver {
-    read_latency: Histogram<u64>,
-    write_latency: Histogram<u64>,
+    /// Read transactions' latencies.
+    read_latency: Latency,
+    /// Write transactions' latencies.
+    write_latency: Latency,
     figures: RackFigures,
     finished_ns: Nanos,
     /// What the history check needs.
@@ -451,23 +453,9 @@ impl Ledger {
     }
 }
 
-fn histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, 3_600 * 1_000_000_000, 3).expect("valid bounds")
-}
-
-/// The 5th, 10th, …, 100th percentiles of `h` in µs (empty if `h` is).
-fn cdf(h: &Histogram<u64>) -> Vec<f64> {
-    if h.is_empty() {
-        return Vec::new();
-    }
-    (1..=20).map(|i| h.value_at_quantile(f64::from(i) / 20.0) as f64 / 1e3).collect()
-}
-
-fn summary(h: &Histogram<u64>) -> [f64; 3] {
-    if h.is_empty() {
-        return [0.0; 3];
-    }
-    [h.mean() / 1e3, h.value_at_quantile(0.5) as f64 / 1e3, h.value_at_quantile(0.99) as f64 / 1e3]
+/// The 5th, 10th, …, 100th percentiles of `latency` in µs (empty if nothing was recorded).
+fn cdf(latency: &Latency) -> Vec<f64> {
+    latency.cdf_us(20)
 }
 
 impl Default for RackObserver {
@@ -480,8 +468,8 @@ impl RackObserver {
     /// An observer that has seen nothing.
     pub fn new() -> Self {
         RackObserver {
-            read_latency: histogram(),
-            write_latency: histogram(),
+            read_latency: Latency::new(),
+            write_latency: Latency::new(),
             figures: RackFigures {
                 completion_s: 0.0,
                 commits: 0,
@@ -493,8 +481,8 @@ impl RackObserver {
                 log_copies: 0,
                 lease_queries: 0,
                 aborts_store: 0,
-                read_us: [0.0; 3],
-                write_us: [0.0; 3],
+                read_latency: LatencySummary::default(),
+                write_latency: LatencySummary::default(),
                 read_cdf_us: Vec::new(),
                 write_cdf_us: Vec::new(),
                 cached_keys: 0,
@@ -522,8 +510,8 @@ impl RackObserver {
         self.figures.aborts_switch
     }
 
-    /// The read and write latency histograms (ns), for CDFs.
-    pub fn latencies(&self) -> (&Histogram<u64>, &Histogram<u64>) {
+    /// The read and write latencies, for CDFs.
+    pub fn latencies(&self) -> (&Latency, &Latency) {
         (&self.read_latency, &self.write_latency)
     }
 
@@ -571,8 +559,8 @@ impl RackObserver {
     /// throughput or the switches' figures, which the caller knows).
     pub fn figures(&self) -> RackFigures {
         let mut f = self.figures.clone();
-        f.read_us = summary(&self.read_latency);
-        f.write_us = summary(&self.write_latency);
+        f.read_latency = self.read_latency.summary();
+        f.write_latency = self.write_latency.summary();
         f.read_cdf_us = cdf(&self.read_latency);
         f.write_cdf_us = cdf(&self.write_latency);
         f
@@ -604,7 +592,7 @@ impl RackObserver {
                 f.write_commits += u64::from(write);
                 f.switch_answers += u64::from(by_switch);
                 let h = if write { &mut self.write_latency } else { &mut self.read_latency };
-                h.saturating_record(latency_ns.max(1));
+                h.record_ns(latency_ns.max(1));
                 // Non-transactional reads (T-TS = 0) are not transactions of the history.
                 if ts != 0 && self.ledger.client_commits.insert(ts, (reads, writes)).is_some() {
                     self.ledger.duplicate = Some(format!("a client counted T-TS {ts} twice"));
@@ -846,8 +834,8 @@ pub fn run_world(variant: &str, cfg: &RackConfig) -> Result<(RackWorld, Arc<Hier
     let mut f = world.observer().figures.clone();
     f.completion_s = world.observer().finished_ns as f64 / 1e9;
     f.mtps = if f.completion_s > 0.0 { f.commits as f64 / f.completion_s / 1e6 } else { 0.0 };
-    f.read_us = summary(&world.observer().read_latency);
-    f.write_us = summary(&world.observer().write_latency);
+    f.read_latency = world.observer().read_latency.summary();
+    f.write_latency = world.observer().write_latency.summary();
     f.read_cdf_us = cdf(&world.observer().read_latency);
     f.write_cdf_us = cdf(&world.observer().write_latency);
     let placed = placement_now(&world, &hierarchy);

@@ -67,6 +67,7 @@ use pisadb_core::TupleKey;
 use pisadb_engine::{Storage, StorageError, Tuple};
 use pisadb_harness::real::RealFlag;
 use pisadb_net::LinkParams;
+use pisadb_report::latency::LatencySummary;
 use pisadb_runtime::host_proc::{self, HostRun};
 use pisadb_runtime::supervisor::{free_ports, ConfigLaunch, Crash};
 use pisadb_runtime::switch_proc::{self, SwitchReport};
@@ -472,11 +473,11 @@ pub struct ClusterResult {
     pub aborts: [u64; 3],
     /// Commits per second over the run (thousands).
     pub ktps: f64,
-    /// Read and write latency over all clients: mean, p50, p99 in µs (the p50/p99 of the
-    /// client host with the most commits).
-    pub read_us: [f64; 3],
-    /// As `read_us`, for writes.
-    pub write_us: [f64; 3],
+    /// Read latency over all clients, µs: the mean over all, the p50 and p99 of the client
+    /// host with the most commits.
+    pub read_latency: LatencySummary,
+    /// As `read_latency`, for writes.
+    pub write_latency: LatencySummary,
     /// Transactions the history check checked.
     pub checked: usize,
     /// Keys in the storage nodes' fjall stores.
@@ -633,16 +634,17 @@ fn judge(hosts: Vec<HostReport>, switches: Vec<SwitchReport>, caches: &[CacheRep
             sum / n as f64
         }
     };
-    let read_mean = mean(&|f| (f.read_us[0], f.commits - f.write_commits));
-    let write_mean = mean(&|f| (f.write_us[0], f.write_commits));
-    let read_us = busiest.map_or([0.0; 3], |h| [read_mean, h.figures.read_us[1], h.figures.read_us[2]]);
-    let write_us = busiest.map_or([0.0; 3], |h| [write_mean, h.figures.write_us[1], h.figures.write_us[2]]);
+    let read_mean = mean(&|f| (f.read_latency.latency_us_mean, f.commits - f.write_commits));
+    let write_mean = mean(&|f| (f.write_latency.latency_us_mean, f.write_commits));
+    let read_latency = busiest.map_or_else(LatencySummary::default, |h| h.figures.read_latency.with_mean_us(read_mean));
+    let write_latency =
+        busiest.map_or_else(LatencySummary::default, |h| h.figures.write_latency.with_mean_us(write_mean));
     ClusterResult {
         commits,
         aborts,
         ktps: if seconds > 0.0 { commits[0] as f64 / seconds / 1e3 } else { 0.0 },
-        read_us,
-        write_us,
+        read_latency,
+        write_latency,
         checked,
         stored_keys: hosts.iter().filter_map(|h| h.store.map(|(k, _)| k)).sum(),
         cached_compared: (with_value, without),

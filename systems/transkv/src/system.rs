@@ -13,6 +13,7 @@ use pisadb_harness::{
     Experiment, ExperimentName, ExperimentOptions, FuzzCaseFn, HarnessError, PointReport, Preset, Reproduction, System,
     Variant,
 };
+use pisadb_report::latency::LatencySummary;
 use serde_json::{json, Value};
 
 /// The system, for the registry.
@@ -106,7 +107,8 @@ impl System for TransKv {
         variant_of(variant).map_err(run_error)?;
         let cfg: RackConfig = serde_json::from_value(settings.clone()).map_err(|e| run_error(e.to_string()))?;
         let (f, figures) = run_figures(variant, &cfg).map_err(run_error)?;
-        let us = |v: [f64; 3]| format!("{:.1}/{:.1}/{:.1}", v[0], v[1], v[2]);
+        let us =
+            |v: LatencySummary| format!("{:.1}/{:.1}/{:.1}", v.latency_us_mean, v.latency_us_p50, v.latency_us_p99);
         let row = vec![
             ("variant".to_string(), variant.to_string()),
             ("zipf".to_string(), format!("{}", cfg.zipf)),
@@ -115,8 +117,8 @@ impl System for TransKv {
             ("commits".to_string(), f.commits.to_string()),
             ("by switch".to_string(), f.switch_answers.to_string()),
             ("aborts sw/node".to_string(), format!("{}/{}", f.aborts_switch, f.aborts_store)),
-            ("read µs mean/p50/p99".to_string(), us(f.read_us)),
-            ("write µs mean/p50/p99".to_string(), us(f.write_us)),
+            ("read µs mean/p50/p99".to_string(), us(f.read_latency)),
+            ("write µs mean/p50/p99".to_string(), us(f.write_latency)),
         ];
         Ok(PointReport {
             system: "transkv",

@@ -47,9 +47,9 @@ use crate::real::switch::P4dbSwitchReport;
 use crate::real::{P4dbSpec, RealError, Result, SYSTEM};
 use crate::wire::p4db::TxnPacket;
 use crate::{RackPlan, RackSwitch, RunConfig};
-use hdrhistogram::Histogram;
 use pisadb_core::{Nanos, OpKind, TraceBytes, TraceHash, Txn};
 use pisadb_host::{Host, HostOutbox, Route, Send};
+use pisadb_report::latency::{Latency, LatencySummary};
 use pisadb_runtime::supervisor::{free_ports, Supervisor};
 use pisadb_runtime::udp::BatchSocket;
 use pisadb_runtime::{
@@ -423,14 +423,13 @@ pub struct Tally {
     /// Datagrams the generator did not expect (malformed, unknown kind).
     pub unexpected: u64,
     /// Send to answer, switch transactions (ns).
-    pub txn_latency: Histogram<u64>,
+    pub txn_latency: Latency,
     /// Send to answer, lock requests (two trips through the switch; ns).
-    pub lock_latency: Histogram<u64>,
+    pub lock_latency: Latency,
 }
 
 impl Default for Tally {
     fn default() -> Self {
-        let histogram = || Histogram::new_with_bounds(1, 600_000_000_000, 3).expect("valid bounds");
         Tally {
             datagrams_out: 0,
             datagrams_in: 0,
@@ -442,8 +441,8 @@ impl Default for Tally {
             timed_out: 0,
             late: 0,
             unexpected: 0,
-            txn_latency: histogram(),
-            lock_latency: histogram(),
+            txn_latency: Latency::new(),
+            lock_latency: Latency::new(),
         }
     }
 }
@@ -463,11 +462,11 @@ impl Tally {
             }
             LoadEvent::Answered { switch_txn: true, latency_ns } => {
                 self.txn_answered += 1;
-                self.txn_latency.saturating_record(latency_ns);
+                self.txn_latency.record_ns(latency_ns);
             }
             LoadEvent::Answered { switch_txn: false, latency_ns } => {
                 self.lock_answered += 1;
-                self.lock_latency.saturating_record(latency_ns);
+                self.lock_latency.record_ns(latency_ns);
             }
             LoadEvent::TimedOut => self.timed_out += 1,
             LoadEvent::Late => self.late += 1,
@@ -491,12 +490,10 @@ pub struct Side {
     pub lock_round_trips_per_s: f64,
     /// Pipeline passes per second (the switch's own counter).
     pub passes_per_s: f64,
-    /// Switch transaction latency, send to answer: median (µs).
-    pub txn_latency_p50_us: f64,
-    /// 99th percentile (µs).
-    pub txn_latency_p99_us: f64,
-    /// Lock request round trip: median (µs).
-    pub lock_latency_p50_us: f64,
+    /// Switch transaction latency, send to answer (µs, `latency_us_*`).
+    pub txn_latency: LatencySummary,
+    /// Lock request round trip (µs, `latency_us_*`).
+    pub lock_latency: LatencySummary,
     /// Slots given up after the timeout.
     pub timed_out: u64,
 }
@@ -504,7 +501,6 @@ pub struct Side {
 impl Side {
     fn of(tally: &Tally, seconds: f64, passes: u64) -> Side {
         let per_s = |n: u64| n as f64 / seconds.max(1e-12);
-        let us = |h: &Histogram<u64>, q: f64| if h.is_empty() { 0.0 } else { h.value_at_quantile(q) as f64 / 1e3 };
         Side {
             seconds,
             offered_per_s: per_s(tally.datagrams_out),
@@ -512,9 +508,8 @@ impl Side {
             switch_txn_per_s: per_s(tally.txn_answered),
             lock_round_trips_per_s: per_s(tally.lock_answered),
             passes_per_s: per_s(passes),
-            txn_latency_p50_us: us(&tally.txn_latency, 0.5),
-            txn_latency_p99_us: us(&tally.txn_latency, 0.99),
-            lock_latency_p50_us: us(&tally.lock_latency, 0.5),
+            txn_latency: tally.txn_latency.summary(),
+            lock_latency: tally.lock_latency.summary(),
             timed_out: tally.timed_out,
         }
     }

@@ -12,8 +12,8 @@
 
 use crate::node::{Finished, Node, NodeEvent, NodeStats, RecoveryReport};
 use crate::real::{P4dbRackConfig, RealError, Result};
-use hdrhistogram::Histogram;
 use pisadb_core::{Insert, Nanos, TupleKey, Txn};
+use pisadb_report::latency::{Latency, LatencySummary};
 use pisadb_runtime::host_proc::{self, HostRun};
 use pisadb_runtime::{write_json, RuntimeError};
 use pisadb_workload::TxnClass;
@@ -54,10 +54,9 @@ pub struct NodeReport {
     pub hot: u64,
     /// Aborted attempts.
     pub aborts: u64,
-    /// Latency percentiles, µs.
-    pub latency_p50_us: f64,
-    /// 99th percentile, µs.
-    pub latency_p99_us: f64,
+    /// Commit latency, µs (`latency_us_mean`, `_p50`, `_p99`).
+    #[serde(flatten)]
+    pub latency: LatencySummary,
     /// Seconds between the first round and the stop time.
     pub seconds: f64,
     /// Switch transactions sent again after a timeout.
@@ -93,7 +92,7 @@ pub struct NodeReport {
 
 /// The node's commits as they become durable.
 struct Commits {
-    latency: Histogram<u64>,
+    latency: Latency,
     committed: u64,
     on_switch: u64,
     hot: u64,
@@ -105,7 +104,7 @@ impl Commits {
         self.committed += 1;
         self.on_switch += u64::from(f.on_switch);
         self.hot += u64::from(f.hot);
-        self.latency.saturating_record(now.saturating_sub(f.started).max(1));
+        self.latency.record_ns(now.saturating_sub(f.started).max(1));
         if let Some(r) = f.record {
             self.txns.push(CommittedTxn {
                 kind: r.gen.kind.to_string(),
@@ -149,13 +148,7 @@ pub fn run_node(cfg: &P4dbRackConfig, id: u16, data_dir: &Path) -> Result<NodeRe
         );
     }
     drop(records);
-    let mut commits = Commits {
-        latency: Histogram::new_with_bounds(1, 100_000_000_000, 3).expect("valid bounds"),
-        committed: 0,
-        on_switch: 0,
-        hot: 0,
-        txns: Vec::new(),
-    };
+    let mut commits = Commits { latency: Latency::new(), committed: 0, on_switch: 0, hot: 0, txns: Vec::new() };
     let host_run = host_proc::serve(cfg, id, &name, &mut node, wal.as_mut(), |now, event| {
         // Records kept for the simulator's oracles have no use here.
         if let NodeEvent::Finished(f) = event {
@@ -196,8 +189,7 @@ fn report(
         on_switch: commits.on_switch,
         hot: commits.hot,
         aborts: stats.aborts,
-        latency_p50_us: commits.latency.value_at_quantile(0.5) as f64 / 1e3,
-        latency_p99_us: commits.latency.value_at_quantile(0.99) as f64 / 1e3,
+        latency: commits.latency.summary(),
         seconds: host_run.seconds,
         switch_resends: stats.switch_resends,
         peer_timeouts: stats.peer_timeouts,
