@@ -54,6 +54,13 @@ impl CpuCosts {
     };
 }
 
+impl CpuCosts {
+    /// Whether these are the measured figures (a rack's settings then leave them out).
+    pub fn is_measured(&self) -> bool {
+        *self == CpuCosts::MEASURED
+    }
+}
+
 impl Default for CpuCosts {
     fn default() -> Self {
         CpuCosts::MEASURED

@@ -54,6 +54,10 @@ pub struct RackConfig {
     pub schedule_split: bool,
     /// The seed of every random choice (the segments' start offsets).
     pub seed: u64,
+    /// The hosts' CPU costs (measured by default: [`CpuCosts::MEASURED`]; left out when
+    /// written while they are the measured ones).
+    #[serde(default, skip_serializing_if = "CpuCosts::is_measured")]
+    pub costs: CpuCosts,
 }
 
 impl Default for RackConfig {
@@ -68,6 +72,7 @@ impl Default for RackConfig {
             query: Query::Pattern1,
             schedule_split: false,
             seed: 1,
+            costs: CpuCosts::MEASURED,
         }
     }
 }
@@ -274,7 +279,7 @@ pub type RackWorld = World<RackHost, Switch<NetAccel>, RackObserver>;
 pub fn build(plan: Plan, cfg: &RackConfig) -> Result<(RackWorld, Q20Data), String> {
     cfg.check()?;
     let data = generate(cfg.sf, &Q20Params::validation()).map_err(|e| e.to_string())?;
-    let world = build_with(plan, cfg, &data, CpuCosts::MEASURED)?;
+    let world = build_with(plan, cfg, &data, cfg.costs)?;
     Ok((world, data))
 }
 

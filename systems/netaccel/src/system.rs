@@ -42,20 +42,9 @@ fn run_error(why: impl Into<String>) -> HarnessError {
     HarnessError::Run { system: "netaccel".into(), why: why.into() }
 }
 
-/// The rack of `settings`, without its `costs`.
+/// The rack of `settings`, its `costs` included.
 pub fn rack_config(settings: &Value) -> Result<RackConfig, String> {
-    let mut settings = settings.clone();
-    if let Value::Object(map) = &mut settings {
-        map.remove("costs");
-    }
-    serde_json::from_value(settings).map_err(|e| e.to_string())
-}
-
-/// The CPU costs of `settings` (`costs`; the measured ones if absent).
-fn costs_of(settings: &Value) -> Result<CpuCosts, String> {
-    settings
-        .get("costs")
-        .map_or(Ok(CpuCosts::MEASURED), |c| serde_json::from_value(c.clone()).map_err(|e| format!("costs: {e}")))
+    serde_json::from_value(settings.clone()).map_err(|e| e.to_string())
 }
 
 /// Q20's data at scale factor `sf`, generated once per process (tpchgen is deterministic).
@@ -111,11 +100,10 @@ impl System for NetAccelSystem {
     fn run_point(&self, variant: &str, settings: &Value) -> Result<PointReport, HarnessError> {
         self.variant(variant)?;
         let cfg = rack_config(settings).map_err(run_error)?;
-        let costs = costs_of(settings).map_err(run_error)?;
         let plan = plan_of(variant).map_err(run_error)?;
         cfg.check().map_err(run_error)?;
         let data = data(cfg.sf).map_err(run_error)?;
-        let world = build_with(plan, &cfg, &data, costs).map_err(run_error)?;
+        let world = build_with(plan, &cfg, &data, cfg.costs).map_err(run_error)?;
         let f = finish(plan, &cfg, world, &data).map_err(run_error)?;
         let lower_bound_ms = crate::experiments::lower_bound_ms(&data, cfg.segments, cfg.link_gbps);
         let row = vec![
