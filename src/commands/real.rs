@@ -506,9 +506,8 @@ fn gotthard_cluster(args: &ClusterArgs) -> Result<(), String> {
 /// query is answered.
 fn netaccel_cluster(args: &ClusterArgs) -> Result<(), String> {
     use pisadb_netaccel::real::{run_cluster, ClusterOptions, Spec};
-    // The settings' `costs` are the simulator's CPU charges; a real rack spends real CPU.
-    let (variant, settings, data_dir) = system_cluster_inputs::<serde_json::Value>(&pisadb_netaccel::SYSTEM, args)?;
-    let rack = pisadb_netaccel::system::rack_config(&settings).map_err(|e| format!("--set: {e}"))?;
+    let (variant, rack, data_dir) =
+        system_cluster_inputs::<pisadb_netaccel::rack::RackConfig>(&pisadb_netaccel::SYSTEM, args)?;
     let plan = pisadb_netaccel::system::plan_of(variant)?;
     rack.check().map_err(|e| format!("--set: {e}"))?;
     let tuple_gap_ns = args.tuple_gap_ns.unwrap_or(pisadb_netaccel::real::TUPLE_GAP_NS);
