@@ -945,7 +945,7 @@ fn resolution_is_atomic_when_a_backup_crashes_or_is_cut_off_and_is_removed() {
 /// The largest case (689,205 states, about 19 s in a debug build on two cores), so not in
 /// every `cargo test`: `cargo test -p pisadb-check --test switchtx_resolution -- --ignored`.
 #[test]
-#[ignore]
+#[ignore = "689,205 states, about 19 s in a debug build: cargo test -p pisadb-check --test switchtx_resolution -- --ignored"]
 fn resolution_is_atomic_when_a_primary_crashes_and_its_backup_is_promoted() {
     assert!(check(0, Fault::Crash) > 1000);
     let model = ResolutionModel { victim: 0, fault: Fault::Crash, flaw: Flaw::None };
