@@ -258,6 +258,10 @@ mod tests {
             let starts = starts(&records);
             let mut spliced = bytes[..starts[1] - cut.min(starts[1] - starts[0])].to_vec();
             spliced.extend_from_slice(&bytes[starts[1]..]);
+            // When the bytes that slide into the cut equal the bytes cut away, the first frame is
+            // whole again and the splice is undetectable by any reader (seen: a one-byte payload
+            // `8` cut, and the next frame's length byte `8` sliding in).
+            prop_assume!(spliced.get(..starts[1]) != Some(&bytes[..starts[1]]));
             let err = read::<Blob>(&spliced).unwrap_err();
             prop_assert_eq!(err.offset, 0);
         }
