@@ -220,6 +220,15 @@ impl LedgerClient {
         Ok(LedgerClient { stream, host, buffer: Vec::new() })
     }
 
+    /// Connects host `host` of the rack `cfg` to its supervisor's ledger, if the supervisor
+    /// keeps one (its socket is in the rack's rendezvous directory); `None` if not.
+    pub fn of_rack<S>(cfg: &crate::RackConfig<S>, host: u16) -> Result<Option<Self>> {
+        match &cfg.rendezvous {
+            Some(dir) if dir.join(LEDGER_SOCKET).exists() => Self::connect(dir, host).map(Some),
+            _ => Ok(None),
+        }
+    }
+
     /// Streams `payloads` at `stage`, in one write.
     pub fn send(&mut self, stage: Stage, payloads: &[Vec<u8>]) -> Result<()> {
         if payloads.is_empty() {
