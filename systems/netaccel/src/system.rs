@@ -145,7 +145,10 @@ impl System for NetAccelSystem {
     }
 
     fn reproduction(&self, options: &ExperimentOptions) -> Reproduction {
-        crate::experiments::reproduction(&self.default_settings(), options)
+        // The preset's settings, so the report's reasoning uses the costs its runs charge.
+        let settings = pisadb_harness::preset_settings(self, &options.preset)
+            .map_or_else(|_| self.default_settings(), |(settings, _)| settings);
+        crate::experiments::reproduction(&settings, options)
     }
 
     fn presets(&self) -> Vec<Preset> {
