@@ -128,6 +128,15 @@ fn settings(cfg: &RackConfig) -> Result<Value, String> {
     Ok(v)
 }
 
+/// A chart of each plan's response over the normal plan's, labelled `y_label`.
+fn speedup_chart(y_label: &str) -> Chart {
+    Chart {
+        y_label: y_label.into(),
+        y_unit: Unit::Ratio,
+        y: pisadb_harness::experiment::Y::Ratio { key: "response_ms" },
+    }
+}
+
 /// The CSV columns of every experiment.
 fn columns() -> Vec<Column> {
     let mut c: Vec<Column> =
@@ -262,11 +271,7 @@ pub fn experiment(name: &str, base_settings: &Value, options: &ExperimentOptions
                 add("pattern 1, 25 Gbps, 2×2", "normal", "normal", sf, cfg.clone())?;
                 add("pattern 1, 25 Gbps, 2×2", "accelerated", "accelerated", sf, cfg)?;
             }
-            let speedup = Chart {
-                y_label: "response over the normal plan's".into(),
-                y_unit: Unit::Ratio,
-                y: pisadb_harness::experiment::Y::Ratio { key: "response_ms" },
-            };
+            let speedup = speedup_chart("response over the normal plan's");
             (
                 "NetAccel: pattern 1 against the scale factor",
                 "TPC-H scale factor",
@@ -289,11 +294,7 @@ pub fn experiment(name: &str, base_settings: &Value, options: &ExperimentOptions
                     }
                 }
             }
-            let speedup = Chart {
-                y_label: "response over the normal plan's (below 1: accelerated wins)".into(),
-                y_unit: Unit::Ratio,
-                y: pisadb_harness::experiment::Y::Ratio { key: "response_ms" },
-            };
+            let speedup = speedup_chart("response over the normal plan's (below 1: accelerated wins)");
             (
                 "NetAccel break-even: pattern 1 by the executor's join cost, link rate and join positions J",
                 "executor's join cost, ns per probe row",
@@ -312,11 +313,7 @@ pub fn experiment(name: &str, base_settings: &Value, options: &ExperimentOptions
                 add(panel, "accelerated 2×2", "accelerated", stack_ns, RackConfig { costs, ..split(2, 2) })?;
                 add(panel, "accelerated 5×1", "accelerated", stack_ns, RackConfig { costs, ..split(5, 1) })?;
             }
-            let speedup = Chart {
-                y_label: "response over the normal plan's".into(),
-                y_unit: Unit::Ratio,
-                y: pisadb_harness::experiment::Y::Ratio { key: "response_ms" },
-            };
+            let speedup = speedup_chart("response over the normal plan's");
             (
                 "NetAccel: pattern 1 against the assumed stack cost per datagram",
                 "stack cost, ns per datagram",
