@@ -87,7 +87,7 @@ impl CpuCosts {
     pub const ROW_AT_A_TIME: CpuCosts = CpuCosts {
         // postgres-hash-join.sh: join_ns_per_probe_row (sequential scan + hash probe, CPU time).
         join_probe_ns_per_row: PG_JOIN_NS,
-        // postgres-hash-join.sh: aggregate_ns_per_matched_row (HashAggregate over the joined rows).
+        // postgres-hash-join.sh: aggregate_ns_per_joined_row (HashAggregate of SF 100-shaped joined rows).
         aggregate_ns_per_row: PG_AGGREGATE_NS,
         // Pattern 2 is a hash join probing `partsupp` rows: the same per-row class.
         pattern2_ns_per_row: PG_JOIN_NS,
