@@ -20,11 +20,18 @@
 //!
 //! - `fig17b`: TPC-C at 24 warehouses per server against the share of remote NewOrder items.
 //!
+//! - `admission` (Listing 1's constants, which the paper leaves open or states for 100 ms
+//!   epochs): MAXMPL (`mpl_max`) 2..16 × epoch 25..400 µs, the adaptive MPL against static MPL
+//!   1 and 2 at θ 0.99 (where Fig. 13 finds it 13.4% above the best static one).
+//! - `network`: each hop's jitter 0..1 µs with reordering (`network.jitter_ns`): FaSST,
+//!   +Tree-GaS and Eris at θ 0.99, throughput, P50 and P99 (Eris waits on sequence gaps).
+//!
 //! - `failover` (not a paper figure; §3.5): server 2 fails as the window opens and stays down;
 //!   throughput and latency during the outage with promotion of its backup (against the lease
 //!   the manager grants) and without (the transactions that touch it wait for its restart).
 //!
-//! Eris is not covered. Every point is an independent
+//! Eris is in `fig10`, `fig14` (at 5 threads per server and fewer: 40 shards at most) and
+//! `network`. Every point is an independent
 //! seeded simulation, so the thread count changes only the wall time. `quick` runs 8 threads
 //! per server and shorter windows; the full runs use the paper's 24.
 
@@ -70,13 +77,21 @@ pub const EXPERIMENTS: &[ExperimentName] = &[
             "§3.5: a server fails; throughput during the outage with backup promotion (against the lease) and without",
     },
     ExperimentName {
+        name: "admission",
+        summary: "Listing 1's constants swept: MAXMPL (mpl_max) × epoch length, adaptive vs static MPL 1 and 2, θ 0.99",
+    },
+    ExperimentName {
+        name: "network",
+        summary: "each hop's jitter (reordering) swept: FaSST, +Tree-GaS and Eris, P50/P99, θ 0.99",
+    },
+    ExperimentName {
         name: "fig17b",
         summary: "Fig. 17b: TPC-C throughput against the share of remote NewOrder items, FaSST vs SwitchTx",
     },
 ];
 
 /// What `reproduce --quick` runs (the full reproduction runs every experiment, in order).
-pub const QUICK: [&str; 4] = ["fig10", "fig10cd", "fig11", "fig13"];
+pub const QUICK: [&str; 5] = ["fig10", "fig10cd", "fig11", "fig13", "admission"];
 
 /// What a chart shows of each point.
 #[derive(Clone, Copy, Debug)]
@@ -244,6 +259,10 @@ pub fn experiment(name: &str, base: &Value, options: &ExperimentOptions) -> Resu
                     for v in ["fasst", "tree-gas", "switchtx"] {
                         add(panel, v, v, f64::from(t), RackConfig { threads: t, multi_rack, ..base.clone() });
                     }
+                    // Eris: one shard per thread, 40 shards at most (the sequencer's header).
+                    if t <= 5 {
+                        add(panel, "eris", "eris", f64::from(t), RackConfig { threads: t, multi_rack, ..base.clone() });
+                    }
                 }
             }
             // Fig. 14c: TPC-C (24 warehouses per server, MPL 1, as Fig. 10c) in three racks.
@@ -272,6 +291,50 @@ pub fn experiment(name: &str, base: &Value, options: &ExperimentOptions) -> Resu
                 "Zipf θ",
                 Unit::Count,
                 vec![Metric::Throughput, Metric::P50],
+            )
+        }
+        "admission" => {
+            let hot = with_theta(&base, 0.99);
+            let maxes: [u8; 4] = [2, 4, 8, 16];
+            let epochs: &[u64] = if options.quick { &[25, 100, 400] } else { &[25, 50, 100, 200, 400] };
+            for &epoch_us in epochs {
+                let panel = format!("epoch {epoch_us} µs");
+                for &mpl_max in &maxes {
+                    let cfg = RackConfig { mpl_max, epoch_us, ..hot.clone() };
+                    add(&panel, "adaptive", "switchtx", f64::from(mpl_max), cfg);
+                }
+                // The static runs do not depend on x or the epoch: run at every x of every
+                // panel all the same (as paired baselines, under the same seeds; they are cheap).
+                for mpl in [1u8, 2] {
+                    for &x in &maxes {
+                        let series = format!("static MPL {mpl}");
+                        add(&panel, &series, "reorder", f64::from(x), RackConfig { mpl, ..hot.clone() });
+                    }
+                }
+            }
+            (
+                "SwitchTx: Listing 1's MAXMPL and epoch swept, adaptive vs static MPL, YCSB-T θ 0.99".to_string(),
+                "MAXMPL (mpl_max)",
+                Unit::Integer,
+                vec![Metric::Throughput, Metric::P50],
+            )
+        }
+        "network" => {
+            let hot = with_theta(&base, 0.99);
+            let jitters: &[u64] = if options.quick { &[0, 500, 1_000] } else { &[0, 250, 500, 1_000, 2_000] };
+            for &jitter_ns in jitters {
+                let network = crate::network::Network { jitter_ns, reorder: true, ..hot.network };
+                let cfg = RackConfig { network, ..hot.clone() };
+                for v in ["fasst", "tree-gas"] {
+                    add("YCSB-T θ 0.99", v, v, jitter_ns as f64, cfg.clone());
+                }
+                add("YCSB-T θ 0.99", "eris", "eris", jitter_ns as f64, RackConfig { threads: 5, ..cfg });
+            }
+            (
+                "SwitchTx: each hop's jitter (reordering), YCSB-T θ 0.99".to_string(),
+                "jitter per hop, ns (uniform 0..x)",
+                Unit::Integer,
+                vec![Metric::Throughput, Metric::P50, Metric::P99],
             )
         }
         "failover" => {
@@ -453,6 +516,26 @@ fn claims(name: &str) -> Vec<Claim> {
                 ]);
             }
         }
+        "admission" => {
+            for mpl_max in [2.0, 4.0, 8.0, 16.0] {
+                claims.push(Claim::ratio(
+                    format!("epoch 100 µs, MAXMPL {mpl_max}: adaptive +13.4% over the best static MPL (2)"),
+                    "Fig. 13, §5.3.3",
+                    1.134,
+                    Measure::ratio("epoch 100 µs", "adaptive", "static MPL 2", mpl_max, "mtps"),
+                ));
+            }
+        }
+        "network" => {
+            for jitter in [0.0, 500.0] {
+                claims.push(Claim::ratio(
+                    format!("jitter {jitter} ns: Eris at 55.0% of FaSST's throughput (θ 0.99, 40 threads)"),
+                    "Fig. 10b, §5.2",
+                    0.55,
+                    Measure::ratio("YCSB-T θ 0.99", "eris", "fasst", jitter, "mtps"),
+                ));
+            }
+        }
         "fig11" => {
             for (panel, cut) in [("several switches (S0 + ToRs)", 0.484), ("one switch (one rack)", 0.452)] {
                 claims.push(Claim::ratio(
@@ -505,6 +588,6 @@ mod tests {
         for name in QUICK {
             assert!(EXPERIMENTS.iter().any(|e| e.name == name), "{name} is not listed");
         }
-        assert_eq!(EXPERIMENTS.len(), 10);
+        assert_eq!(EXPERIMENTS.len(), 12);
     }
 }
