@@ -68,8 +68,9 @@ pub fn presets() -> Vec<Preset> {
             "network.nic_ns",
             300,
             "per end: the ConnectX-5 EN product brief states 'sub-600ns latency' from adapter to adapter (seed 001 §5.1 \
-             names ConnectX-5), so at most 300 ns at each end; with two Tofino passes this gives a round trip of about \
-             4 µs across racks, the paper's 'network round trip (4µs)' (§5.2), a check and not a fit",
+             names ConnectX-5), so at most 300 ns at each end; with three Tofino passes each way (ToR, S0, ToR) this gives a round trip of about \
+             4 µs across racks before the jitter (which adds 250 ns per hop on average), the paper's 'network round trip \
+             (4µs)' (§5.2), a check and not a fit",
         )
         .assumed(
             "network.jitter_ns",
