@@ -24,7 +24,7 @@
 //!
 //! Everything is deterministic: row order out of every operator is a function of row order in.
 //!
-//! See `docs/ARCHITECTURE.md` (the layers) and `systems/netaccel/RESULTS.md` for the page that
+//! See `docs/ARCHITECTURE.md` (the layers) and `systems/netaccel/README.md` for the page that
 //! explains it.
 
 pub mod batch;

@@ -23,7 +23,7 @@
 //! - [`real`]: real mode: the same hosts and switch as processes streaming real datagrams on
 //!   loopback (`pisadb cluster --system netaccel`).
 //!
-//! See `systems/netaccel/RESULTS.md` for the page that explains it.
+//! See `systems/netaccel/README.md` for the page that explains it.
 
 pub mod calibration;
 pub mod experiments;

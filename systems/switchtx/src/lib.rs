@@ -25,7 +25,7 @@
 //! - [`fuzz`]: seeded fault-injection cases (`pisadb fuzz --system switchtx`).
 //! - [`wal`]: a server's write-ahead log (what a restarted server recovers from).
 //!
-//! See `systems/switchtx/RESULTS.md` for the page that explains it.
+//! See `systems/switchtx/README.md` for the page that explains it.
 
 pub mod admission;
 pub mod config;
