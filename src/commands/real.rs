@@ -182,7 +182,7 @@ pub(crate) struct ClusterArgs {
     /// (SwitchTx: a server, restarted from its write-ahead log; every server then logs.)
     #[arg(long, value_parser = parse_kill_node)]
     kill_node: Vec<(u16, f64)>,
-    /// `kill -9` a switch at SECONDS into the run and restart it: [ID@]SECONDS, switch 0 if no
+    /// `kill -9` a switch at SECONDS into the run and restart it: `[ID@]SECONDS`, switch 0 if no
     /// ID (P4DB: rebuilt from the logs; SwitchTx: restarted with zeroed registers; repeatable).
     #[arg(long, value_parser = parse_kill_switch)]
     kill_switch: Vec<(u16, f64)>,

@@ -1,7 +1,7 @@
 //! `pisadb sweep <experiment>`: one experiment of the P4DB paper ([`super::experiments`]),
 //! its simulated points run in parallel with a progress bar, written to
 //! `results/<experiment>.csv` and `.svg`, and summarised on stdout. With `--system NAME`
-//! another system runs one of its own experiments ([`pisadb_harness::System::sweep`]).
+//! another system runs one of its own experiments ([`pisadb_harness::Registry::sweep`]).
 //!
 //! Every point is an independent, seeded simulation, so running them on several threads
 //! changes nothing but the wall time. [`Runner`] also remembers the points it ran: `pisadb
