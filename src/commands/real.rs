@@ -702,8 +702,9 @@ fn switchtx_cluster(args: &ClusterArgs) -> Result<(), String> {
             f.mpl_mean
         );
         println!(
-            "switches: {} gathered, {} stale/aborted dropped; wires: {} lost, {} delayed; {} commits checked",
-            f.switch_gathered, f.switch_filtered, r.wire.0, r.wire.1, f.checked_commits
+            "switches: {} gathered, {} stale/aborted dropped; wires: {} lost, {} delayed; {} commits checked, {} \
+             acknowledged ones found in the final state by the supervisor's ledger",
+            f.switch_gathered, f.switch_filtered, r.wire.0, r.wire.1, f.checked_commits, r.acknowledged
         );
         for (role, at_s, down_s) in &r.crashes {
             match role {

@@ -51,6 +51,7 @@ pub mod error;
 pub mod framed_log;
 pub mod host_proc;
 pub mod host_set;
+pub mod ledger;
 pub mod netns;
 pub mod network;
 pub mod supervisor;

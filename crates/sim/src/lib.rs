@@ -17,4 +17,4 @@ pub use faults::{Crash, FaultStats, Faults, SlowLink, Target};
 /// The network model ([`pisadb_net`]), re-exported under its old path.
 pub use pisadb_net as net;
 pub use pisadb_net::{LinkParams, Topology};
-pub use world::{Moment, Observer, Restarts, SimError, World, WorldError};
+pub use world::{Moment, NoRestarts, Observer, Restarts, SimError, World, WorldError};

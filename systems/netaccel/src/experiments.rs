@@ -171,6 +171,7 @@ pub fn experiment(name: &str, base_settings: &Value, options: &ExperimentOptions
                     paper: Some(paper_total),
                     ours: value("overflow_pct_total"),
                     holds: near(paper_total),
+                    reason: None,
                 });
                 if let Some((_, paper)) = PAPER_TABLE2.iter().find(|p| p.0 == (j, g)) {
                     for (k, (kind, key)) in
@@ -184,6 +185,7 @@ pub fn experiment(name: &str, base_settings: &Value, options: &ExperimentOptions
                             paper: Some(paper[k]),
                             ours: value(key),
                             holds: near(paper[k]),
+                            reason: None,
                         });
                     }
                 }

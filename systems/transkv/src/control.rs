@@ -197,6 +197,11 @@ pub struct Controller {
     /// Shares confirmed in the log so far, per T-TS: the nodes whose share a copy confirmed
     /// (a share's switch copy and its node's copy confirm the same share once).
     confirmed: BTreeMap<u32, std::collections::BTreeSet<u16>>,
+    /// Writes of commits not confirmed yet, per T-TS: (key, before image, after image) from
+    /// the node copies heard so far. They enter the log only with the commit's confirmation:
+    /// a record holding one share's writes of a commit over two nodes would have any recovery
+    /// undo half a committed transaction ([`Controller::append`]).
+    held: BTreeMap<u32, Vec<(u64, u64, u64)>>,
     /// The transaction log (§IV-E, variant `transkv-log`; `crate::recovery`).
     log: TxnLog,
     /// The cache refresh, if the run has one.
@@ -293,6 +298,7 @@ impl Controller {
             decided: BTreeMap::new(),
             spans: BTreeMap::new(),
             confirmed: BTreeMap::new(),
+            held: BTreeMap::new(),
             log: TxnLog::default(),
             refresh: None,
             drives_retries: false,
@@ -363,6 +369,14 @@ impl Controller {
     /// whole (every op a read it served). A record gathers its shares' reads and writes (by
     /// key) and is `Committed` once every node the transaction spans confirmed its share
     /// (one, unless this controller coordinated it over several), else `Unknown`.
+    ///
+    /// A record's writes come in only with its confirmation (until then they are `held`), so
+    /// an `Unknown` record holds none. Recovery rolls every `Unknown` record back, and a node
+    /// copy is sent once: when one share's copy of a commit over two nodes reaches the log and
+    /// the other's is lost (it met this controller down), the commit did happen at both nodes,
+    /// and undoing the one share the log knew would leave half of it installed. Held back, the
+    /// commit is one the log lacks, as a single-node commit whose copy was lost is: recovery
+    /// leaves it alone.
     fn append(&mut self, msg: &Message) {
         let version = |op: &crate::wire::Op| crate::wire::version_of(&op.value);
         let from_node = msg.status == Status::CommitLog;
@@ -384,22 +398,28 @@ impl Controller {
         if !(from_node || (answered && !coordinated)) {
             return;
         }
+        let held = self.held.entry(msg.ts).or_default();
         for op in &msg.ops {
             let key = op.key as u64;
             match op.op_type {
                 OpType::Read if !record.reads.iter().any(|r| r.0 == key) => record.reads.push((key, version(op))),
-                OpType::Write if from_node && !record.writes.iter().any(|w| w.0 == key) => {
-                    record.writes.push((key, version(op), u64::from(msg.ts)))
+                OpType::Write if from_node && !held.iter().chain(&record.writes).any(|w| w.0 == key) => {
+                    held.push((key, version(op), u64::from(msg.ts)))
                 }
                 _ => {}
             }
         }
         record.reads.sort_unstable();
-        record.writes.sort_unstable();
         let confirmed = self.confirmed.entry(msg.ts).or_default();
         confirmed.insert(self.hierarchy.node_of(msg.ops[0].key as u64));
         if !share && confirmed.len() >= usize::from(self.spans.get(&msg.ts).copied().unwrap_or(1)) {
             record.outcome = Outcome::Committed;
+        }
+        if record.outcome == Outcome::Committed {
+            record.writes.extend(self.held.remove(&msg.ts).unwrap_or_default());
+            record.writes.sort_unstable();
+        } else if self.held.get(&msg.ts).is_some_and(Vec::is_empty) {
+            self.held.remove(&msg.ts);
         }
     }
 
@@ -803,6 +823,7 @@ mod tests {
             (msg(20, Status::Log, vec![served(9, 0), w(10, 0)]), 0),
         ];
         let mut live = Controller::new(20, Arc::clone(&h)).logging();
+        let k_is_first_share_of_8 = |m: &Message| m.ts == 8 && m.status == Status::CommitLog && m.ops[0].key == 5;
         let mut records = Vec::new();
         // After each input: the records so far, and the log, spans and shares confirmed then.
         let mut states = Vec::new();
@@ -811,6 +832,11 @@ mod tests {
             live.handle_datagram(0, &m.datagram(*from, 20), &mut out);
             records.extend(out.log);
             states.push((records.len(), live.log.clone(), live.spans.clone(), live.confirmed.clone()));
+            if k_is_first_share_of_8(m) {
+                let t8 = &live.txn_log().records[&8];
+                assert!(t8.outcome == Outcome::Unknown && t8.writes.is_empty(), "one share's writes are held: {t8:?}");
+                assert_eq!(live.held[&8], vec![(5, 0, 8)]);
+            }
         }
         assert_eq!(live.txn_log().records[&8].outcome, Outcome::Committed, "both shares confirmed");
         assert_eq!(live.txn_log().records[&8].writes, vec![(5, 0, 8), (1_599, 0, 8)]);
@@ -822,6 +848,7 @@ mod tests {
         for (k, (n, log, spans, confirmed)) in states.iter().enumerate() {
             let mut back = Controller::restore(20, Arc::clone(&h), &records[..*n]).restarted();
             assert_eq!((&back.log, &back.spans, &back.confirmed), (log, spans, confirmed), "after input {k}");
+            assert!(back.log.records.values().all(|r| r.outcome == Outcome::Committed || r.writes.is_empty()));
             // …and the copies that come after the crash make it end with the live one's log
             // (T8's second share confirms it only if the span came back: no early commit).
             for (m, from) in inputs[k + 1..].iter().filter(|(m, _)| matches!(m.status, Status::Log | Status::CommitLog))

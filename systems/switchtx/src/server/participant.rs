@@ -17,7 +17,11 @@
 //!   (keeping before-images for a rollback): `replicate_ok`;
 //! - *commit primary* (on `replicate_ok`): a write primary installs its writes (version := the
 //!   transaction id), unlocks: `commit_ok`;
-//! - *abort*: a `fail` reaches the write participants, which unlock and forget.
+//! - *abort*: a `fail` reaches the write participants, which unlock and forget; a backup that
+//!   already applied its redo record puts its before-images back first (§3.5: the changes of
+//!   a transaction that did not commit are rolled back). A `fail` can come after
+//!   `validate_ok`: a participant whose prepare arrives late may still refuse it (a promoted
+//!   backup whose new map no longer gives it the prepare's roles).
 //!
 //! A read-only transaction's read primaries copy their versions (`version_copy_ok`), then
 //! validate and send the values to the client; a blind write's write primaries lock (no
@@ -376,12 +380,10 @@ impl Participant {
         self.reply(now, slot, MsgType::LockOk, sh, client, out);
     }
 
-    /// The attempt fails here: unlock, and say so.
+    /// The attempt fails here: roll back what it applied, unlock, and say so.
     fn fail(&mut self, now: Nanos, slot: u16, sh: &Shared, client: &mut dyn LocalClient, out: &mut Out) {
-        self.release(now, slot, sh, out);
-        if let Some(p) = self.parts.get_mut(&slot) {
-            p.aborted = true;
-        }
+        let Some(attempt) = self.parts.get(&slot).map(|p| p.attempt) else { return };
+        self.roll_back(now, slot, attempt, sh, out);
         self.reply(now, slot, MsgType::Fail, sh, client, out);
     }
 
@@ -425,11 +427,9 @@ impl Participant {
             return;
         }
         if msg == MsgType::Fail {
-            self.release(now, slot, sh, out);
-            if let Some(p) = self.parts.get_mut(&slot) {
-                p.aborted = true;
-            }
-            return;
+            // An abort: a redo record this backup already applied is rolled back (a `fail`
+            // can follow `validate_ok` when a late participant refuses its prepare).
+            return self.roll_back(now, slot, attempt, sh, out);
         }
         if !part.prepared {
             part.early.push(msg);
@@ -804,5 +804,72 @@ impl Participant {
             self.parts.insert(slot, Part { attempt, ..Part::default() });
         }
         self.parts.get_mut(&slot).expect("present")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::costs::Costs;
+    use crate::keys::key_of;
+    use crate::rack::{layout_of, server_config, variant_of, RackConfig};
+    use crate::wire::FLAG_DOWN;
+
+    /// A client side that hears nothing (the phase results go to the switch tree).
+    struct NoClient;
+    impl LocalClient for NoClient {
+        fn deliver(&mut self, _: Nanos, _: &Control, _: &Shared, _: &mut Participant, _: &mut Out) {}
+    }
+
+    /// Server 1, the backup of shard 0, logging (no leases: it always serves).
+    fn backup_of_shard_0() -> Shared {
+        let rack = RackConfig { durable: true, ..RackConfig::default() };
+        let v = variant_of("switchtx").expect("a variant");
+        Shared::new(server_config(1, &v, &rack, &layout_of(&rack), Costs::default()))
+    }
+
+    /// An attempt's prepare writing `value` to `key` (shard 0: primary server 0, backup 1).
+    fn prepare(key: u64, value: u64, attempt: u32, txn: u64) -> Data {
+        let mut d = Data::new(MsgType::Prepare, 3, Shared::tag(attempt), attempt, txn);
+        (d.wp, d.wb, d.rp, d.writes) = (0b01, 0b10, 0b01, 1);
+        d.coord = Coordination::Tree as u8;
+        d.items = vec![Item { key, value, version: 0, locked: false }];
+        d
+    }
+
+    /// A scattered request `msg` for `attempt` of slot 3.
+    fn down(msg: MsgType, attempt: u32, txn: u64) -> Control {
+        let mut c = Control::new(msg, 3, Shared::tag(attempt), attempt, txn);
+        c.flags = FLAG_DOWN;
+        c
+    }
+
+    /// Seed 001 §3.5 rolls back the changes of a transaction that did not commit: a `fail`
+    /// scattered after `validate_ok` (a late participant refused its prepare) finds this
+    /// backup's redo record applied, and puts the before-image back (and logs it), where
+    /// before the fix the aborted write stayed in the backup copy (the model checker's
+    /// finding in `crates/check/tests/switchtx_resolution.rs`).
+    #[test]
+    fn a_fail_after_the_backup_applied_its_redo_record_rolls_it_back() {
+        let sh = backup_of_shard_0();
+        let key = key_of(0, 5, 0, 24);
+        let mut p = Participant::default();
+        let mut out = Out::default();
+        let (first, second) = ((7u32, 0x0700_0001u64), (8u32, 0x0800_0001u64));
+        // A committed attempt leaves (11, its txn) in the copy.
+        p.prepare(0, &prepare(key, 11, first.0, first.1), &sh, &mut NoClient, &mut out);
+        p.down(1, &down(MsgType::ValidateOk, first.0, first.1), &sh, &mut NoClient, &mut out);
+        assert_eq!(p.store().backed_up(key), Some((11, first.1)));
+        // The next attempt applies 42, then is failed.
+        p.prepare(2, &prepare(key, 42, second.0, second.1), &sh, &mut NoClient, &mut out);
+        p.down(3, &down(MsgType::ValidateOk, second.0, second.1), &sh, &mut NoClient, &mut out);
+        assert_eq!(p.store().backed_up(key), Some((42, second.1)), "applied on validate_ok");
+        let mut out = Out::default();
+        p.down(4, &down(MsgType::Fail, second.0, second.1), &sh, &mut NoClient, &mut out);
+        assert_eq!(p.store().backed_up(key), Some((11, first.1)), "the aborted write is rolled back");
+        let part = p.part(3, second.0).expect("its part");
+        assert!(part.aborted && !part.replicated, "aborted, no longer answered as applied");
+        let rolled = WalRecord::RolledBack { slot: 3, attempt: second.0, restored: vec![(key, 11, first.1)] };
+        assert!(out.log.contains(&rolled), "a restarted backup must find the rollback in its log: {:?}", out.log);
     }
 }
