@@ -40,24 +40,28 @@ fn assert_checks_pass(v: &Value, expected: usize) {
 fn a_smallbank_run_conserves_money_and_its_logs_rebuild_every_store_and_the_switch() {
     let dir = tempfile::tempdir().unwrap();
     let v = cluster(dir.path(), &[]);
-    // 3 stores, the switch, the invariants.
-    assert_checks_pass(&v, 5);
-    assert!(v["checks"][4]["check"].as_str().unwrap().starts_with("workload invariants over"), "{v}");
+    // 3 stores, the switch, the ledger, the invariants.
+    assert_checks_pass(&v, 6);
+    assert!(v["checks"][5]["check"].as_str().unwrap().starts_with("workload invariants over"), "{v}");
 }
 
 #[test]
 fn a_switch_killed_mid_run_is_rebuilt_from_the_logs_and_money_is_still_conserved() {
     let dir = tempfile::tempdir().unwrap();
     let v = cluster(dir.path(), &["--kill-switch", "0.8", "--down", "0.3"]);
-    assert_checks_pass(&v, 5);
-    assert!(v["checks"][4]["detail"] == "hold", "{v}");
+    assert_checks_pass(&v, 6);
+    assert!(v["checks"][5]["detail"] == "hold", "{v}");
 }
 
 #[test]
 fn a_node_killed_mid_run_recovers_from_its_log_with_nothing_lost() {
     let dir = tempfile::tempdir().unwrap();
     let v = cluster(dir.path(), &["--kill-node", "1@1.2", "--down", "0.3"]);
-    assert_checks_pass(&v, 5);
+    assert_checks_pass(&v, 6);
+    // Against the supervisor's ledger, which the kill did not touch: every acknowledged commit
+    // is in the final state, and money is conserved over every commit, the killed node's too.
+    assert!(v["checks"][4]["check"].as_str().unwrap().starts_with("ledger: every one of"), "{v}");
+    assert_eq!(v["checks"][5]["detail"], "hold", "{v}");
     // Incarnation 1 unless the kill came before node 1 had logged its start (a slow machine
     // still planning the rack): then it rightly starts afresh as incarnation 0.
     assert!(v["nodes"][1]["incarnation"].as_u64().unwrap() <= 1, "{v}");
@@ -89,7 +93,7 @@ fn garbage_datagrams_are_counted_and_dropped_and_the_run_still_checks_out() {
     });
     let v = cluster(dir.path(), &[]);
     spammer.join().unwrap();
-    assert_checks_pass(&v, 5);
+    assert_checks_pass(&v, 6);
     assert!(v["switch"]["unregistered"].as_u64().unwrap() > 0, "the switch saw the junk: {v}");
     let nodes_saw: u64 = v["nodes"].as_array().unwrap().iter().map(|n| n["not_from_switch"].as_u64().unwrap()).sum();
     assert!(nodes_saw > 0, "the nodes saw the junk: {v}");
@@ -121,8 +125,8 @@ fn the_switch_bench_answers_a_workload_load_through_the_switch_process_and_repor
 fn a_smallbank_run_with_2_percent_loss_and_jitter_on_every_port_still_passes_every_check() {
     let dir = tempfile::tempdir().unwrap();
     let v = cluster(dir.path(), &["--loss", "0.02", "--delay-us", "100", "--jitter-us", "50"]);
-    assert_checks_pass(&v, 5);
-    assert_eq!(v["checks"][4]["detail"], "hold", "{v}");
+    assert_checks_pass(&v, 6);
+    assert_eq!(v["checks"][5]["detail"], "hold", "{v}");
     let ports = v["switch"]["ports"].as_array().expect("per-port wire counters");
     assert_eq!(ports.len(), 3, "one wire per node: {v}");
     let lost: u64 = ports.iter().map(|p| p["lost"].as_u64().unwrap()).sum();
@@ -158,7 +162,7 @@ fn a_rack_across_network_namespaces_passes_every_check_and_leaves_no_namespace_b
     }
     let dir = tempfile::tempdir().unwrap();
     let v = cluster(dir.path(), &["--netns"]);
-    assert_checks_pass(&v, 5);
+    assert_checks_pass(&v, 6);
     let names: Vec<&str> = v["netns"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
     assert_eq!(names.len(), 4, "the switch's namespace and one per node: {v}");
     let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
@@ -518,6 +522,9 @@ fn a_switchtx_server_killed_mid_run_restarts_from_its_log_and_no_commit_is_lost(
     assert!(f["timeouts"].as_u64().unwrap() > 0, "clients waiting on server 4 timed out: {f}");
     assert!(f["commits"].as_u64().unwrap() > 20, "{f}");
     assert!(f["checked_commits"].as_u64().unwrap() >= f["commits"].as_u64().unwrap(), "{f}");
+    // Against the supervisor's ledger, which the kill did not touch: every commit acknowledged
+    // to a client, the killed server's clients' too, is in the final state.
+    assert!(v["acknowledged"].as_u64().unwrap() >= f["commits"].as_u64().unwrap(), "{v}");
     let killed = &v["hosts"].as_array().unwrap()[4];
     assert!(killed["ledger"]["installed"].as_object().is_some_and(|m| !m.is_empty()), "server 4 installed writes");
 }
@@ -555,7 +562,34 @@ fn flags_a_system_cannot_honour_are_refused_by_name_with_the_systems_that_take_t
     let e = refused("--system p4db --set clients=3");
     assert!(e.contains("--set: p4db cannot honour it"), "{e}");
     let e = refused("--preset paper");
-    assert!(e.contains("--preset"), "{e}");
+    assert!(e.contains("--preset: p4db cannot honour it; the systems that take it: gotthard, netaccel"), "{e}");
+}
+
+#[test]
+fn a_preset_in_real_mode_prints_what_it_chose_and_one_real_mode_cannot_hold_is_refused_naming_the_value() {
+    // SwitchTx's paper preset sets the simulator's CPU charges, which a real rack spends for
+    // real and has no setting for: refused before anything starts, naming the value.
+    let e = refused("--system switchtx --preset paper");
+    assert!(e.contains("--preset paper: a value it sets cannot hold in real mode: `--set costs.stack_ns=200`"), "{e}");
+    let e = refused("--system gotthard --preset nope");
+    assert!(e.contains("no preset `nope`; its presets: pisadb, paper"), "{e}");
+    // Gotthard's paper preset holds: the run says what it chose and runs it (its 8 clients, 25%
+    // writes); --set still edits it.
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_pisadb"))
+        .args(["cluster", "--system", "gotthard", "--preset", "paper", "--set", "near_us=500", "--set", "far_us=500"])
+        .args(["--seconds", "0.5", "--data-dir"])
+        .arg(dir.path().join("run"))
+        .output()
+        .expect("pisadb runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.starts_with("preset `paper` of gotthard"), "{stdout}");
+    assert!(stdout.contains("8 clients, 25% writes"), "{stdout}");
+    assert!(
+        stdout.contains("port delays 1000 µs (clients) and 1000 µs (store)"),
+        "the --set edits the preset: {stdout}"
+    );
 }
 
 #[test]

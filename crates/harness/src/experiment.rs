@@ -291,13 +291,29 @@ pub struct Claim {
     pub ours: Measure,
     /// When the trend holds.
     pub holds: Holds,
+    /// Why the model's trend differs from the paper's, in one sentence, from the model (not a
+    /// guess): shown in the claims table when the trend does not hold. A claim that does not
+    /// hold and has none is marked *unexplained* there.
+    pub reason: Option<String>,
 }
 
 impl Claim {
     /// A claim whose trend holds when ours is on the same side of 1 as the paper's value (a
     /// ratio: both faster, or both slower).
     pub fn ratio(words: impl Into<String>, source: &str, paper: f64, ours: Measure) -> Claim {
-        Claim { words: words.into(), source: source.into(), paper: Some(paper), ours, holds: Holds::SameSideOf(1.0) }
+        Claim {
+            words: words.into(),
+            source: source.into(),
+            paper: Some(paper),
+            ours,
+            holds: Holds::SameSideOf(1.0),
+            reason: None,
+        }
+    }
+
+    /// The same claim with the model's reason for not holding (see [`Claim::reason`]).
+    pub fn because(self, reason: impl Into<String>) -> Claim {
+        Claim { reason: Some(reason.into()), ..self }
     }
 }
 

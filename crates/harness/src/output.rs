@@ -314,7 +314,7 @@ pub fn claim_stat(e: &Experiment, measured: &[Measured], claim: &Claim) -> Optio
 }
 
 /// The header of a claims table.
-pub const CLAIMS_HEADER: &str = "| the paper's claim | where | paper | ours (mean ± sd) | ours / paper | trend holds? |\n|---|---|---|---|---|---|\n";
+pub const CLAIMS_HEADER: &str = "| the paper's claim | where | paper | ours (mean ± sd) | ours / paper | trend holds? | if not, why (from the model) |\n|---|---|---|---|---|---|---|\n";
 
 /// The rows of the claims table for the claims of `e`.
 pub fn claims_rows(e: &Experiment, measured: &[Measured]) -> String {
@@ -323,19 +323,25 @@ pub fn claims_rows(e: &Experiment, measured: &[Measured]) -> String {
         let ours = claim_stat(e, measured, claim);
         let number = |v: f64| format!("{v:.3}");
         let paper = claim.paper.map_or("—".to_string(), number);
-        let (ours_text, ratio, holds) = match ours {
-            Some(st) => (
-                format!("{} ± {}", number(st.mean), number(st.sd)),
-                claim.paper.map_or("—".to_string(), |p| format!("{:.2}", st.mean / p)),
-                format!(
-                    "{} ({})",
-                    if claim.holds.check(st.mean, claim.paper) { "yes" } else { "no" },
-                    claim.holds.words()
-                ),
-            ),
-            None => ("not run".into(), "—".into(), "—".into()),
+        let (ours_text, ratio, holds, why) = match ours {
+            Some(st) => {
+                let held = claim.holds.check(st.mean, claim.paper);
+                let why = match (held, &claim.reason) {
+                    (true, _) => "",
+                    (false, Some(reason)) => reason.as_str(),
+                    (false, None) => "*unexplained*",
+                };
+                (
+                    format!("{} ± {}", number(st.mean), number(st.sd)),
+                    claim.paper.map_or("—".to_string(), |p| format!("{:.2}", st.mean / p)),
+                    format!("{} ({})", if held { "yes" } else { "no" }, claim.holds.words()),
+                    why,
+                )
+            }
+            None => ("not run".into(), "—".into(), "—".into(), ""),
         };
-        let _ = writeln!(s, "| {} | {} | {paper} | {ours_text} | {ratio} | {holds} |", claim.words, claim.source);
+        let _ =
+            writeln!(s, "| {} | {} | {paper} | {ours_text} | {ratio} | {holds} | {why} |", claim.words, claim.source);
     }
     s
 }
@@ -373,6 +379,7 @@ mod tests {
             paper: Some(2.0),
             ours: Measure::Ratio { panel: "p".into(), series: "fast".into(), over: "base".into(), x: 2.0, key: "tps" },
             holds: Holds::SameSideOf(1.0),
+            reason: None,
         }];
         e
     }
@@ -413,6 +420,14 @@ mod tests {
         // The system made slower: the claim of a 2x speedup must not hold.
         let m = vec![measured(&[1.0]), measured(&[1.0]), measured(&[2.0]), measured(&[1.0])];
         let rows = claims_rows(&e, &m);
-        assert!(rows.contains("| no (same side of 1 as the paper) |"), "{rows}");
+        assert!(rows.contains("| no (same side of 1 as the paper) | *unexplained* |"), "{rows}");
+        // With the model's reason, the table gives it where the trend does not hold.
+        let mut explained = e.clone();
+        explained.claims[0] = explained.claims[0].clone().because("the base is charged twice");
+        let rows = claims_rows(&explained, &m);
+        assert!(rows.contains("| no (same side of 1 as the paper) | the base is charged twice |"), "{rows}");
+        // Where it holds, no reason is shown.
+        let held = vec![measured(&[1.0]), measured(&[2.0]), measured(&[1.0]), measured(&[3.0])];
+        assert!(claims_rows(&explained, &held).contains("| yes (same side of 1 as the paper) |  |"));
     }
 }

@@ -11,6 +11,10 @@
 //! sends"). A host's cores are logical here: they share the thread, as they share the state
 //! machine; `cpu_ns` is what the simulator charges, and the real process spends it for real.
 //!
+//! With a ledger ([`serve_ledgered`]), the events the system keeps are streamed to the
+//! supervisor's ledger twice: as intents before the round's records are synced, acknowledged
+//! after its events are reported ([`crate::ledger`]).
+//!
 //! ## Receive batches
 //!
 //! By default a round hands over what one batched receive returned, in arrival order. A host
@@ -54,6 +58,7 @@
 //! host leaves at once. A host alone applies the stall rule to itself.
 
 use crate::error::Result;
+use crate::ledger::{LedgerClient, Stage};
 use crate::udp::BatchSocket;
 use crate::wal_file::WalFile;
 use crate::{stop_requested, unix_now_ns, write_atomically, RackConfig, Role, DONE_FILE, DRAIN_DIR};
@@ -228,6 +233,34 @@ where
     H::Log: LogCodec,
     S: Clone + Serialize + serde::de::DeserializeOwned,
 {
+    serve_ledgered(cfg, id, name, host, wal, None, on_event)
+}
+
+/// What a host streams to the supervisor's ledger ([`crate::ledger`]): the connection, and
+/// which of its events to record and how (`None`: an event the ledger does not keep).
+pub struct Ledgered<'a, E> {
+    /// The host's end of the ledger.
+    pub client: &'a mut LedgerClient,
+    /// An event's entry, if the ledger keeps it.
+    pub entry: fn(&E) -> Option<Vec<u8>>,
+}
+
+/// [`serve`], streaming to `ledger` each event it keeps: as an intent before the round's
+/// log records are synced, acknowledged after (see [`crate::ledger`]).
+pub fn serve_ledgered<H, S>(
+    cfg: &RackConfig<S>,
+    id: u16,
+    name: &str,
+    host: &mut H,
+    wal: Option<&mut WalFile<H::Log>>,
+    ledger: Option<Ledgered<'_, H::Event>>,
+    on_event: impl FnMut(Nanos, H::Event),
+) -> Result<HostRun>
+where
+    H: Host,
+    H::Log: LogCodec,
+    S: Clone + Serialize + serde::de::DeserializeOwned,
+{
     let listen = cfg.network.hosts[usize::from(id)];
     let mut socket = BatchSocket::bind(listen)?;
     let cfg = &cfg.ready(Role::Host(id))?;
@@ -243,12 +276,15 @@ where
         next_drain_report: 0,
         progress: DrainProgress::default(),
         on_event,
+        ledger,
     };
     driver.run(host, &mut socket, wal)?;
     Ok(driver.run)
 }
 
 struct Driver<'a, H: Host, S, F> {
+    /// The supervisor's ledger, if the rack keeps one.
+    ledger: Option<Ledgered<'a, H::Event>>,
     cfg: &'a RackConfig<S>,
     id: u16,
     name: &'a str,
@@ -367,6 +403,14 @@ where
         socket: &mut BatchSocket,
         wal: Option<&mut WalFile<H::Log>>,
     ) -> Result<()> {
+        let entries: Vec<Vec<u8>> = match &mut self.ledger {
+            Some(l) => {
+                let entries: Vec<_> = out.events.iter().filter_map(l.entry).collect();
+                l.client.send(Stage::Intent, &entries)?;
+                entries
+            }
+            None => Vec::new(),
+        };
         if let Some(wal) = wal {
             wal.commit(&out.log)?;
         }
@@ -381,6 +425,9 @@ where
         let now = self.cfg.now_ns();
         for event in out.events.drain(..) {
             (self.on_event)(now, event);
+        }
+        if let Some(l) = &mut self.ledger {
+            l.client.send(Stage::Acked, &entries)?;
         }
         out.cpu_ns = 0;
         Ok(())

@@ -121,6 +121,14 @@ pub struct Crash {
 }
 
 impl Faults {
+    /// A plan that only delays: every hop adds a delay uniform in `0..=jitter_ns`, for the
+    /// whole run (a network with latency variance, not a fault a checker must ride out), in
+    /// order or, with `reorder`, letting datagrams overtake. A system whose model charges
+    /// latency variance uses this rather than a jitter of its own.
+    pub fn network_jitter(seed: u64, jitter_ns: Nanos, reorder: bool) -> Self {
+        Faults { seed, jitter_ns, reorder, heal_at_ns: Nanos::MAX, ..Faults::default() }
+    }
+
     /// Whether the network misbehaves at `now`.
     pub fn network_faulty(&self, now: Nanos) -> bool {
         now < self.heal_at_ns && (self.loss > 0.0 || self.duplicate > 0.0 || self.jitter_ns > 0)
@@ -182,4 +190,19 @@ pub struct FaultStats {
     pub node_crashes: u64,
     /// Switch crashes.
     pub switch_crashes: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_jitter_only_plan_delays_for_the_whole_run_and_loses_nothing() {
+        let plan = Faults::network_jitter(7, 1_000, true);
+        assert!(plan.network_faulty(0) && plan.network_faulty(Nanos::MAX - 1));
+        assert_eq!((plan.loss, plan.duplicate, plan.crashes.len(), plan.slow.len()), (0.0, 0.0, 0, 0));
+        assert!(plan.reorder && plan.jitter_ns == 1_000 && plan.seed == 7);
+        // No jitter: no fault at all, so a system may inject it unconditionally.
+        assert!(!Faults::network_jitter(7, 0, true).network_faulty(0));
+    }
 }

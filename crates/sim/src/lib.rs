@@ -7,6 +7,9 @@
 //! [`probe`] lets a caller time its event loops. It names no system: each system builds its racks
 //! on it (P4DB's are in `systems/p4db`). The simulator reads no clock: how fast it runs is
 //! measured by its caller.
+//!
+//! See `docs/ARCHITECTURE.md` (how a datagram travels in the simulator; determinism; fault
+//! injection) for the page that explains it.
 
 pub mod faults;
 pub mod probe;
@@ -17,4 +20,4 @@ pub use faults::{Crash, FaultStats, Faults, SlowLink, Target};
 /// The network model ([`pisadb_net`]), re-exported under its old path.
 pub use pisadb_net as net;
 pub use pisadb_net::{LinkParams, Topology};
-pub use world::{Moment, Observer, Restarts, SimError, World, WorldError};
+pub use world::{Moment, NoRestarts, Observer, Restarts, SimError, World, WorldError};

@@ -175,6 +175,8 @@ pub struct ClientHost {
     clients: Vec<Client>,
     /// Told to stop: no client begins a new transaction (those in flight finish).
     stopping: bool,
+    /// CPU time charged per reply handled and per retransmission.
+    reply_ns: Nanos,
 }
 
 impl ClientHost {
@@ -194,7 +196,13 @@ impl ClientHost {
                 commits: 0,
             })
             .collect();
-        ClientHost { cfg, clients, stopping: false }
+        ClientHost { cfg, clients, stopping: false, reply_ns: CLIENT_REPLY_NS }
+    }
+
+    /// The same host charging `reply_ns` per reply and retransmission (default
+    /// [`CLIENT_REPLY_NS`]).
+    pub fn with_reply_ns(self, reply_ns: Nanos) -> Self {
+        ClientHost { reply_ns, ..self }
     }
 
     /// Commits counted by client `c`.
@@ -243,7 +251,7 @@ impl ClientHost {
         }
         let due = client.sent_ns + retransmit_ns;
         if now >= due {
-            out.cpu_ns += CLIENT_REPLY_NS;
+            out.cpu_ns += self.reply_ns;
             client.sent_ns = now;
             out.sends.push(Send { dst: self.cfg.store, bytes: client.in_flight.clone() });
             out.events.push(ClientEvent::Retransmitted);
@@ -342,7 +350,7 @@ impl Host for ClientHost {
     }
 
     fn handle_datagram(&mut self, now: Nanos, bytes: &[u8], out: &mut HostOutbox<Self>) {
-        out.cpu_ns += CLIENT_REPLY_NS;
+        out.cpu_ns += self.reply_ns;
         match Message::open(bytes) {
             Ok((_, msg)) if msg.is_reply() => self.on_reply(now, msg, out),
             Ok(_) => out.events.push(ClientEvent::Ignored("request_to_client")),

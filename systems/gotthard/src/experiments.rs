@@ -1,17 +1,22 @@
-//! Gotthard's experiments as data: the paper's Fig. 2 and two sensitivity sweeps, each a list
+//! Gotthard's experiments as data: the paper's Fig. 2 and four sensitivity sweeps, each a list
 //! of points (a switch mode and a rack) that the harness's runner runs under N seeds and
 //! writes as CSV, SVG and `pisadb reproduce gotthard`'s report ([`pisadb_harness::campaign`]).
 //!
 //! - `fig2`: completion time against the share of write transactions {0, 5, 10, 15, 25, 35,
-//!   50, 75, 100}% for the four switch modes, with N = 8 clients (the paper's figure) and also
-//!   N = 2 and 4.
+//!   50, 75, 100}% for the four switch modes, with N = 8 clients (the authors' script for the
+//!   figure, `ec2/scripts/vary_rw.py` in their public code) and also N = 2 and 4; the paper's
+//!   claims are computed at each N.
+//! - `clients`: N from 1 to 64 at 50% writes, the values of the authors' `vary_client.py`.
 //! - `delay-split`: the one-way client–store delay (50 ms) split between the client–switch
-//!   and switch–store links, 1% to 90% of it near the client, at 25% and 50% writes.
+//!   and switch–store links, 1% to 90% of it near the client, at 25% and 50% writes (the
+//!   authors' `vary_delta.py` swept 0–80%).
 //! - `total-delay`: the one-way delay itself, from data-center microseconds to 100 ms, split
-//!   20/80 as in the paper, at 25% writes.
+//!   20/80 as in the authors' script, at 25% writes.
+//! - `jitter`: latency variance, 0 to 5 ms added per hop, at 25% and 100% writes: what the
+//!   fixed delays of the default model leave out (clients in lockstep; see `RESULTS.md`).
 //!
 //! Ratios are taken against forwarding (the `forward` mode) at the same panel and x. The
-//! paper's claims (seed 004, §Evaluation) are data too ([`fig2_claims`]): the read cache's
+//! paper's claims (seed 004, §Evaluation) are data too (`fig2_claims`): the read cache's
 //! "almost no benefit" above 15% writes and Gotthard halving the completion time at 25%.
 
 use crate::rack::RackConfig;
@@ -27,12 +32,20 @@ pub const EXPERIMENTS: &[ExperimentName] = &[
         summary: "Fig. 2: completion time against the share of writes, four switch modes, N = 8 (and 2, 4)",
     },
     ExperimentName {
+        name: "clients",
+        summary: "N = 1..64 clients at 50% writes (the authors' vary_client.py), four switch modes",
+    },
+    ExperimentName {
         name: "delay-split",
         summary: "the 50 ms one-way delay split 1%..90% near the client, at 25% and 50% writes",
     },
     ExperimentName {
         name: "total-delay",
         summary: "the one-way delay from data-center microseconds to 100 ms, split 20/80, at 25% writes",
+    },
+    ExperimentName {
+        name: "jitter",
+        summary: "latency variance 0..5 ms per hop (datagrams may overtake), at 25% and 100% writes",
     },
 ];
 
@@ -42,6 +55,12 @@ const VARIANTS: [&str; 4] = ["forward", "read-cache", "gotthard", "early-abort"]
 const WRITE_SHARES: [f64; 9] = [0.0, 5.0, 10.0, 15.0, 25.0, 35.0, 50.0, 75.0, 100.0];
 /// The shares of the delay near the client, in percent.
 const SPLITS: [f64; 9] = [1.0, 5.0, 10.0, 20.0, 35.0, 50.0, 65.0, 80.0, 90.0];
+/// Client counts of the authors' `ec2/scripts/vary_client.py`.
+const CLIENT_COUNTS: [u32; 10] = [1, 2, 4, 6, 8, 10, 12, 16, 32, 64];
+/// The panels of Fig. 2: N clients.
+const FIG2_CLIENTS: [u32; 3] = [8, 4, 2];
+/// Per-hop latency variance, in microseconds.
+const JITTERS_US: [u64; 6] = [0, 100, 500, 1_000, 2_000, 5_000];
 /// One-way client–store delays, in microseconds.
 const TOTAL_DELAYS_US: [u64; 7] = [5, 25, 250, 2_500, 10_000, 50_000, 100_000];
 
@@ -53,8 +72,9 @@ pub fn base(base: &Value, options: &ExperimentOptions) -> Result<RackConfig, Str
 
 /// The CSV columns of every experiment.
 fn columns() -> Vec<Column> {
-    let mut columns: Vec<Column> =
-        ["clients", "write_share", "near_us", "far_us", "commits_per_client"].map(Column::setting).to_vec();
+    let mut columns: Vec<Column> = ["clients", "write_share", "near_us", "far_us", "jitter_us", "commits_per_client"]
+        .map(Column::setting)
+        .to_vec();
     columns.push(Column::figure("completion_s"));
     columns.push(Column::Ratio { header: "relative_to_forward", key: "completion_s", format: Format::Plain });
     columns.extend(
@@ -86,7 +106,7 @@ pub fn experiment(name: &str, base: &Value, options: &ExperimentOptions) -> Resu
         "fig2" => {
             let title = format!("Gotthard Fig. 2: time to complete {commits} commits per client");
             let mut e = Experiment::new("gotthard", "fig2", title, "write transactions", Unit::Percent);
-            for clients in [8, 4, 2] {
+            for clients in FIG2_CLIENTS {
                 for w in WRITE_SHARES {
                     e.points.extend(points(
                         &format!("N = {clients}"),
@@ -97,6 +117,37 @@ pub fn experiment(name: &str, base: &Value, options: &ExperimentOptions) -> Resu
             }
             e.charts = vec![Chart::figure("completion_s", 1.0, "completion time", Unit::Seconds)];
             e.claims = fig2_claims();
+            e
+        }
+        "clients" => {
+            let title = "Gotthard: completion relative to forwarding against N clients, 50% writes";
+            let mut e = Experiment::new("gotthard", "clients", title, "clients (N)", Unit::Integer);
+            for clients in CLIENT_COUNTS {
+                let cfg = RackConfig { clients, write_share: 0.5, ..base.clone() };
+                e.points.extend(points("50% writes", f64::from(clients), &cfg)?);
+            }
+            e.charts = vec![relative.clone(), Chart::figure("completion_s", 1.0, "completion time", Unit::Seconds)];
+            e
+        }
+        "jitter" => {
+            let title = "Gotthard: completion relative to forwarding against per-hop latency variance";
+            let mut e = Experiment::new("gotthard", "jitter", title, "jitter per hop, up to", Unit::Seconds);
+            for w in [25.0, 100.0] {
+                for jitter_us in JITTERS_US {
+                    let cfg = RackConfig { write_share: w / 100.0, jitter_us, ..base.clone() };
+                    e.points.extend(points(&format!("{w:.0}% writes"), jitter_us as f64 * 1e-6, &cfg)?);
+                }
+            }
+            e.charts = vec![
+                relative.clone(),
+                Chart::figure("latency_us_p99", 1e-6, "p99 latency", Unit::Seconds),
+                Chart::figure("latency_us_mean", 1e-6, "mean latency", Unit::Seconds),
+            ];
+            e.notes = "With fixed delays the N clients run in lockstep: their attempts reach the store at the same \
+                       nanosecond, ties go the same way every round, and under forwarding at 100% writes one client \
+                       commits while the others abort, round after round, so a few transactions wait a very long \
+                       time (p99 below the mean). Jitter breaks the ties as a real network does."
+                .into();
             e
         }
         "delay-split" => {
@@ -135,9 +186,9 @@ pub fn experiment(name: &str, base: &Value, options: &ExperimentOptions) -> Resu
             e.notes = format!(
                 "The hosts charge the CPU time measured for their handlers (the store {} per read, {} per other \
                  request; a client {} per reply; `CALIBRATION.md`).",
-                pisadb_report::format_seconds(crate::store::STORE_READ_NS as f64 * 1e-9),
-                pisadb_report::format_seconds(crate::store::STORE_REQUEST_NS as f64 * 1e-9),
-                pisadb_report::format_seconds(crate::client::CLIENT_REPLY_NS as f64 * 1e-9),
+                pisadb_report::format_seconds(base.costs.store_read_ns as f64 * 1e-9),
+                pisadb_report::format_seconds(base.costs.store_request_ns as f64 * 1e-9),
+                pisadb_report::format_seconds(base.costs.client_reply_ns as f64 * 1e-9),
             );
             e
         }
@@ -157,37 +208,68 @@ fn points(panel: &str, x: f64, cfg: &RackConfig) -> Result<Vec<Point>, String> {
     Ok(VARIANTS.iter().map(|v| Point::new(panel, v, x, settings.clone())).collect())
 }
 
-/// The paper's claims about Fig. 2 (§Evaluation), at N = 8.
+/// The paper's claims about Fig. 2 (§Evaluation), at each N of the figure: the poster states
+/// no N, and the authors' script ran N = 8, so every N is asked.
 fn fig2_claims() -> Vec<Claim> {
-    let ratio = |series: &str, x: f64| Measure::Ratio {
-        panel: "N = 8".into(),
-        series: series.into(),
-        over: "forward".into(),
-        x,
-        key: "completion_s",
-    };
-    let mut claims: Vec<Claim> = WRITE_SHARES
-        .iter()
-        .filter(|w| **w > 15.0)
-        .map(|&w| Claim {
+    let mut claims = Vec::new();
+    for clients in FIG2_CLIENTS {
+        let panel = format!("N = {clients}");
+        let ratio = |series: &str, x: f64| Measure::Ratio {
+            panel: panel.clone(),
+            series: series.into(),
+            over: "forward".into(),
+            x,
+            key: "completion_s",
+        };
+        claims.push(Claim {
             words: format!(
-                "above 15% writes the read cache gives almost no benefit: its completion time over forwarding's at {w:.0}% (no figure; \"almost none\": saves < 10%)"
+                "N = {clients}: at only 25% writes Gotthard reduces the completion time by half: its time over forwarding's"
+            ),
+            source: "Fig. 2, §Evaluation".into(),
+            paper: Some(0.5),
+            ours: ratio("gotthard", 25.0),
+            holds: Holds::Below(0.55),
+            reason: None,
+        }
+        .because(
+            "the switch shortens only attempts that abort (a 20 ms switch round trip instead of the 100 ms one to \
+             the store), and with fewer clients fewer attempts conflict, so there is less to save",
+        ));
+        claims.extend(WRITE_SHARES.iter().filter(|w| **w > 15.0).map(|&w| Claim {
+            words: format!(
+                "N = {clients}: above 15% writes the read cache gives almost no benefit: its completion time over forwarding's at {w:.0}% (no figure; \"almost none\": saves < 10%)"
             ),
             source: "Fig. 2, §Evaluation".into(),
             paper: None,
             ours: ratio("read-cache", w),
             holds: Holds::Above(0.9),
-        })
-        .collect();
-    claims.push(Claim {
-        words: "at only 25% writes Gotthard reduces the completion time by half: its time over forwarding's".into(),
-        source: "Fig. 2, §Evaluation".into(),
-        paper: Some(0.5),
-        ours: ratio("gotthard", 25.0),
-        holds: Holds::Below(0.55),
-    });
+            reason: None,
+        }
+        .because(
+            "with fewer clients fewer writers race a cached value, so more cached reads are current and each saves \
+             the 80 ms between switch and store; the paper's words hold at its N (8 in the authors' script)",
+        )));
+    }
     claims
 }
+
+/// What the report explains from the model, below the tables.
+const REPORT_NOTES: &str = "**Where the N and the delays come from.** The poster states the workload, not the rack. \
+The authors' public code does (`github.com/usi-systems/gotthard`, `ec2/scripts/vary_rw.py`, the script of the \
+write-share figure): 8 clients and a software switch delaying each datagram 50 ms one way, 20% toward the clients. \
+The claims are computed at N = 8, 4 and 2, and `clients` sweeps N as the authors' `vary_client.py` did: the headline \
+holds at the authors' N and weakens as N falls, because only attempts that abort are shortened.\n\n\
+**Why forwarding's p99 can sit below its mean** (100% writes, fixed delays). The client whose write commits learns \
+the new value first, from its own reply; its next attempt reaches the store a few nanoseconds before the retries of \
+the clients that aborted, which carry the same value learned later, so it commits again: the capture effect of \
+optimistic concurrency control on one hot key. With fixed delays nothing ever breaks the tie, so clients finish one \
+after another: 99% of commits take one round trip and each client's first transaction waits for every client before \
+it, which carries the mean. With latency variance (`jitter`) the winner changes from round to round and the long \
+waits spread over many transactions (p99 of seconds), while completion and the claims move by a few percent.\n\n\
+**Why the store never aborts under Gotthard.** Every request passes the one switch, which has logged every earlier \
+write; an attempt it forwards carries a value it learned from that write's abort reply, so it trails that write by \
+at least a client-switch round trip (20 ms) and reaches the store after it. Only a switch-store link that reordered \
+by more than that (or a second switch) would let the store see a stale attempt; the `jitter` sweep's 5 ms does not.";
 
 /// What `pisadb reproduce gotthard` runs and says.
 pub fn reproduction(base: &Value, options: &ExperimentOptions) -> Reproduction {
@@ -210,7 +292,7 @@ pub fn reproduction(base: &Value, options: &ExperimentOptions) -> Reproduction {
             readable(b.far_us as f64 * 1e-6),
         ),
         experiments: EXPERIMENTS.iter().map(|e| e.name).collect(),
-        notes: String::new(),
+        notes: REPORT_NOTES.into(),
     }
 }
 
@@ -238,7 +320,7 @@ mod tests {
         let split = experiment("delay-split", &defaults(), &options()).unwrap();
         assert!(split.points.iter().all(|p| cfg(p).near_us + cfg(p).far_us == 50_000));
         let err = experiment("fig3", &defaults(), &options()).unwrap_err();
-        assert!(err.contains("accepted: fig2, delay-split, total-delay"), "{err}");
+        assert!(err.contains("accepted: fig2, clients, delay-split, total-delay, jitter"), "{err}");
     }
 
     #[test]

@@ -159,6 +159,9 @@ impl FuzzCase {
             seed,
             // The default: the larger of three round trips and 1 ms.
             retransmit_us: 0,
+            // The fault plan draws its own jitter.
+            jitter_us: 0,
+            costs: crate::costs::Costs::MEASURED,
         };
         let faults = draw_faults(&mut rng, seed);
         FuzzCase { seed, mode, config, faults }

@@ -10,17 +10,21 @@
 //! - [`wire`]: the message format behind the shared frame.
 //! - [`store`]: the store host (OCC by value, deduplication).
 //! - [`client`]: the closed-loop client host of the micro-benchmark.
+//! - [`costs`]: the CPU time each host's handlers charge, as settings.
 //! - [`control`]: the control plane (mode and key map over the control channel) and its host.
 //! - [`program`]: the switch program and its four modes.
 //! - [`real`]: real mode — the hosts and the switch as processes on loopback.
 //! - [`rack`]: client host — switch — store on the simulator, and its figures.
 //! - [`system`]: the harness's view (variants, settings, one point, fault-injection cases).
-//! - [`experiments`]: Fig. 2 and the delay sweeps as data, with the paper's claims.
+//! - [`experiments`]: Fig. 2, the N, delay and jitter sweeps as data, with the paper's claims.
 //! - [`presets`]: `pisadb` and `paper`, every value with its provenance.
 //! - [`fuzz`]: seeded fault-injection cases and their oracles (`pisadb fuzz --system gotthard`).
+//!
+//! See `systems/gotthard/README.md` for the page that explains it.
 
 pub mod client;
 pub mod control;
+pub mod costs;
 pub mod experiments;
 pub mod fuzz;
 pub mod presets;

@@ -3,7 +3,7 @@
 //! Host 0 carries the N clients, host 1 is the store, host 2 is the switch's controller, which
 //! installs the variant's mode and the hot key's cell over the control channel; switch 0 runs
 //! [`Gotthard`]. The client–switch link has a one-way delay of `near_us` and the switch–store
-//! link `far_us` (10 ms and 40 ms: the paper's 50 ms split 20/80), both WAN links of
+//! link `far_us` (10 ms and 40 ms: the 50 ms split 20/80 of the authors' script), both WAN links of
 //! `pisadb_net` (10 Gbit/s); microseconds so that data-center delays can be asked too. The
 //! controller sits on a 10 GbE link beside the switch. The run goes until every client has its
 //! commits and the network is empty (the clients' retransmission timers and the controller's
@@ -20,6 +20,7 @@
 
 use crate::client::{AbortSource, ClientConfig, ClientEvent, ClientHost, ClientTimer, HOT_KEY};
 use crate::control::{ControlPlane, Controller, ControllerEvent, Resend};
+use crate::costs::Costs;
 use crate::program::{Gotthard, Mode};
 use crate::store::{Store, StoreEvent, StoreRecord};
 use pisadb_check::{CommittedTxn, History};
@@ -28,7 +29,7 @@ use pisadb_core::TupleKey;
 use pisadb_host::{Host, HostOutbox, Route, TraceBytes, TraceHash};
 use pisadb_net::{Endpoint, LinkParams, Topology};
 use pisadb_report::latency::{Latency, LatencySummary};
-use pisadb_sim::{Moment, Observer, World};
+use pisadb_sim::{Faults, Moment, NoRestarts, Observer, World};
 use pisadb_switch::{Switch, SwitchProfile};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -46,7 +47,7 @@ pub const EVENTS_MAX: u64 = 200_000_000;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RackConfig {
-    /// Clients on the client host (the paper's N).
+    /// Clients on the client host (N in the authors' scripts).
     pub clients: u32,
     /// Share of write transactions, 0..=1.
     pub write_share: f64,
@@ -62,6 +63,14 @@ pub struct RackConfig {
     /// the larger of three round trips (`6 × (near_us + far_us)`) and 1 ms.
     #[serde(default)]
     pub retransmit_us: u64,
+    /// Latency variance: every hop adds a delay uniform in `0..=jitter_us` µs, and datagrams
+    /// may overtake each other (the simulator's [`Faults::network_jitter`]). 0: fixed delays,
+    /// under which the N closed-loop clients run in lockstep (see the crate's `RESULTS.md`).
+    #[serde(default)]
+    pub jitter_us: u64,
+    /// The CPU time the hosts' handlers charge (default: measured, `CALIBRATION.md`).
+    #[serde(default)]
+    pub costs: Costs,
 }
 
 impl RackConfig {
@@ -85,6 +94,8 @@ impl Default for RackConfig {
             far_us: 40_000,
             seed: 1,
             retransmit_us: 0,
+            jitter_us: 0,
+            costs: Costs::MEASURED,
         }
     }
 }
@@ -509,13 +520,21 @@ pub fn build(mode: Mode, cfg: &RackConfig) -> Result<RackWorld, String> {
         commits_per_client: cfg.commits_per_client,
         seed: cfg.seed,
         retransmit_ns: cfg.retransmit_ns(),
-    });
+    })
+    .with_reply_ns(cfg.costs.client_reply_ns);
     let controller = Controller::new(CONTROLLER_HOST, &control_plane(mode))?;
-    let hosts =
-        vec![RackHost::Client(client), RackHost::Store(Store::new(STORE_HOST)), RackHost::Controller(controller)];
+    let hosts = vec![
+        RackHost::Client(client),
+        RackHost::Store(Store::new(STORE_HOST).with_costs(cfg.costs)),
+        RackHost::Controller(controller),
+    ];
     let switch = Switch::new(SwitchProfile::tofino1(), Gotthard::new()).map_err(|e| e.to_string())?;
     let mut world = World::new(topology, hosts, vec![switch], RackObserver::new()).map_err(|e| e.to_string())?;
     world.set_controller(0, CONTROLLER_HOST);
+    if cfg.jitter_us > 0 {
+        let jitter = Faults::network_jitter(cfg.seed, cfg.jitter_us.saturating_mul(1_000), true);
+        world.inject(jitter, Box::new(NoRestarts));
+    }
     Ok(world)
 }
 

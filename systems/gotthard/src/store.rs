@@ -45,6 +45,7 @@
 //! (its own id for a read of its own write), and per key written the version it overwrote:
 //! the record `pisadb_check` checks for serializability.
 
+use crate::costs::Costs;
 use crate::wire::{Message, Op, OpType, Status, FLAG_REPLY};
 use pisadb_core::Nanos;
 use pisadb_core::TupleKey;
@@ -237,12 +238,19 @@ pub struct Store {
     last: BTreeMap<u32, (u32, Message)>,
     /// Requests executed so far: the next one's engine transaction id is this plus one.
     executed: u64,
+    /// What its handlers charge (the store's two costs).
+    costs: Costs,
 }
 
 impl Store {
     /// An empty store at `address`.
     pub fn new(address: u16) -> Self {
         Store { address, ..Store::default() }
+    }
+
+    /// The same store charging `costs` per request (its default: [`Costs::MEASURED`]).
+    pub fn with_costs(self, costs: Costs) -> Self {
+        Store { costs, ..self }
     }
 
     /// The store at `address` restarted from its log `records`: every logged commit's writes
@@ -407,11 +415,11 @@ impl Host for Store {
         match Message::open(bytes) {
             Ok((frame, msg)) => {
                 let reads_only = !msg.ops.is_empty() && msg.ops.iter().all(|o| o.op_type == OpType::Read);
-                out.cpu_ns += if reads_only { STORE_READ_NS } else { STORE_REQUEST_NS };
+                out.cpu_ns += if reads_only { self.costs.store_read_ns } else { self.costs.store_request_ns };
                 self.serve(frame.src, msg, out)
             }
             Err(e) => {
-                out.cpu_ns += STORE_REQUEST_NS;
+                out.cpu_ns += self.costs.store_request_ns;
                 out.events.push(StoreEvent::Rejected(e.reason()))
             }
         }

@@ -84,3 +84,20 @@ fn the_mode_is_whatever_the_control_plane_installed() {
     assert_eq!(forward.aborts_switch + forward.aborts_switch_optimistic, 0);
     assert!(gotthard.aborts_switch_optimistic > 0);
 }
+
+/// Latency variance (`jitter_us`) is applied (the trace moves, the median latency grows by
+/// the added delay), the jittered runs pass every oracle in every mode, and they are as
+/// deterministic as the others: same seed, same trace.
+#[test]
+fn jittered_runs_are_slower_deterministic_and_pass_the_oracles() {
+    let fixed = RackConfig { write_share: 1.0, commits_per_client: 50, ..RackConfig::default() };
+    let jittery = RackConfig { jitter_us: 1_000, ..fixed.clone() };
+    let steady = run(Mode::Forward, &fixed).unwrap();
+    let varied = run_checked(Mode::Forward, &jittery).unwrap();
+    assert_ne!(steady.trace_hash, varied.trace_hash);
+    assert!(varied.latency.latency_us_p50 > steady.latency.latency_us_p50, "{:?} {:?}", varied.latency, steady.latency);
+    assert_eq!(varied, run(Mode::Forward, &jittery).unwrap());
+    for mode in [Mode::ReadCache, Mode::EarlyAbort, Mode::OptimisticAbort] {
+        run_checked(mode, &jittery).unwrap();
+    }
+}

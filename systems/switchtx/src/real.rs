@@ -41,6 +41,11 @@
 //! also cover what the killed life did (its commits counted before the kill are not in the
 //! throughput figures: that life wrote no report).
 //!
+//! **A witness.** A server's clients live in its process and die with it, so each server
+//! streams every commit it acknowledges to a client to the supervisor's ledger
+//! ([`pisadb_runtime::ledger`]); at the end every acknowledged commit must be in the servers'
+//! record of commits (read from their logs when they log) and, unless read only, installed.
+//!
 //! **Checks.** Each server process keeps a [`Ledger`] of its events and writes it with the
 //! image of its stores ([`ShardImage`]) in its report; the cluster merges them and runs the
 //! simulator's end-of-run checks ([`check_ledger`]): the committed history serializable, no
@@ -57,7 +62,8 @@ use crate::wal::{ledger_of, WalRecord};
 use pisadb_core::Nanos;
 use pisadb_harness::real::RealFlag;
 use pisadb_runtime::host_proc::open_log;
-use pisadb_runtime::host_proc::{self, HostRun};
+use pisadb_runtime::host_proc::{self, HostRun, Ledgered};
+use pisadb_runtime::ledger::{read_ledger, Entry, LedgerClient, LedgerServer, Stage};
 use pisadb_runtime::supervisor::{free_ports, ConfigLaunch, Crash};
 use pisadb_runtime::switch_proc::{self, SwitchReport};
 use pisadb_runtime::wal_file::read_dir_log;
@@ -152,6 +158,46 @@ pub struct HostReport {
     pub not_from_switch: u64,
 }
 
+/// A client's commit as the supervisor's ledger keeps it: its id (u64 LE) and whether it was
+/// read only (one byte).
+fn acknowledged_commit(event: &ServerEvent) -> Option<Vec<u8>> {
+    match event {
+        ServerEvent::Committed { txn, read_only, .. } => {
+            let mut entry = txn.to_le_bytes().to_vec();
+            entry.push(u8::from(*read_only));
+            Some(entry)
+        }
+        _ => None,
+    }
+}
+
+/// Every commit the supervisor's ledger holds as acknowledged to its client is in the
+/// servers' record of commits (read from their logs when they log) and, unless read only,
+/// installed in a store; the number of them.
+fn check_acknowledged(entries: &[Entry], ledger: &Ledger) -> Result<u64, String> {
+    let mut acked = 0;
+    for e in entries.iter().filter(|e| e.stage == Stage::Acked) {
+        let (Some(txn), Some(&read_only)) = (e.payload.get(..8), e.payload.get(8)) else {
+            return Err(format!("a ledger entry of server {} that is not a SwitchTx commit", e.host));
+        };
+        let txn = u64::from_le_bytes(txn.try_into().expect("8 bytes"));
+        acked += 1;
+        if !ledger.reads.contains_key(&txn) {
+            return Err(format!(
+                "commit {txn:#x}, acknowledged to its client at server {}, is not in the servers' record: lost",
+                e.host
+            ));
+        }
+        if read_only == 0 && !ledger.installed.contains_key(&txn) {
+            return Err(format!(
+                "commit {txn:#x}, acknowledged to its client at server {}, wrote nothing into any store: lost",
+                e.host
+            ));
+        }
+    }
+    Ok(acked)
+}
+
 fn bad_id(id: u16, what: &str, count: usize) -> RuntimeError {
     RuntimeError::bad_setting("--id", id, format!("{what} of the rack: 0..{count}"))
 }
@@ -179,18 +225,21 @@ pub fn serve_host(cfg: &RealConfig<Spec>, id: u16, data_dir: &Path) -> Result<Ho
     // time is known only once the run has started.
     let mut committed: Vec<(Nanos, Nanos)> = Vec::new();
     let mut aborted: Vec<(Nanos, AbortReason)> = Vec::new();
-    let run: HostRun = host_proc::serve(cfg, id, &name, &mut server, wal.as_mut(), |now, event| {
-        if let Err(e) = ledger.record(&event) {
-            refused.get_or_insert(e);
-        }
-        match event {
-            ServerEvent::Committed { latency_ns, .. } => committed.push((now, latency_ns)),
-            ServerEvent::Aborted(reason) => aborted.push((now, reason)),
-            ServerEvent::Timeout => timeouts += 1,
-            ServerEvent::Rejected(_) => rejected += 1,
-            _ => {}
-        }
-    })?;
+    let mut witness = LedgerClient::of_rack(cfg, id)?;
+    let witnessed = witness.as_mut().map(|client| Ledgered { client, entry: acknowledged_commit });
+    let run: HostRun =
+        host_proc::serve_ledgered(cfg, id, &name, &mut server, wal.as_mut(), witnessed, |now, event| {
+            if let Err(e) = ledger.record(&event) {
+                refused.get_or_insert(e);
+            }
+            match event {
+                ServerEvent::Committed { latency_ns, .. } => committed.push((now, latency_ns)),
+                ServerEvent::Aborted(reason) => aborted.push((now, reason)),
+                ServerEvent::Timeout => timeouts += 1,
+                ServerEvent::Rejected(_) => rejected += 1,
+                _ => {}
+            }
+        })?;
     if let Some(why) = refused {
         return Err(RuntimeError::bad_setting("server events", format!("server {id}"), why));
     }
@@ -318,6 +367,9 @@ pub struct ClusterResult {
     pub wire: (u64, u64),
     /// The crashes carried out: (switch or server, seconds into the run, seconds down).
     pub crashes: Vec<(Role, f64, f64)>,
+    /// Commits acknowledged to their clients, each found in the final state, by the
+    /// supervisor's ledger ([`pisadb_runtime::ledger`]).
+    pub acknowledged: u64,
     /// The first check that failed, if any.
     pub failure: Option<String>,
 }
@@ -384,6 +436,8 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult, RuntimeError>
     let addrs = free_ports(switches + servers)?;
     opts.extra.validate()?;
     let network = network(&opts.spec, addrs[..switches].to_vec(), addrs[switches..].to_vec(), &opts.extra)?;
+    // The witness of every commit acknowledged to a client, which no kill touches.
+    let witness = LedgerServer::start(&opts.data_dir)?;
     let mut supervisor = ConfigLaunch::start(SYSTEM, opts.spec.clone(), network, &opts.data_dir, opts.exe.clone())?;
     let durable = opts.spec.rack.durable && !v.eris;
     let fits = |role: Role| match role {
@@ -401,12 +455,20 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult, RuntimeError>
         supervisor.inject(go.epoch_unix_ns, &opts.crashes)?.into_iter().map(|c| (c.role, c.at_s, c.down_s)).collect();
     supervisor.wait_for_hosts()?;
     supervisor.stop_switches()?;
+    witness.finish()?;
     let hosts: Vec<HostReport> = ConfigLaunch::host_reports(&opts.data_dir, servers as u16)?;
     let switch_reports = ConfigLaunch::switch_reports(&opts.data_dir, switches as u16)?;
     let seconds = hosts.iter().map(|h| h.seconds).fold(0.0, f64::max);
     let mut figures = figures(&hosts, &switch_reports, if seconds > 0.0 { seconds } else { opts.seconds });
     let mut ledger = Ledger::default();
     let mut failure = hosts.iter().try_for_each(|h| ledger.merge(h.ledger.clone())).err();
+    let mut acknowledged = 0;
+    if failure.is_none() {
+        match check_acknowledged(&read_ledger(&opts.data_dir)?, &ledger) {
+            Ok(n) => acknowledged = n,
+            Err(why) => failure = Some(why),
+        }
+    }
     if failure.is_none() {
         let images: Vec<ShardImage> = hosts.iter().map(|h| h.image.clone()).collect();
         match check_ledger(&ledger, &images, &crate::config::ShardMap::initial(servers as u8), !v.eris) {
@@ -427,6 +489,7 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult, RuntimeError>
         replicated: !v.eris,
         wire,
         crashes,
+        acknowledged,
         failure,
     })
 }
@@ -442,6 +505,10 @@ impl pisadb_harness::real::RealMode for Real {
         SYSTEM
     }
 
+    fn defaults(&self) -> Option<serde_json::Value> {
+        Some(serde_json::to_value(real_defaults()).expect("settings serialize"))
+    }
+
     fn flags(&self) -> &'static [RealFlag] {
         &[
             RealFlag::Loss,
@@ -451,6 +518,7 @@ impl pisadb_harness::real::RealMode for Real {
             RealFlag::KillSwitch,
             RealFlag::Down,
             RealFlag::Set,
+            RealFlag::Preset,
         ]
     }
 
@@ -467,6 +535,26 @@ impl pisadb_harness::real::RealMode for Real {
 mod tests {
     use super::*;
     use std::net::SocketAddr;
+
+    #[test]
+    fn a_commit_acknowledged_to_a_client_but_missing_from_the_servers_record_is_lost() {
+        let commit =
+            ServerEvent::Committed { txn: 9, latency_ns: 1, retries: 0, reads: vec![(1, 0)], read_only: false };
+        let acked =
+            |event: &ServerEvent| Entry { host: 2, stage: Stage::Acked, payload: acknowledged_commit(event).unwrap() };
+        let entries = vec![acked(&commit)];
+        // A server whose log forgot the commit: the witness catches it.
+        let err = check_acknowledged(&entries, &Ledger::default()).unwrap_err();
+        assert!(err.contains("commit 0x9, acknowledged to its client at server 2") && err.ends_with("lost"), "{err}");
+        let mut ledger = Ledger::default();
+        ledger.record(&commit).unwrap();
+        assert!(check_acknowledged(&entries, &ledger).unwrap_err().contains("wrote nothing"), "not installed");
+        ledger.record(&ServerEvent::Installed(9, 1, 0)).unwrap();
+        assert_eq!(check_acknowledged(&entries, &ledger), Ok(1));
+        // An intent alone was never acknowledged: nothing to hold the servers to.
+        let intent = Entry { stage: Stage::Intent, ..acked(&commit) };
+        assert_eq!(check_acknowledged(&[intent], &Ledger::default()), Ok(0));
+    }
 
     #[test]
     fn the_real_network_is_the_simulated_tree_s0_over_three_tors() {

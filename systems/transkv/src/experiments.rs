@@ -1,6 +1,6 @@
 //! TransKV's experiments (§VI) as data: each a list of simulated data centers that the
 //! harness's runner runs under N seeds and writes as CSV, SVG and `pisadb reproduce
-//! transkv`'s report, whose claims table ([`claims`]) puts our ratios beside the paper's.
+//! transkv`'s report, whose claims table (`claims`) puts our ratios beside the paper's.
 //!
 //! - `fig9a`: throughput against skew (uniform, Zipf 0.95, 0.99, 1.2), transactional
 //!   read-only: TransKV against Tranx-Coor.
@@ -329,6 +329,7 @@ fn claims(name: &str) -> Vec<Claim> {
                     paper: Some(1.2),
                     ours: mtps("uniform", "transkv", "tranx-coor", w),
                     holds: Holds::Above(1.0),
+                    reason: None,
                 });
             }
             for w in WRITE_RATIOS {
@@ -338,6 +339,7 @@ fn claims(name: &str) -> Vec<Claim> {
                     paper: None,
                     ours: mtps("Zipf 0.99", "transkv", "tranx-coor", w),
                     holds: Holds::Above(1.0),
+                    reason: None,
                 });
             }
         }
@@ -360,6 +362,7 @@ fn claims(name: &str) -> Vec<Claim> {
                 paper: Some(1.0),
                 ours: Measure::ratio("writes", "transkv", "tranx-coor", 0.0, "write_latency.latency_us_mean"),
                 holds: Holds::Within(0.9, 1.1),
+                reason: None,
             });
             claims.push(Claim::ratio(
                 "mean write latency, Zipf 1.2: −24%",

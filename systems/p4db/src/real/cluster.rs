@@ -8,23 +8,30 @@
 //!   ([`Node::recover`]), equals the store the node ended with.
 //! - *The switch's state is what its transactions imply*: a fresh switch rebuilt from all nodes'
 //!   logs ([`crate::node::rebuild`]) holds the same hot values as the live one at the end.
+//! - *Every acknowledged commit is in the final state*, against the supervisor's ledger
+//!   ([`pisadb_runtime::ledger`]), which the nodes stream every commit to and which no kill
+//!   touches: each commit the ledger holds as acknowledged is in its coordinator's log (whose
+//!   rebuilt store is the live one, above), unless it wrote nothing; and each commit a log
+//!   holds was announced to the ledger before it was logged.
 //! - *Workload invariants* (SmallBank's money, TPC-C's consistency) on the union of the stores
-//!   and the switch, given every committed transaction. A killed node's report dies with it,
-//!   so after a node kill this check is skipped (and says so).
+//!   and the switch, given the committed transactions: those the logs hold and those
+//!   acknowledged, each as the ledger describes it. Kills or not: a killed node's own list
+//!   dies with it, the ledger does not.
 
 use crate::node::{LogRecord, Mode, Node};
-use crate::real::node::NodeReport;
+use crate::real::node::{CommittedTxn, LedgerRecord, NodeReport};
 use crate::real::switch::{fresh_switch, hot_values, P4dbSwitchReport};
 use crate::real::{P4dbRackConfig, P4dbSpec, RealError, Result, SYSTEM};
 use crate::{RackPlan, RackSwitch, RunConfig};
 use pisadb_core::SerialStore;
+use pisadb_runtime::ledger::{read_ledger, LedgerServer, Stage};
 use pisadb_runtime::netns::Netns;
 use pisadb_runtime::supervisor::{free_ports, Crash, Launch, Supervisor};
 use pisadb_runtime::wal_file::{read_dir_log, LOG_FILE};
 use pisadb_runtime::wire::PortWire;
 use pisadb_runtime::{install_stop_signals, read_json, Network, RackConfig, Role, RuntimeError};
 use pisadb_workload::GeneratedTxn;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
@@ -192,6 +199,7 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult> {
     cfg.network.validate()?;
     let config = opts.data_dir.join("rack.json");
     cfg.save(&config)?;
+    let ledger = if opts.verify { Some(LedgerServer::start(&opts.data_dir)?) } else { None };
     let launch = P4dbLaunch { config, data_dir: opts.data_dir.clone(), nodes };
     let exe = opts.exe.clone();
     let mut rack = Supervisor::new("cluster", exe, launch, &opts.data_dir, netns);
@@ -211,12 +219,15 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult> {
     let crashes: Vec<Crash> = opts.faults.iter().map(|f| f.crash()).collect();
     let done = rack.inject(go.epoch_unix_ns, &crashes)?;
     let node_killed = done.iter().any(|c| matches!(c.role, Role::Host(_)));
+    let killed = if node_killed { "after a node kill, " } else { "" };
     // Stopped early (SIGINT/SIGTERM): the load ran until then, not the whole time asked for.
     let load_s = match rack.wait_for_hosts()? {
         Some(at) => (at.saturating_sub(go.epoch_unix_ns) as f64 / 1e9).clamp(1e-3, opts.seconds),
         None => opts.seconds,
     };
     rack.stop_switches()?;
+    // Every node has exited: its stream to the ledger has ended.
+    let ledger_entries = ledger.map(LedgerServer::finish).transpose()?;
     let reports = (0..nodes)
         .map(|id| read_json::<NodeReport>(&node_dir(&opts.data_dir, id).join("report.json")))
         .collect::<Result<Vec<_>, _>>()?;
@@ -224,8 +235,9 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult> {
     let committed: u64 = reports.iter().map(|r| r.committed).sum();
     let aborts: u64 = reports.iter().map(|r| r.aborts).sum();
     let mut checks = Vec::new();
-    if opts.durable && opts.verify {
-        checks = verify(&cfg, &plan, &opts.data_dir, &reports, &switch_report, node_killed)?;
+    if let (true, Some(entries)) = (opts.durable, ledger_entries) {
+        checks = verify(&cfg, &plan, &opts.data_dir, &reports, &switch_report)?;
+        eprintln!("cluster: {killed}the ledger holds {entries} entries");
     }
     Ok(ClusterResult {
         committed_per_s: committed as f64 / load_s,
@@ -244,7 +256,6 @@ fn verify(
     data_dir: &Path,
     reports: &[NodeReport],
     switch: &P4dbSwitchReport,
-    node_killed: bool,
 ) -> Result<Vec<(String, bool, String)>> {
     let run = &cfg.spec.run;
     let mut checks = Vec::new();
@@ -268,8 +279,90 @@ fn verify(
     if run.mode == Mode::P4db {
         checks.push(check_switch(cfg, plan, &logs, switch)?);
     }
-    checks.push(check_invariants(plan, reports, switch, node_killed));
+    let ledger = Ledger::read(data_dir)?;
+    checks.push(ledger.check_acknowledged(&logs));
+    checks.push(check_invariants(plan, reports, switch, &ledger, &logs));
     Ok(checks)
+}
+
+/// What the supervisor's ledger says about each transaction, by id.
+#[derive(Default)]
+struct Ledger {
+    /// Each transaction announced: its record (with every output once they are known).
+    txns: BTreeMap<u64, CommittedTxn>,
+    /// Whether its outputs are all known (a `Committing` record's switch outputs are not).
+    complete: BTreeSet<u64>,
+    /// The transactions acknowledged (durable at their node), with the node.
+    acked: BTreeMap<u64, u16>,
+}
+
+impl Ledger {
+    /// The ledger in `data_dir`.
+    fn read(data_dir: &Path) -> Result<Ledger> {
+        let mut ledger = Ledger::default();
+        for entry in read_ledger(data_dir)? {
+            let record: LedgerRecord = serde_json::from_slice(&entry.payload).map_err(|e| RealError::Node {
+                node: entry.host,
+                why: format!("a ledger entry that is not a P4DB commit: {e}"),
+            })?;
+            let id = match record {
+                LedgerRecord::Committing { id, txn } => {
+                    if !ledger.complete.contains(&id) {
+                        ledger.txns.insert(id, txn);
+                    }
+                    id
+                }
+                LedgerRecord::Committed { id, txn } => {
+                    ledger.txns.insert(id, txn);
+                    ledger.complete.insert(id);
+                    id
+                }
+                LedgerRecord::Recovered { id, outputs } => {
+                    if let Some(txn) = ledger.txns.get_mut(&id) {
+                        txn.outputs = outputs;
+                        ledger.complete.insert(id);
+                    }
+                    id
+                }
+            };
+            if entry.stage == Stage::Acked {
+                ledger.acked.insert(id, entry.host);
+            }
+        }
+        Ok(ledger)
+    }
+
+    /// Every acknowledged transaction that wrote is in a log: no acknowledged commit lost.
+    fn check_acknowledged(&self, logs: &[Vec<LogRecord>]) -> (String, bool, String) {
+        let logged = committed_in(logs);
+        let lost: Vec<String> = self
+            .acked
+            .iter()
+            .filter(|(id, _)| !logged.contains(id))
+            .filter(|(id, _)| self.txns.get(id).is_some_and(|t| !t.txn.is_read_only() || !t.inserts.is_empty()))
+            .map(|(id, node)| format!("{id:#x} of node {node}"))
+            .collect();
+        (
+            format!("ledger: every one of {} acknowledged commits is in the final state", self.acked.len()),
+            lost.is_empty(),
+            match lost.len() {
+                0 => format!("{} commits in the logs, {} announced", logged.len(), self.txns.len()),
+                n => format!("{n} lost, e.g. {}", lost.iter().take(5).cloned().collect::<Vec<_>>().join(", ")),
+            },
+        )
+    }
+}
+
+/// The transactions the logs hold as committed: a coordinator's commit, or a switch
+/// transaction logged (which counts as committed, §6.1).
+fn committed_in(logs: &[Vec<LogRecord>]) -> BTreeSet<u64> {
+    logs.iter()
+        .flatten()
+        .filter_map(|r| match r {
+            LogRecord::Committed { txn, .. } | LogRecord::SwitchIntent { txn, .. } => Some(*txn),
+            _ => None,
+        })
+        .collect()
 }
 
 /// A fresh switch rebuilt from `logs` holds the live switch's hot values.
@@ -298,13 +391,15 @@ fn check_switch(
     Ok(("switch: registers rebuilt from all logs equal the live switch's".into(), ok, detail))
 }
 
-/// The workload's invariants over the union of the stores and the switch, given every
-/// committed transaction (skipped, and said so, when a node's list died with it).
+/// The workload's invariants over the union of the stores and the switch, given the
+/// transactions committed: those the logs hold and those acknowledged, as the ledger
+/// describes them.
 fn check_invariants(
     plan: &RackPlan,
     reports: &[NodeReport],
     switch: &P4dbSwitchReport,
-    node_killed: bool,
+    ledger: &Ledger,
+    logs: &[Vec<LogRecord>],
 ) -> (String, bool, String) {
     let undrained: Vec<u16> = reports.iter().filter(|r| !r.drained).map(|r| r.id).collect();
     if !undrained.is_empty() {
@@ -314,16 +409,30 @@ fn check_invariants(
             "workload invariants".into(),
             false,
             format!(
-                "nodes {undrained:?} stopped with transactions in flight, so their list of commits is incomplete; {}",
+                "nodes {undrained:?} stopped with transactions in flight, so what they committed is unsettled; {}",
                 stuck.join("; ")
             ),
         );
     }
-    if node_killed {
+    let mut ids = committed_in(logs);
+    ids.extend(ledger.acked.keys().copied());
+    let unknown: Vec<String> = ids
+        .iter()
+        .filter(|id| !ledger.complete.contains(id))
+        .map(|id| match ledger.txns.contains_key(id) {
+            true => format!("{id:#x} (its switch outputs never reached the ledger)"),
+            false => format!("{id:#x} (never announced to the ledger)"),
+        })
+        .collect();
+    if !unknown.is_empty() {
         return (
             "workload invariants".into(),
-            true,
-            "skipped: a killed node's list of committed transactions died with it".into(),
+            false,
+            format!(
+                "{} committed transactions the ledger cannot describe, e.g. {}",
+                unknown.len(),
+                unknown.iter().take(5).cloned().collect::<Vec<_>>().join(", ")
+            ),
         );
     }
     let mut db = SerialStore::default();
@@ -332,10 +441,10 @@ fn check_invariants(
     }
     switch.hot_values.iter().for_each(|&(k, v)| db.set(k, v));
     let mut kinds: BTreeMap<String, &'static str> = BTreeMap::new();
-    let gens: Vec<(GeneratedTxn, Vec<i64>)> = reports
+    let gens: Vec<(GeneratedTxn, &[i64])> = ids
         .iter()
-        .flat_map(|r| r.committed_txns.iter())
-        .map(|c| {
+        .map(|id| {
+            let c = &ledger.txns[id];
             // Transaction types are a handful of names: intern each once.
             let kind = *kinds.entry(c.kind.clone()).or_insert_with(|| Box::leak(c.kind.clone().into_boxed_str()));
             let gen = GeneratedTxn {
@@ -346,14 +455,54 @@ fn check_invariants(
                 home: c.home,
                 kind,
             };
-            (gen, c.outputs.clone())
+            (gen, c.outputs.as_slice())
         })
         .collect();
-    let committed: Vec<(&GeneratedTxn, &[i64])> = gens.iter().map(|(g, o)| (g, o.as_slice())).collect();
+    let committed: Vec<(&GeneratedTxn, &[i64])> = gens.iter().map(|(g, o)| (g, *o)).collect();
     let result = plan.workload.check_invariants(&db, &committed);
     (
-        format!("workload invariants over {} committed transactions", committed.len()),
+        format!("workload invariants over {} committed transactions (from the ledger)", committed.len()),
         result.is_ok(),
         result.err().unwrap_or_else(|| "hold".into()),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pisadb_core::{Op, TupleKey, Txn};
+    use pisadb_workload::TxnClass;
+
+    fn txn(ops: Vec<Op>) -> CommittedTxn {
+        let outputs = vec![0; ops.len()];
+        CommittedTxn {
+            kind: "t".into(),
+            class: TxnClass::Cold,
+            distributed: false,
+            home: 0,
+            txn: Txn::new(ops),
+            inserts: vec![],
+            outputs,
+        }
+    }
+
+    fn committed(id: u64) -> LogRecord {
+        LogRecord::Committed { txn: id, writes: vec![], inserted: vec![], insert_seq: 0 }
+    }
+
+    #[test]
+    fn an_acknowledged_write_missing_from_every_log_fails_the_ledger_check_and_a_read_only_one_does_not() {
+        let key = TupleKey::new(0, 1);
+        let mut ledger = Ledger::default();
+        ledger.txns.insert(7, txn(vec![Op::write(key, 5)]));
+        ledger.txns.insert(8, txn(vec![Op::read(key)]));
+        ledger.acked.extend([(7, 0), (8, 0)]);
+        // A node that forgot to log commit 7 (or a log that lost it): the ledger catches it.
+        let (_, ok, detail) = ledger.check_acknowledged(&[vec![]]);
+        assert!(!ok, "{detail}");
+        assert_eq!(detail, "1 lost, e.g. 0x7 of node 0");
+        // With its record in a log, nothing acknowledged is lost (8 read only, writes nothing).
+        let (_, ok, detail) = ledger.check_acknowledged(&[vec![committed(7)]]);
+        assert!(ok, "{detail}");
+    }
 }

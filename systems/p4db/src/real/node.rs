@@ -9,12 +9,20 @@
 //! incarnation. The runtime's loop runs it until the stop time and the drain (see "Leaving
 //! together" there); the node then writes its report (`report.json`) to the data directory,
 //! with its store and its committed transactions if the rack verifies.
+//!
+//! ## The ledger
+//!
+//! A node's workers are the rack's clients, and they die with it. So when the rack verifies,
+//! the node streams every commit to the supervisor's ledger ([`pisadb_runtime::ledger`]) as a
+//! [`LedgerRecord`]: before the log records of its round are synced and again once they are,
+//! which is what the end-of-run checks hold the logs and the final state against.
 
-use crate::node::{Finished, Node, NodeEvent, NodeStats, RecoveryReport};
+use crate::node::{Finished, Node, NodeEvent, NodeStats, Record, RecoveryReport};
 use crate::real::{P4dbRackConfig, RealError, Result};
 use pisadb_core::{Insert, Nanos, TupleKey, Txn};
 use pisadb_report::latency::{Latency, LatencySummary};
-use pisadb_runtime::host_proc::{self, HostRun};
+use pisadb_runtime::host_proc::{self, HostRun, Ledgered};
+use pisadb_runtime::ledger::LedgerClient;
 use pisadb_runtime::{write_json, RuntimeError};
 use pisadb_workload::TxnClass;
 use serde::{Deserialize, Serialize};
@@ -37,6 +45,64 @@ pub struct CommittedTxn {
     pub inserts: Vec<Insert>,
     /// Each operation's output.
     pub outputs: Vec<i64>,
+}
+
+impl CommittedTxn {
+    /// The transaction a worker's record describes.
+    fn of(r: &Record) -> Self {
+        CommittedTxn {
+            kind: r.gen.kind.to_string(),
+            class: r.gen.class,
+            distributed: r.gen.distributed,
+            home: r.gen.home,
+            txn: r.gen.txn.clone(),
+            inserts: r.gen.inserts.clone(),
+            outputs: r.outputs.clone(),
+        }
+    }
+}
+
+/// What a node streams to the supervisor's ledger ([`pisadb_runtime::ledger`]) with `verify`:
+/// every commit, as a client would remember it, under its transaction id (the id its log
+/// records carry).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum LedgerRecord {
+    /// A switch transaction logged, and so committed; its switch outputs are not known yet.
+    Committing {
+        /// Its id.
+        id: u64,
+        /// What it is (outputs of its switch operations 0).
+        txn: CommittedTxn,
+    },
+    /// A transaction committed, with every output.
+    Committed {
+        /// Its id.
+        id: u64,
+        /// What it is.
+        txn: CommittedTxn,
+    },
+    /// A switch transaction logged before a crash, answered after the restart.
+    Recovered {
+        /// Its id.
+        id: u64,
+        /// Each operation's output.
+        outputs: Vec<i64>,
+    },
+}
+
+impl LedgerRecord {
+    /// The ledger's entry for `event`, if it is a commit with its record.
+    pub fn entry(event: &NodeEvent) -> Option<Vec<u8>> {
+        let record = match event {
+            NodeEvent::Committing(r) => LedgerRecord::Committing { id: r.id, txn: CommittedTxn::of(r) },
+            NodeEvent::Finished(f) => {
+                let r = f.record.as_ref()?;
+                LedgerRecord::Committed { id: r.id, txn: CommittedTxn::of(r) }
+            }
+            NodeEvent::Recovered(r) => LedgerRecord::Recovered { id: r.txn, outputs: r.outputs.clone() },
+        };
+        Some(serde_json::to_vec(&record).expect("a ledger record serializes"))
+    }
 }
 
 /// What a node reports when it stops (`report.json` in its data directory).
@@ -106,15 +172,7 @@ impl Commits {
         self.hot += u64::from(f.hot);
         self.latency.record_ns(now.saturating_sub(f.started).max(1));
         if let Some(r) = f.record {
-            self.txns.push(CommittedTxn {
-                kind: r.gen.kind.to_string(),
-                class: r.gen.class,
-                distributed: r.gen.distributed,
-                home: r.gen.home,
-                txn: r.gen.txn,
-                inserts: r.gen.inserts,
-                outputs: r.outputs,
-            });
+            self.txns.push(CommittedTxn::of(&r));
         }
     }
 }
@@ -149,7 +207,12 @@ pub fn run_node(cfg: &P4dbRackConfig, id: u16, data_dir: &Path) -> Result<NodeRe
     }
     drop(records);
     let mut commits = Commits { latency: Latency::new(), committed: 0, on_switch: 0, hot: 0, txns: Vec::new() };
-    let host_run = host_proc::serve(cfg, id, &name, &mut node, wal.as_mut(), |now, event| {
+    let mut client = match (&cfg.rendezvous, cfg.spec.verify) {
+        (Some(dir), true) => Some(LedgerClient::connect(dir, id)?),
+        _ => None,
+    };
+    let ledger = client.as_mut().map(|client| Ledgered { client, entry: LedgerRecord::entry });
+    let host_run = host_proc::serve_ledgered(cfg, id, &name, &mut node, wal.as_mut(), ledger, |now, event| {
         // Records kept for the simulator's oracles have no use here.
         if let NodeEvent::Finished(f) = event {
             commits.count(now, f);
