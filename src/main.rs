@@ -4,6 +4,8 @@
 //! things only: turn flags into configurations (with errors that name the flag and the
 //! accepted values), call the library crates, and print a readable table or, with `--json`,
 //! one JSON object with stable field names.
+//!
+//! See `README.md` and `docs/ARCHITECTURE.md` for the page that explains it.
 
 mod commands;
 mod systems;
@@ -32,7 +34,7 @@ enum Command {
     /// Compare a system with its baselines on one simulated rack (the default job: P4DB,
     /// No-Switch and LM-Switch).
     Compare(commands::bench::CompareArgs),
-    /// Run a named experiment of a paper (P4DB's, or with --system another system's); write its CSV and SVG under results/.
+    /// Run a named experiment of a system's paper (`pisadb systems` lists them); write its CSV and SVG under results/.
     Sweep(commands::sweep::Args),
     /// Run every experiment of a paper and write `results/<paper>.md` beside the CSVs and charts.
     Reproduce(commands::reproduce::Args),

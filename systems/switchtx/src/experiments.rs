@@ -1,7 +1,7 @@
 //! SwitchTx's experiments as data (`pisadb sweep switchtx NAME`, `pisadb reproduce
 //! switchtx`): lists of simulated racks that the harness's runner runs under N seeds and
 //! writes as CSV, SVG and a report whose claims table puts our ratios beside the paper's
-//! headline figures ([`claims`]).
+//! headline figures (`claims`).
 //!
 //! - `fig10`: YCSB-T at θ 0.8 and 0.99: throughput, P50/P99 latency and lock time of every
 //!   variant (FaSST and the cumulative ablation +GaS, +Tree-GaS, +Reorder, +MPL).

@@ -25,6 +25,8 @@
 //! - [`experiments`]: the paper's figures we cover, their CSVs, charts and report.
 //! - [`fuzz`]: seeded fault-injection cases (`pisadb fuzz --system switchtx`).
 //! - [`wal`]: a server's write-ahead log (what a restarted server recovers from).
+//!
+//! See `systems/switchtx/README.md` for the page that explains it.
 
 pub mod admission;
 pub mod config;
