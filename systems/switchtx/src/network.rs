@@ -11,9 +11,8 @@
 //! P99's growth on "network quality fluctuations" (§5.3.1).
 //!
 //! The variance is not a second mechanism: it is the simulator's fault plan
-//! ([`pisadb_sim::Faults`], the one every system's fuzzing uses) with only its jitter set, no
-//! loss and no duplication, healed when the measured window closes (the drain that follows is
-//! not measured and ends faster on a quiet network). Its draws come from a generator seeded
+//! ([`pisadb_sim::Faults::network_jitter`], the constructor every system's latency variance
+//! uses) with only its jitter set, no loss and no duplication, for the whole run. Its draws come from a generator seeded
 //! from the run's seed, so one seed still gives one trace hash. A fault plan a point already
 //! carries (the failover experiment's crash) keeps its crashes and gains the jitter.
 
@@ -59,18 +58,21 @@ impl Network {
         LinkParams { nic_ns: self.nic_ns, ..LinkParams::hundred_gbe() }
     }
 
-    /// The fault plan of a run: `faults` (or none) with this network's jitter until
-    /// `window_end_ns`; `faults` unchanged when there is no jitter.
-    pub fn with_jitter(&self, faults: Option<Faults>, seed: u64, window_end_ns: Nanos) -> Option<Faults> {
+    /// The fault plan of a run: `faults` (or none) with this network's jitter for the whole
+    /// run, through the simulator's one constructor for latency variance
+    /// ([`Faults::network_jitter`]); `faults` unchanged when there is no jitter.
+    pub fn with_jitter(&self, faults: Option<Faults>, seed: u64) -> Option<Faults> {
         if self.jitter_ns == 0 {
             return faults;
         }
-        let mut plan =
-            faults.unwrap_or(Faults { seed: pisadb_core::rng::splitmix64(seed ^ JITTER_STREAM), ..Faults::default() });
-        plan.jitter_ns = self.jitter_ns;
-        plan.reorder = self.reorder;
-        plan.heal_at_ns = plan.heal_at_ns.max(window_end_ns);
-        Some(plan)
+        let jitter =
+            Faults::network_jitter(pisadb_core::rng::splitmix64(seed ^ JITTER_STREAM), self.jitter_ns, self.reorder);
+        Some(match faults {
+            None => jitter,
+            Some(plan) => {
+                Faults { jitter_ns: jitter.jitter_ns, reorder: jitter.reorder, heal_at_ns: jitter.heal_at_ns, ..plan }
+            }
+        })
     }
 }
 
@@ -85,13 +87,13 @@ mod tests {
     fn no_jitter_leaves_the_plan_alone_and_jitter_joins_one() {
         let quiet = Network::default();
         assert!(quiet.is_default());
-        assert_eq!(quiet.with_jitter(None, 1, 10), None, "the default runs inject nothing");
+        assert_eq!(quiet.with_jitter(None, 1), None, "the default runs inject nothing");
         let noisy = Network { nic_ns: 300, jitter_ns: 500, reorder: true };
-        let plan = noisy.with_jitter(None, 1, 10_000).unwrap();
-        assert_eq!((plan.jitter_ns, plan.reorder, plan.heal_at_ns, plan.loss), (500, true, 10_000, 0.0));
-        assert!(plan.network_faulty(9_999) && !plan.network_faulty(10_000), "healed when the window closes");
+        let plan = noisy.with_jitter(None, 1).unwrap();
+        assert_eq!((plan.jitter_ns, plan.reorder, plan.loss, plan.duplicate), (500, true, 0.0, 0.0));
+        assert!(plan.network_faulty(1 << 50), "jittery for the whole run");
         let crash = Faults { seed: 7, crashes: Vec::new(), heal_at_ns: 0, ..Faults::default() };
-        let both = noisy.with_jitter(Some(crash), 1, 10_000).unwrap();
+        let both = noisy.with_jitter(Some(crash), 1).unwrap();
         assert_eq!((both.seed, both.jitter_ns), (7, 500), "a point's own plan keeps its seed and gains the jitter");
         assert_eq!(noisy.link().nic_ns, 300);
         assert_eq!(noisy.link().gbps, 100.0);

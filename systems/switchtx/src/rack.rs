@@ -427,8 +427,7 @@ pub fn run_world(
     max_events: u64,
 ) -> Result<(RackWorld, RackFigures), String> {
     let mut world = build(variant, cfg)?;
-    let window_end_ns = (cfg.warmup_us + cfg.measure_us) * 1_000;
-    if let Some(f) = cfg.network.with_jitter(faults, cfg.seed, window_end_ns) {
+    if let Some(f) = cfg.network.with_jitter(faults, cfg.seed) {
         let (v, layout) = (variant_of(variant)?, layout_of(cfg));
         let servers = (0..layout.servers()).map(|id| server_config(id, &v, cfg, &layout, cfg.costs)).collect();
         world.inject(f, Box::new(SwitchRestarts { variant: v, layout, servers }));
