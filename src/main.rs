@@ -4,6 +4,8 @@
 //! things only: turn flags into configurations (with errors that name the flag and the
 //! accepted values), call the library crates, and print a readable table or, with `--json`,
 //! one JSON object with stable field names.
+//!
+//! See `README.md` and `docs/ARCHITECTURE.md` for the page that explains it.
 
 mod commands;
 mod systems;

@@ -26,6 +26,8 @@
 //! seed and the input's index and reruns exactly (`decoder-campaign --target T --seed S`).
 //! `cargo test -p pisadb-decoder-fuzz` runs a short slice of every target; the campaign binary
 //! runs the long one (see `fuzz/README.md`).
+//!
+//! See `fuzz/README.md` for the page that explains it.
 
 pub mod check;
 pub mod gen;

@@ -71,6 +71,8 @@
 //! about 5 s over 400,000 uniformly chosen tuples (the worst case for caches: nearly every
 //! version lookup misses). A cycle is reported as the shortest one through the first
 //! transaction the search found on a cycle, smallest id first.
+//!
+//! See `docs/ARCHITECTURE.md` (fault injection) for the page that explains it.
 
 use std::collections::VecDeque;
 use std::fmt;

@@ -17,6 +17,8 @@
 //!   run exactly.
 //!
 //! Nothing here does I/O or reads a clock.
+//!
+//! See `docs/ARCHITECTURE.md` (the layers) for the page that explains it.
 
 pub mod op;
 pub mod rng;

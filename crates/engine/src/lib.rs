@@ -14,6 +14,8 @@
 //! - [`worker`]: worker lanes with their attempt ids, retries and seeded backoff.
 //!
 //! Systems build their hosts from these pieces; none of them names a system.
+//!
+//! See `docs/ARCHITECTURE.md` (the layers) for the page that explains it.
 
 #![warn(missing_docs)]
 

@@ -31,6 +31,8 @@
 //!   values it accepts.
 //! - [`perf`]: what `pisadb perf` asks of a system beyond its points (a larger network of
 //!   it, the transactions a point committed).
+//!
+//! See `docs/ARCHITECTURE.md` (the system contract; adding a system) for the page that explains it.
 
 pub mod campaign;
 pub mod experiment;

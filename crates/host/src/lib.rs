@@ -44,6 +44,8 @@
 //!
 //! Each timer contributes explicit bytes to the simulator's trace hash ([`TraceBytes`]), so a
 //! seed's history is one number that a refactor must not move.
+//!
+//! See `docs/ARCHITECTURE.md` (the layers; how a datagram travels) for the page that explains it.
 
 use pisadb_core::Nanos;
 pub use pisadb_core::{TraceBytes, TraceHash};

@@ -22,6 +22,9 @@
 //! Nothing here does I/O, reads a clock or draws a random number: time is passed in as
 //! [`pisadb_core::Nanos`], and every tie (equal-length routes, frames at the same instant)
 //! breaks the same way on every run.
+//!
+//! See `docs/ARCHITECTURE.md` (how a datagram travels in the simulator) for the page that explains
+//! it.
 
 mod error;
 mod link;

@@ -23,6 +23,9 @@
 //!   without the executor, and the bundled SF 1 answer.
 //!
 //! Everything is deterministic: row order out of every operator is a function of row order in.
+//!
+//! See `docs/ARCHITECTURE.md` (the layers) and `systems/netaccel/README.md` for the page that
+//! explains it.
 
 pub mod batch;
 pub mod keytable;

@@ -27,6 +27,8 @@
 //! title too long for the figure's width wraps onto more lines.
 //!
 //! Every failure is a [`ReportError`] that names the file it concerns.
+//!
+//! See `docs/ARCHITECTURE.md` (the layers) for the page that explains it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::IsTerminal;

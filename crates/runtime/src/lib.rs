@@ -43,6 +43,8 @@
 //! A process's clock is the wall clock in nanoseconds since the rack's epoch (in the config),
 //! read once per round of its event loop and handed to the state machine as `now`. Protocol
 //! code still reads no clock. Lost datagrams surface as timeouts in the state machines.
+//!
+//! See `docs/ARCHITECTURE.md` (how a datagram travels in real mode) for the page that explains it.
 
 #![warn(missing_docs)]
 

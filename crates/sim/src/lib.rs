@@ -7,6 +7,9 @@
 //! [`probe`] lets a caller time its event loops. It names no system: each system builds its racks
 //! on it (P4DB's are in `systems/p4db`). The simulator reads no clock: how fast it runs is
 //! measured by its caller.
+//!
+//! See `docs/ARCHITECTURE.md` (how a datagram travels in the simulator; determinism; fault
+//! injection) for the page that explains it.
 
 pub mod faults;
 pub mod probe;

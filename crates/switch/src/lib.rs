@@ -31,6 +31,9 @@
 //! the same model without changes to it.
 //!
 //! No I/O, no clock, no randomness: the simulator and the real runtime drive the same code.
+//!
+//! See `docs/ARCHITECTURE.md` (how a datagram travels; hardware facts the switch model uses) for
+//! the page that explains it.
 
 pub mod alu;
 pub mod device;

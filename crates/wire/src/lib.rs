@@ -19,6 +19,8 @@
 //! the same way. Decoding never panics and never
 //! allocates more than the fixed maximum: malformed input returns a [`DecodeError`] whose
 //! [`DecodeError::reason`] is a stable label the receiver counts.
+//!
+//! See `docs/ARCHITECTURE.md` (the layers) for the page that explains it.
 
 pub mod control;
 pub mod node;

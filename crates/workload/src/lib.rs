@@ -43,6 +43,8 @@
 //! in the switch. SmallBank's read-dependent writes use the transaction accumulator; their exact
 //! encodings are documented in [`smallbank`] because the switch programs and the balance check
 //! ([`external_flow`]) depend on them.
+//!
+//! See `docs/ARCHITECTURE.md` (the layers) for the page that explains it.
 
 pub mod partition;
 pub mod popularity;

@@ -16,7 +16,7 @@
 //!   fixed delays of the default model leave out (clients in lockstep; see `RESULTS.md`).
 //!
 //! Ratios are taken against forwarding (the `forward` mode) at the same panel and x. The
-//! paper's claims (seed 004, §Evaluation) are data too ([`fig2_claims`]): the read cache's
+//! paper's claims (seed 004, §Evaluation) are data too (`fig2_claims`): the read cache's
 //! "almost no benefit" above 15% writes and Gotthard halving the completion time at 25%.
 
 use crate::rack::RackConfig;

@@ -19,6 +19,8 @@
 //! - [`experiments`]: Fig. 2, the N, delay and jitter sweeps as data, with the paper's claims.
 //! - [`presets`]: `pisadb` and `paper`, every value with its provenance.
 //! - [`fuzz`]: seeded fault-injection cases and their oracles (`pisadb fuzz --system gotthard`).
+//!
+//! See `systems/gotthard/README.md` for the page that explains it.
 
 pub mod client;
 pub mod control;

@@ -22,6 +22,8 @@
 //! - [`presets`]: `pisadb` and `paper`, every value with its provenance.
 //! - [`real`]: real mode: the same hosts and switch as processes streaming real datagrams on
 //!   loopback (`pisadb cluster --system netaccel`).
+//!
+//! See `systems/netaccel/README.md` for the page that explains it.
 
 pub mod calibration;
 pub mod experiments;

@@ -26,6 +26,8 @@
 //! - [`testbed`]: the P4DB prototype's testbed as a preset (its node engine, latencies, costs);
 //! - [`paper`]: what the prototype measured, from its published data, for reports to compare;
 //! - [`system`]: P4DB in the harness's registry ([`SYSTEM`]): its variants and settings.
+//!
+//! See `systems/p4db/README.md` for the page that explains it.
 
 pub mod experiments;
 pub mod fuzz;

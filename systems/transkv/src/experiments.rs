@@ -1,6 +1,6 @@
 //! TransKV's experiments (§VI) as data: each a list of simulated data centers that the
 //! harness's runner runs under N seeds and writes as CSV, SVG and `pisadb reproduce
-//! transkv`'s report, whose claims table ([`claims`]) puts our ratios beside the paper's.
+//! transkv`'s report, whose claims table (`claims`) puts our ratios beside the paper's.
 //!
 //! - `fig9a`: throughput against skew (uniform, Zipf 0.95, 0.99, 1.2), transactional
 //!   read-only: TransKV against Tranx-Coor.

@@ -43,6 +43,8 @@
 //! - [`experiments`]: Figs. 9–11 and Tables I–II as data, with the paper's claims.
 //! - [`presets`]: `pisadb` and `paper`, every value with its provenance.
 //! - [`fuzz`]: seeded fault-injection cases and their oracles (`pisadb fuzz --system transkv`).
+//!
+//! See `systems/transkv/README.md` for the page that explains it.
 
 pub mod client;
 pub mod control;

@@ -40,6 +40,8 @@
 //!
 //! Everything is deterministic in its inputs and seed: maps are `BTreeMap`s and all randomness
 //! comes from [`pisadb_core::rng::derive`].
+//!
+//! See `systems/p4db/README.md` (the declustered layout) for the page that explains it.
 
 pub mod graph;
 pub mod maxcut;

@@ -10,13 +10,13 @@
 //!
 //! Each move only re-checks the transactions that touch the moved tuple. For a tuple `v` and one
 //! of its transactions, everything but `v`'s own array is fixed while the search tries `v` in
-//! every array, so the transaction is reduced once to a [`Constraint`] on `v`'s array: whether
+//! every array, so the transaction is reduced once to a `Constraint` on `v`'s array: whether
 //! the other operations are fine among themselves, the registers they use, and the stages
 //! `v` must lie strictly between (after every operation that must precede it, before every one
 //! that must follow). A constraint is then the set of arrays that meet it, a bit set
-//! ([`ArraySets`]: the arrays of each register, the arrays below each stage), and the search
+//! (`ArraySets`: the arrays of each register, the arrays below each stage), and the search
 //! counts, for every array at once, the constraints its bit is in, with bit-sliced counters
-//! ([`BitCounts`]: one carry chain per constraint, not one test per array). A round costs
+//! (`BitCounts`: one carry chain per constraint, not one test per array). A round costs
 //! about `tuples × transactions per tuple × operations²` instead of `tuples × arrays ×
 //! transactions per tuple × operations²`. Targets of more than 128 arrays (no switch has
 //! them) test each array in turn instead. The moves, their order and the tie-breaking are those of the plain search
