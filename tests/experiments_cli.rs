@@ -114,3 +114,27 @@ fn help_names_preset_seeds_and_shard() {
         assert!(ok(&[command, "--help"]).contains("--preset"));
     }
 }
+
+/// P4DB's experiments moved from the binary into its crate; the old command lines still run,
+/// its flags arrive as `--set` keys, and a bad key or value is refused by name.
+#[test]
+fn p4db_sweeps_take_their_old_flags_as_set_keys_and_refuse_bad_ones_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    let args = ["sweep", "tpcc-latency-breakdown", "--quick", "--seeds", "2", "--threads", "1", "--out", out];
+    let stdout = ok(&[&args[..], &["--cc", "wait-die", "--layout", "random", "--recirculation", "fifo"]].concat());
+    assert!(stdout.contains("means over 2 seeds"), "{stdout}");
+    let csv = std::fs::read_to_string(dir.path().join("tpcc-latency-breakdown.csv")).unwrap();
+    let header = csv.lines().next().unwrap();
+    assert!(header.contains(",committed_per_s_sd,") && header.contains(",speedup_sd,"), "{header}");
+    assert!(dir.path().join("tpcc-latency-breakdown.svg").exists());
+
+    let bad = pisadb(&[&args[..], &["--set", "fine_locks=halves"]].concat());
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(!bad.status.success() && stderr.contains("stages, parity, whole-pipeline"), "{stderr}");
+    let bad = pisadb(&[&args[..], &["--set", "warp=9"]].concat());
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(!bad.status.success() && stderr.contains("cc, layout, fine_locks, recirculation"), "{stderr}");
+    let bad = pisadb(&[&args[..], &["--shard", "1/2"]].concat());
+    assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("--shard"));
+}
