@@ -34,7 +34,7 @@ enum Command {
     /// Compare a system with its baselines on one simulated rack (the default job: P4DB,
     /// No-Switch and LM-Switch).
     Compare(commands::bench::CompareArgs),
-    /// Run a named experiment of a paper (P4DB's, or with --system another system's); write its CSV and SVG under results/.
+    /// Run a named experiment of a system's paper (`pisadb systems` lists them); write its CSV and SVG under results/.
     Sweep(commands::sweep::Args),
     /// Run every experiment of a paper and write `results/<paper>.md` beside the CSVs and charts.
     Reproduce(commands::reproduce::Args),

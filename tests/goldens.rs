@@ -150,18 +150,33 @@ fn fuzz_seed_reports_are_pinned() {
     check_golden("fuzz-seeds", &Value::Array(reports));
 }
 
-/// FNV-1a, 64 bit, over the CSV without its last column when that is the wall-time figure
-/// (`sim_txn_per_wall_s`), which no two runs share. Quoted fields may hold commas, so the
-/// column is cut from the right.
+/// Whether a CSV column holds a wall-clock figure (`sim_txn_per_wall_s`, `wall_s`, …),
+/// which no two runs share.
+fn is_wall_time(header: &str) -> bool {
+    header.split('_').any(|word| word == "wall")
+}
+
+/// FNV-1a, 64 bit, over the CSV's cells without its wall-time columns ([`is_wall_time`]),
+/// dropped by name wherever they stand (P4DB's prototype columns follow its wall-time figure).
+/// The cells are read by a CSV reader (quoted fields may hold commas) and hashed with a unit
+/// separator between cells and a newline after each record.
 fn csv_digest(text: &str) -> String {
-    let wall_last = text.lines().next().is_some_and(|h| h.ends_with(",sim_txn_per_wall_s"));
+    let mut reader = csv::ReaderBuilder::new().has_headers(false).from_reader(text.as_bytes());
+    let records: Vec<csv::StringRecord> = reader.records().map(|r| r.expect("the CSV parses")).collect();
+    let kept: Vec<bool> = records.first().map_or_else(Vec::new, |h| h.iter().map(|c| !is_wall_time(c)).collect());
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for line in text.lines() {
-        let kept = if wall_last { line.rsplit_once(',').map_or(line, |(rest, _)| rest) } else { line };
-        for b in kept.bytes().chain(std::iter::once(b'\n')) {
+    let mut eat = |bytes: &[u8]| {
+        for &b in bytes {
             h ^= u64::from(b);
             h = h.wrapping_mul(0x0100_0000_01b3);
         }
+    };
+    for record in &records {
+        for (cell, _) in record.iter().zip(&kept).filter(|(_, &keep)| keep) {
+            eat(cell.as_bytes());
+            eat(b"\x1f");
+        }
+        eat(b"\n");
     }
     format!("{h:016x}")
 }
@@ -197,10 +212,18 @@ fn reproduce_p4db_quick_csvs_are_pinned() {
 }
 
 #[test]
-fn the_csv_digest_ignores_only_the_wall_time_column() {
-    let a = "x,y,sim_txn_per_wall_s\n\"1,5\",2,100.5\n";
-    let b = "x,y,sim_txn_per_wall_s\n\"1,5\",2,977.0\n";
-    let c = "x,y,sim_txn_per_wall_s\n\"1,5\",3,100.5\n";
+fn the_csv_digest_ignores_only_the_wall_time_columns() {
+    // The wall-time column in the middle, as P4DB's prototype columns follow it.
+    let a = "x,y,sim_txn_per_wall_s,prototype\n\"1,5\",2,100.5,7\n";
+    let b = "x,y,sim_txn_per_wall_s,prototype\n\"1,5\",2,977.0,7\n";
+    let c = "x,y,sim_txn_per_wall_s,prototype\n\"1,5\",3,100.5,7\n";
+    let d = "x,y,sim_txn_per_wall_s,prototype\n\"1,5\",2,100.5,8\n";
+    let e = "x,y,sim_txn_per_wall_s,prototype\n1,\"5,2\",100.5,7\n";
     assert_eq!(csv_digest(a), csv_digest(b));
     assert_ne!(csv_digest(a), csv_digest(c));
+    assert_ne!(csv_digest(a), csv_digest(d), "a cell after the wall-time column counts");
+    assert_ne!(csv_digest(a), csv_digest(e), "cells are told apart, not run together");
+    // The runner's `wall_s`, too; a column merely ending in "wall" text is kept.
+    assert_eq!(csv_digest("x,wall_s\n1,0.5\n"), csv_digest("x,wall_s\n1,9\n"));
+    assert_ne!(csv_digest("x,walls\n1,0.5\n"), csv_digest("x,walls\n1,9\n"));
 }

@@ -562,7 +562,34 @@ fn flags_a_system_cannot_honour_are_refused_by_name_with_the_systems_that_take_t
     let e = refused("--system p4db --set clients=3");
     assert!(e.contains("--set: p4db cannot honour it"), "{e}");
     let e = refused("--preset paper");
-    assert!(e.contains("--preset"), "{e}");
+    assert!(e.contains("--preset: p4db cannot honour it; the systems that take it: gotthard, netaccel"), "{e}");
+}
+
+#[test]
+fn a_preset_in_real_mode_prints_what_it_chose_and_one_real_mode_cannot_hold_is_refused_naming_the_value() {
+    // SwitchTx's paper preset sets the simulator's CPU charges, which a real rack spends for
+    // real and has no setting for: refused before anything starts, naming the value.
+    let e = refused("--system switchtx --preset paper");
+    assert!(e.contains("--preset paper: a value it sets cannot hold in real mode: `--set costs.stack_ns=200`"), "{e}");
+    let e = refused("--system gotthard --preset nope");
+    assert!(e.contains("no preset `nope`; its presets: pisadb, paper"), "{e}");
+    // Gotthard's paper preset holds: the run says what it chose and runs it (its 8 clients, 25%
+    // writes); --set still edits it.
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_pisadb"))
+        .args(["cluster", "--system", "gotthard", "--preset", "paper", "--set", "near_us=500", "--set", "far_us=500"])
+        .args(["--seconds", "0.5", "--data-dir"])
+        .arg(dir.path().join("run"))
+        .output()
+        .expect("pisadb runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.starts_with("preset `paper` of gotthard"), "{stdout}");
+    assert!(stdout.contains("8 clients, 25% writes"), "{stdout}");
+    assert!(
+        stdout.contains("port delays 1000 µs (clients) and 1000 µs (store)"),
+        "the --set edits the preset: {stdout}"
+    );
 }
 
 #[test]

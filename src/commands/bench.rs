@@ -4,8 +4,9 @@
 use crate::systems::registry;
 use clap::{Args as ClapArgs, ValueEnum};
 use pisadb_harness::{apply_set, PointReport, System};
+use pisadb_p4db::experiments::SwitchChoices;
 use pisadb_p4db::node::{Cc, Engine, Mode};
-use pisadb_p4db::programs::p4db::{FineLocks, P4dbConfig, RecirculationModel};
+use pisadb_p4db::programs::p4db::{FineLocks, RecirculationModel};
 use pisadb_p4db::{testbed, LayoutChoice, RunConfig, RunResult, WorkloadSpec};
 use pisadb_workload::{RemoteRule, Scheme, SmallBankConfig, TpccConfig, YcsbConfig, YcsbMix};
 use serde::Serialize;
@@ -148,44 +149,6 @@ impl From<RecirculationArg> for RecirculationModel {
             RecirculationArg::Priority => RecirculationModel::Priority,
             RecirculationArg::Fifo => RecirculationModel::TwoPortFifo,
         }
-    }
-}
-
-/// The switch-side choices of a P4DB run (layout, lock halves, recirculation), as every
-/// simulating command spells them; `None` keeps the run's own choice.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct SwitchChoices {
-    /// The layout of the hot set.
-    pub layout: Option<LayoutChoice>,
-    /// The lock halves of multi-pass transactions.
-    pub fine_locks: Option<FineLocks>,
-    /// The recirculation model.
-    pub recirculation: Option<RecirculationModel>,
-}
-
-impl SwitchChoices {
-    /// Applies the choices to `cfg`. The engine's settings are only written out when one
-    /// differs from what `cfg` already runs, so a default run's settings stay as they were.
-    pub(crate) fn apply(&self, cfg: &mut RunConfig) {
-        if let Some(layout) = self.layout {
-            cfg.layout = layout;
-        }
-        let current = cfg.p4db.clone().unwrap_or_else(|| P4dbConfig::for_profile(&cfg.profile));
-        let wanted = P4dbConfig {
-            fine_locks: self.fine_locks.unwrap_or(current.fine_locks),
-            recirculation: self.recirculation.unwrap_or(current.recirculation),
-            ..current.clone()
-        };
-        if wanted != current {
-            cfg.p4db = Some(wanted);
-        }
-    }
-
-    /// The warnings and notes a report of runs with these choices must carry.
-    pub(crate) fn warnings(&self) -> Vec<&'static str> {
-        let layout = self.layout.and_then(LayoutChoice::warning);
-        let locks = self.fine_locks.and_then(FineLocks::warning);
-        layout.into_iter().chain(locks).collect()
     }
 }
 

@@ -1,7 +1,6 @@
 //! The subcommands. Each returns `Err(message)` for the user; `main` prints it and exits 2.
 
 pub(crate) mod bench;
-pub(crate) mod experiments;
 pub(crate) mod fuzz;
 pub(crate) mod layout;
 pub(crate) mod merge;

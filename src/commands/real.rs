@@ -81,7 +81,7 @@ pub(crate) struct NodeArgs {
 }
 
 /// The load of a real rack: the same flags for `cluster` and `switch-bench`.
-#[derive(ClapArgs, Debug)]
+#[derive(ClapArgs, Debug, Clone)]
 pub(crate) struct LoadArgs {
     /// The workload.
     #[arg(long, value_enum, default_value = "smallbank")]
@@ -138,8 +138,11 @@ fn check_seconds(seconds: f64) -> Result<(), RuntimeError> {
 }
 
 /// `pisadb cluster`.
-#[derive(ClapArgs, Debug)]
+#[derive(ClapArgs, Debug, Clone)]
 pub(crate) struct ClusterArgs {
+    /// The settings `--set` edits: the real mode's defaults with `--preset` applied (not a flag).
+    #[arg(skip)]
+    base: Option<serde_json::Value>,
     /// The system whose rack runs (`pisadb systems` lists them).
     #[arg(long, default_value = "p4db")]
     system: String,
@@ -186,7 +189,9 @@ pub(crate) struct ClusterArgs {
     /// Seconds a killed process stays down (default 0.5).
     #[arg(long)]
     down: Option<f64>,
-    /// A named set of settings (real mode does not apply presets yet: refused, naming `--set`).
+    /// A named set of settings (`pisadb presets --system NAME` lists them): the real mode's
+    /// defaults with the preset's values, which `--set` then edits. Printed before the run; a
+    /// value the real rack cannot hold is refused, naming it.
     #[arg(long)]
     preset: Option<String>,
     /// Probability that the switch loses a datagram it sends to a node (every port; 0 to 1).
@@ -383,7 +388,7 @@ pub(crate) fn run_node(args: &NodeArgs) -> Result<(), String> {
 
 /// The flags given that not every system honours, and the kills, as the contract's request;
 /// the settings with every `--set` applied if the system takes `--set` (`takes_set`).
-fn real_request(args: &ClusterArgs, takes_set: bool) -> Result<RealRequest, String> {
+fn real_request(args: &ClusterArgs, takes_set: bool, base: &serde_json::Value) -> Result<RealRequest, String> {
     let mut flags = Vec::new();
     let given = [
         (args.loss > 0.0, RealFlag::Loss),
@@ -414,9 +419,9 @@ fn real_request(args: &ClusterArgs, takes_set: bool) -> Result<RealRequest, Stri
         None => system.variants()[0].name,
     };
     let settings = if args.sets.is_empty() || !takes_set {
-        system.default_settings()
+        base.clone()
     } else {
-        pisadb_harness::read_back(system.default_settings(), &args.sets).map_err(|e| e.to_string())?
+        pisadb_harness::read_back(base.clone(), &args.sets).map_err(|e| e.to_string())?
     };
     Ok(RealRequest { seconds: args.seconds, flags, kills, variant: variant.to_string(), settings })
 }
@@ -425,11 +430,30 @@ fn real_request(args: &ClusterArgs, takes_set: bool) -> Result<RealRequest, Stri
 pub(crate) fn run_cluster_command(args: &ClusterArgs) -> Result<(), String> {
     // Everything a system cannot honour or its rack cannot hold is refused before anything starts.
     let modes = real_modes();
-    let takes_set = modes.get(&args.system)?.flags().contains(&RealFlag::Set);
-    modes.check_request(&args.system, &real_request(args, takes_set)?)?;
-    if let Some(preset) = &args.preset {
-        return Err(format!("--preset {preset}: real mode does not apply presets yet (give the settings with --set)"));
+    let mode = modes.get(&args.system)?;
+    let takes_set = mode.flags().contains(&RealFlag::Set);
+    let system = crate::systems::registry().get(&args.system).map_err(|e| e.to_string())?;
+    let mut base = mode.defaults().unwrap_or_else(|| system.default_settings());
+    let preset = match &args.preset {
+        Some(name) if mode.flags().contains(&RealFlag::Preset) => {
+            let preset = pisadb_harness::preset::find_preset(system, name).map_err(|e| e.to_string())?;
+            preset
+                .apply(&mut base)
+                .map_err(|e| format!("--preset {name}: a value it sets cannot hold in real mode: {e}"))?;
+            Some(preset)
+        }
+        _ => None,
+    };
+    modes.check_request(&args.system, &real_request(args, takes_set, &base)?)?;
+    if let Some(preset) = &preset {
+        // What the preset chose, before anything starts (on stderr beside --json's object).
+        let chose = pisadb_harness::preset::describe(system, preset);
+        match args.json {
+            true => eprint!("{chose}"),
+            false => println!("{chose}"),
+        }
     }
+    let args = &ClusterArgs { base: Some(base), ..args.clone() };
     if args.system == pisadb_gotthard::real::SYSTEM {
         return gotthard_cluster(args);
     }
@@ -611,7 +635,11 @@ fn system_cluster_inputs<T: serde::de::DeserializeOwned>(
         Some(v) => system.variant(v).map_err(|e| e.to_string())?.name,
         None => system.variants()[0].name,
     };
-    let settings = pisadb_harness::read_back(system.default_settings(), &args.sets).map_err(|e| e.to_string())?;
+    let base = args.base.clone().unwrap_or_else(|| system.default_settings());
+    let settings = pisadb_harness::read_back(base, &args.sets).map_err(|e| match &args.preset {
+        Some(name) => format!("--preset {name} or --set: {e} (a value real mode's rack cannot hold)"),
+        None => e.to_string(),
+    })?;
     let data_dir = args.data_dir.clone().unwrap_or_else(|| {
         let unique = format!("pisadb-{}-{}-{}", system.name(), std::process::id(), pisadb_runtime::unix_now_ns());
         std::env::temp_dir().join(unique)
@@ -645,16 +673,14 @@ fn cluster_verdict(failure: Option<String>, ok: &str, data_dir: &std::path::Path
 fn switchtx_cluster(args: &ClusterArgs) -> Result<(), String> {
     use pisadb_runtime::supervisor::Crash;
     use pisadb_runtime::Role;
-    use pisadb_switchtx::real::{real_defaults, run_cluster, ClusterOptions, Spec};
+    use pisadb_switchtx::real::{run_cluster, ClusterOptions, Spec};
     if !args.port_wire.is_empty() || args.netns {
         return Err("--system switchtx: --port-wire and --netns are not supported; \
                     --loss/--delay-us/--jitter-us, --kill-switch and --kill-node are"
             .into());
     }
     let (variant, _, data_dir) = system_cluster_inputs::<serde_json::Value>(&pisadb_switchtx::SYSTEM, args)?;
-    let defaults = serde_json::to_value(real_defaults()).expect("settings serialize");
-    let mut rack: pisadb_switchtx::rack::RackConfig =
-        pisadb_harness::read_back(defaults, &args.sets).map_err(|e| e.to_string())?;
+    let (_, mut rack, _) = system_cluster_inputs::<pisadb_switchtx::rack::RackConfig>(&pisadb_switchtx::SYSTEM, args)?;
     // A server that is killed must restart from its log; so must every server's data, since
     // a survivor's answers may be all a restarted one's client has.
     rack.durable |= !args.kill_node.is_empty();

@@ -24,7 +24,10 @@ fn run_error(system: &dyn System, why: impl Into<String>) -> HarnessError {
 
 /// The experiments `names` of `system` under `options` (preset applied to its settings).
 fn build(system: &dyn System, names: &[&str], options: &ExperimentOptions) -> Result<Vec<Experiment>, HarnessError> {
-    let (base, _) = preset_settings(system, &options.preset)?;
+    let (mut base, _) = preset_settings(system, &options.preset)?;
+    for set in &options.sets {
+        crate::apply_set(&mut base, set)?;
+    }
     names.iter().map(|n| system.experiment(n, &base, options).map_err(|why| run_error(system, why))).collect()
 }
 
@@ -83,6 +86,7 @@ fn campaign(
         seed: options.seed,
         seeds: options.seeds,
         preset: preset.name.into(),
+        sets: options.sets.clone(),
         shard,
     };
     let runs = mine.iter().filter_map(|job| Some(RawRun { job: job.clone(), run: runner.result(job)?.clone() }));
@@ -172,6 +176,7 @@ pub fn merge(registry: &Registry, paths: &[PathBuf], out: &Path, threads: usize)
         out: out.to_path_buf(),
         shard: None,
         preset: manifest.preset.clone(),
+        sets: manifest.sets.clone(),
     };
     let (_, preset) = preset_settings(system, &options.preset).map_err(|e| e.to_string())?;
     let chose = describe(system, &preset);

@@ -126,6 +126,13 @@ pub trait RealMode: Sync {
     /// Serves host `id` of the rack in `config` with its data (log, report) in `data_dir`.
     fn serve_host(&self, config: &Path, id: u16, data_dir: &Path) -> Result<(), String>;
 
+    /// The settings its real mode starts from, where they differ from the system's defaults
+    /// (a rack of processes sharing one machine's cores may start smaller); `--preset` and
+    /// `--set` edit them. `None`: the system's defaults.
+    fn defaults(&self) -> Option<Value> {
+        None
+    }
+
     /// The number of hosts and switches the rack of `variant` with `settings` has, if the
     /// system knows it before it starts (to refuse kills of processes it does not have).
     fn processes(&self, _variant: &str, _settings: &Value) -> Option<(u16, u16)> {

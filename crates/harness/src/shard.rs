@@ -67,6 +67,9 @@ pub struct Manifest {
     pub seeds: u32,
     /// `--preset`.
     pub preset: String,
+    /// The `--set` overrides (none in shard files written before they were recorded).
+    #[serde(default)]
+    pub sets: Vec<String>,
     /// Which slice this file holds.
     pub shard: Shard,
 }
@@ -256,6 +259,7 @@ mod tests {
             seed: 1,
             seeds: 2,
             preset: "pisadb".into(),
+            sets: vec![],
             shard: Shard { k, n },
         };
         let file = |k, n| ShardFile { manifest: manifest(k, n), runs: vec![] };

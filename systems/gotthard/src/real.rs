@@ -254,7 +254,7 @@ impl pisadb_harness::real::RealMode for Real {
     }
 
     fn flags(&self) -> &'static [RealFlag] {
-        &[RealFlag::Loss, RealFlag::JitterUs, RealFlag::KillNode, RealFlag::Down, RealFlag::Set]
+        &[RealFlag::Loss, RealFlag::JitterUs, RealFlag::KillNode, RealFlag::Down, RealFlag::Set, RealFlag::Preset]
     }
 
     fn serve_switch(&self, config: &Path, id: u16, _: &[PathBuf], _: u16, report: Option<&Path>) -> Result<(), String> {

@@ -1,8 +1,21 @@
 //! The CPU costs the simulated hosts charge, measured from our own code (CALIBRATION.md has the
 //! commands, the date and the machine).
 //!
-//! The executor's costs are per row of the operator's input, from `cargo bench -p pisadb-olap
-//! --bench executor` (SF 0.1, one segment's share of 3); the tuple paths' costs are per tuple,
+//! Three classes of executor cost, one per preset that charges them:
+//!
+//! - [`CpuCosts::MEASURED`] (preset `pisadb`): our executor at SF 0.1, `cargo bench -p
+//!   pisadb-olap --bench executor` (one segment's share of 3; 190 build keys, an L1-resident
+//!   hash table).
+//! - [`CpuCosts::OURS_SF100`] (preset `pisadb-sf100`): the same executor at the paper's scale,
+//!   `cargo bench -p pisadb-netaccel --bench executor_sf100` (217 k build keys: every probe
+//!   misses L2).
+//! - [`CpuCosts::ROW_AT_A_TIME`] (preset `paper`): the paper's baseline's class. Its normal plan
+//!   ran on Greenplum, whose segments run PostgreSQL's row-at-a-time executor; the figures are
+//!   PostgreSQL 15's, measured on this machine by `systems/netaccel/scripts/postgres-hash-join.sh`
+//!   (output in `systems/netaccel/calibration/`) on a workload of pattern 1's shape at SF 100's
+//!   build size, never back-solved from the paper's 2.04×.
+//!
+//! The executor's costs are per row of the operator's input; the tuple paths' costs are per tuple,
 //! from `cargo bench -p pisadb-netaccel --bench costs`. The network stack's cost per datagram
 //! is not our code: it is the DPDK-class figure P4DB's hosts use (assumed). The deparse
 //! operator is charged its encoding only: the paper's deparser sends at line rate (§4.1,
@@ -55,6 +68,32 @@ impl CpuCosts {
 }
 
 impl CpuCosts {
+    /// Our executor at the paper's scale (SF 100's 217 k `part_FP` keys), CALIBRATION.md
+    /// "NetAccel"; the tuple paths as [`CpuCosts::MEASURED`].
+    pub const OURS_SF100: CpuCosts = CpuCosts {
+        // executor_sf100: slope of the join between 1 M and 4 M probe rows against 217 k keys.
+        join_probe_ns_per_row: JOIN_SF100_NS,
+        // executor_sf100/aggregate_joined: 300 k joined rows into SF 100's groups per segment.
+        aggregate_ns_per_row: AGGREGATE_SF100_NS,
+        // Pattern 2 probes `partsupp` against the groups: the same class of probe as the join
+        // (a hash table of SF 100's size), so it is charged the join's per-row cost.
+        pattern2_ns_per_row: JOIN_SF100_NS,
+        ..CpuCosts::MEASURED
+    };
+
+    /// A row-at-a-time executor (PostgreSQL 15, the paper's Greenplum's executor) at SF 100's
+    /// build size, CALIBRATION.md "NetAccel"; the tuple paths as [`CpuCosts::MEASURED`] (they
+    /// are NetAccel's own operators, not Greenplum's).
+    pub const ROW_AT_A_TIME: CpuCosts = CpuCosts {
+        // postgres-hash-join.sh: join_ns_per_probe_row (sequential scan + hash probe, CPU time).
+        join_probe_ns_per_row: PG_JOIN_NS,
+        // postgres-hash-join.sh: aggregate_ns_per_joined_row (HashAggregate of SF 100-shaped joined rows).
+        aggregate_ns_per_row: PG_AGGREGATE_NS,
+        // Pattern 2 is a hash join probing `partsupp` rows: the same per-row class.
+        pattern2_ns_per_row: PG_JOIN_NS,
+        ..CpuCosts::MEASURED
+    };
+
     /// Whether these are the measured figures (a rack's settings then leave them out).
     pub fn is_measured(&self) -> bool {
         *self == CpuCosts::MEASURED
@@ -66,6 +105,17 @@ impl Default for CpuCosts {
         CpuCosts::MEASURED
     }
 }
+
+/// `executor_sf100`'s join, thread CPU ns per probe row (CALIBRATION.md, "NetAccel"; 2026-11-27).
+pub const JOIN_SF100_NS: f64 = 15.1;
+/// `executor_sf100`'s aggregation, thread CPU ns per joined row (300 k rows, 254 k groups).
+pub const AGGREGATE_SF100_NS: f64 = 26.7;
+/// PostgreSQL's sequential scan + hash join, CPU ns per probe row
+/// (`systems/netaccel/calibration/postgres-hash-join.txt`).
+pub const PG_JOIN_NS: f64 = 251.4;
+/// PostgreSQL's hash aggregation of SF 100's joined rows, CPU ns per joined row (same file;
+/// 300 k rows into 254 k groups, numeric sums).
+pub const PG_AGGREGATE_NS: f64 = 980.1;
 
 /// `rows × ns_per_row`, rounded up to whole nanoseconds.
 pub fn ns(rows: usize, ns_per_row: f64) -> u64 {

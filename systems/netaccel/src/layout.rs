@@ -48,9 +48,18 @@
 //!
 //! ## Sizes
 //!
-//! The paper ran SF 100 with 2^17 join slots and 2^16 group slots per position (its join's
-//! overflow, 51% at `J = 1`, is what 217k `part_FP` keys in 2^17 slots give). Slots scale with
-//! the scale factor to keep those load factors ([`Layout::for_scale_factor`]).
+//! The paper gives no table size. It states a budget: the query "never reached above 60% of a
+//! MAU's resources in terms of SRAM usage" (seed 002 §5). A Tofino 1 stage has about 10 Mbit
+//! of SRAM (GUIDE §3: 80 blocks of 128 Kbit), and a hash-indexed register array takes a power
+//! of two of cells (its index is a slice of the hash's bits). The largest such array within
+//! 60% of a stage is 2^17 cells of 32 bits for a join position (4 Mbit, 40%; 2^18 would take
+//! 80%) and 2^16 cells of a 64-bit pair for a group position's keys (also 4 Mbit)
+//! ([`slots_within_sram_budget`]; a test checks the constants against it). That the paper
+//! used the largest array the budget allows is our assumption, and the size was first
+//! inferred from Table 2 (the join's overflow, 51% at `J = 1`, is what 217 k `part_FP` keys in
+//! 2^17 slots give) before the budget was worked through: the two agree, so Table 1-2's
+//! overflow *level* rests on this assumption and only its trend in `J` is a result. Slots
+//! scale with the scale factor to keep those load factors ([`Layout::for_scale_factor`]).
 
 use pisadb_switch::alu::{Branch, CmpOp, Combine, Comparison, Expr, RegisterAction};
 use pisadb_switch::{ProgramSpec, RegisterArraySpec, TableSpec};
@@ -85,10 +94,27 @@ pub const JOIN_POSITIONS_MAX: u8 = 16;
 /// Most group positions (register ids 30..=39, 40..=49, 50..=59).
 pub const GROUP_POSITIONS_MAX: u8 = 10;
 
-/// Join slots per position at SF 100 (the paper's).
+/// The most of a stage's SRAM the paper's query used (seed 002 §5: "never reached above 60%
+/// of a MAU's resources in terms of SRAM usage").
+pub const SRAM_SHARE_MAX: f64 = 0.6;
+/// Join slots per position at SF 100: [`slots_within_sram_budget`] of a 32-bit key on a
+/// Tofino 1 (2^17; the same value Table 2's overflow implies).
 pub const JOIN_SLOTS_SF100: f64 = 131_072.0;
-/// Group slots per position at SF 100 (the paper's).
+/// Group slots per position at SF 100: [`slots_within_sram_budget`] of a 64-bit key pair on a
+/// Tofino 1 (2^16).
 pub const GROUP_SLOTS_SF100: f64 = 65_536.0;
+
+/// The largest power-of-two register array of `cell_bits`-wide cells that fits in
+/// [`SRAM_SHARE_MAX`] of one stage's SRAM on `profile`.
+pub fn slots_within_sram_budget(profile: &pisadb_switch::SwitchProfile, cell_bits: u64) -> u64 {
+    let budget_bits = (profile.sram_bits_per_stage() as f64 * SRAM_SHARE_MAX) as u64;
+    let cells = budget_bits / cell_bits.max(1);
+    if cells == 0 {
+        0
+    } else {
+        1 << cells.ilog2()
+    }
+}
 
 /// Action numbers.
 pub mod action {
@@ -408,4 +434,20 @@ pub fn tempting_one_array_group_by(slots: u32) -> ProgramSpec {
         actions: vec![action],
     };
     ProgramSpec { name: "tempting".into(), arrays: vec![keys], reserve_fast_recirc_port: false, tables: Vec::new() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pisadb_switch::SwitchProfile;
+
+    #[test]
+    fn the_sf100_slot_counts_are_the_largest_arrays_within_the_papers_sram_budget() {
+        let tofino1 = SwitchProfile::tofino1();
+        assert_eq!(slots_within_sram_budget(&tofino1, 32) as f64, JOIN_SLOTS_SF100, "a join position: 32-bit keys");
+        assert_eq!(slots_within_sram_budget(&tofino1, 64) as f64, GROUP_SLOTS_SF100, "a group position: key pairs");
+        // One more power of two breaks the budget: 2^18 32-bit cells take 80% of a stage.
+        let doubled_bits = 2.0 * JOIN_SLOTS_SF100 * 32.0;
+        assert!(doubled_bits > SRAM_SHARE_MAX * tofino1.sram_bits_per_stage() as f64);
+    }
 }

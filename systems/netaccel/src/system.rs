@@ -48,7 +48,7 @@ pub fn rack_config(settings: &Value) -> Result<RackConfig, String> {
 }
 
 /// Q20's data at scale factor `sf`, generated once per process (tpchgen is deterministic).
-fn data(sf: f64) -> Result<Arc<Q20Data>, String> {
+pub(crate) fn data(sf: f64) -> Result<Arc<Q20Data>, String> {
     static CACHE: Mutex<Vec<(u64, Arc<Q20Data>)>> = Mutex::new(Vec::new());
     if let Some((_, d)) = CACHE.lock().map_err(|e| e.to_string())?.iter().find(|(bits, _)| *bits == sf.to_bits()) {
         return Ok(d.clone());
@@ -145,7 +145,10 @@ impl System for NetAccelSystem {
     }
 
     fn reproduction(&self, options: &ExperimentOptions) -> Reproduction {
-        crate::experiments::reproduction(&self.default_settings(), options)
+        // The preset's settings, so the report's reasoning uses the costs its runs charge.
+        let settings = pisadb_harness::preset_settings(self, &options.preset)
+            .map_or_else(|_| self.default_settings(), |(settings, _)| settings);
+        crate::experiments::reproduction(&settings, options)
     }
 
     fn presets(&self) -> Vec<Preset> {

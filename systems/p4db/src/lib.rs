@@ -18,6 +18,8 @@
 //! - [`mod@run`]: one experiment point — plan a rack from a [`RunConfig`] (layout, switch, nodes),
 //!   run it on the shared simulator ([`pisadb_sim::World`]) and report a [`RunResult`], with
 //!   [`metrics`] observing the nodes' events;
+//! - [`experiments`]: the paper's experiments as data, their runner and the report of
+//!   `pisadb sweep` and `pisadb reproduce p4db`;
 //! - [`fuzz`]: fault-injection cases and the oracles that check them;
 //! - [`real`]: real mode on the shared runtime (`pisadb-runtime`): the node and switch
 //!   processes, `pisadb cluster` with its checks, and `pisadb switch-bench`;
@@ -27,6 +29,7 @@
 //!
 //! See `systems/p4db/README.md` for the page that explains it.
 
+pub mod experiments;
 pub mod fuzz;
 pub mod metrics;
 pub mod node;

@@ -3,7 +3,10 @@
 
 use crate::node::Mode;
 use crate::run::{run, RunConfig, RunResult};
-use pisadb_harness::{read_back, FuzzCaseFn, FuzzReport, HarnessError, PointReport, Preset, System, Variant};
+use pisadb_harness::{
+    read_back, ExperimentName, ExperimentOptions, FuzzCaseFn, FuzzReport, HarnessError, PointReport, Preset, System,
+    Variant,
+};
 use serde_json::Value;
 
 /// P4DB in the registry.
@@ -90,6 +93,17 @@ impl System for P4db {
     }
     fn presets(&self) -> Vec<Preset> {
         crate::presets::presets()
+    }
+    fn experiments(&self) -> &'static [ExperimentName] {
+        &crate::experiments::EXPERIMENT_NAMES
+    }
+    /// P4DB's experiments still run on their own runner ([`crate::experiments::runner`]).
+    fn own_sweep(&self, name: &str, options: &ExperimentOptions) -> Option<Result<String, String>> {
+        Some(crate::experiments::campaign::sweep(name, options))
+    }
+    /// P4DB's three setups, on its own runner ([`crate::experiments::reproduce`]).
+    fn own_reproduce(&self, options: &ExperimentOptions) -> Option<Result<String, String>> {
+        Some(crate::experiments::campaign::reproduce(options))
     }
     /// A rack of `factor` times the default's nodes on its one switch.
     fn scaled(&self, factor: u32) -> Option<pisadb_harness::perf::Scaled> {

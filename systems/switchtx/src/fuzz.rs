@@ -115,6 +115,8 @@ impl FuzzCase {
             mpl: rng.random_range(1..=3),
             mpl_max: 4,
             epoch_us: 50,
+            admission: Default::default(),
+            network: Default::default(),
             workload: Workload {
                 records: [20, 1_000, 100_000][rng.random_range(0..3)],
                 theta: [0.0, 0.8, 0.99][rng.random_range(0..3)],

@@ -13,6 +13,7 @@
 //! - [`config`]: which server is primary and backup of each shard, leases, promotion.
 //! - [`admission`]: Listing 1's adaptive MPL.
 //! - [`costs`]: the CPU time a server charges, measured, as settings of a run.
+//! - [`network`]: the NIC's latency and each hop's jitter, as settings of a run.
 //! - [`server`]: the server host, a hub of pieces (client lanes, participant, store and
 //!   locks, resolutions, the configuration manager, Eris's shards).
 //! - [`workload`]: YCSB-T and TPC-C, and each thread's draws.
@@ -34,6 +35,7 @@ pub mod experiments;
 pub mod fuzz;
 pub mod keys;
 pub mod ledger;
+pub mod network;
 pub mod presets;
 pub mod program;
 pub mod rack;

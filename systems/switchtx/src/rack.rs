@@ -33,8 +33,10 @@
 //! as the primaries installed them); no primary installed for a transaction its client never
 //! saw commit; every shard's backup equals its primary; no lock is left held.
 
+use crate::admission::Listing1;
 use crate::config::ShardMap;
 pub use crate::ledger::Ledger;
+pub use crate::network::Network;
 use crate::program::GatherScatter;
 use crate::server::{AbortReason, Costs, Mpl, Server, ServerConfig, ServerEvent, Workload, COSTS};
 use crate::tree::{Coordination, Layout};
@@ -65,6 +67,10 @@ pub struct RackConfig {
     pub mpl_max: u8,
     /// Admission-control epoch in microseconds.
     pub epoch_us: u64,
+    /// Listing 1's α and initial slow start (`admission.alpha`, `admission.slow_start`; left
+    /// out when written while they are Listing 1's own).
+    #[serde(default, skip_serializing_if = "Listing1::is_listing")]
+    pub admission: Listing1,
     /// The workload.
     pub workload: Workload,
     /// The seed.
@@ -90,6 +96,10 @@ pub struct RackConfig {
     /// and the measured ones are left out when the settings are written).
     #[serde(default, skip_serializing_if = "Costs::is_measured")]
     pub costs: Costs,
+    /// The NIC's latency and the spread of each hop's delay ([`Network`]; the shared 100 GbE
+    /// link without variance unless named, and then left out when the settings are written).
+    #[serde(default, skip_serializing_if = "Network::is_default")]
+    pub network: Network,
 }
 
 impl Default for RackConfig {
@@ -100,6 +110,7 @@ impl Default for RackConfig {
             mpl: 2,
             mpl_max: 16,
             epoch_us: 100,
+            admission: Listing1::default(),
             workload: Workload::default(),
             seed: 1,
             warmup_us: 300,
@@ -109,6 +120,7 @@ impl Default for RackConfig {
             durable: false,
             lease_us: 0,
             costs: COSTS,
+            network: Network::default(),
         }
     }
 }
@@ -332,7 +344,7 @@ pub(crate) fn server_config(id: u8, v: &Variant, cfg: &RackConfig, layout: &Layo
         coord,
         priority: v.priority,
         mpl: if v.adaptive {
-            Mpl::Adaptive { max: cfg.mpl_max, epoch_ns: cfg.epoch_us * 1_000 }
+            Mpl::Adaptive { max: cfg.mpl_max, epoch_ns: cfg.epoch_us * 1_000, listing: cfg.admission }
         } else {
             Mpl::Static(cfg.mpl)
         },
@@ -349,13 +361,17 @@ pub(crate) fn server_config(id: u8, v: &Variant, cfg: &RackConfig, layout: &Layo
 /// The network of `layout`: each rack's servers under its ToR (switch `r + 1`), every ToR under
 /// S0 (switch 0), 100 GbE links with FIFO ports.
 pub fn topology_of(layout: &Layout) -> Topology {
-    let link = LinkParams::hundred_gbe();
+    topology_with(layout, &LinkParams::hundred_gbe())
+}
+
+/// As [`topology_of`], every link with the figures `link`.
+pub fn topology_with(layout: &Layout, link: &LinkParams) -> Topology {
     let mut topology = Topology::default();
     for (r, servers) in layout.racks.iter().enumerate() {
         let tor = r as u16 + 1;
-        topology.connect(Endpoint::Switch(tor), Endpoint::Switch(0), &link);
+        topology.connect(Endpoint::Switch(tor), Endpoint::Switch(0), link);
         for &s in servers {
-            topology.connect(Endpoint::Host(u16::from(s)), Endpoint::Switch(tor), &link);
+            topology.connect(Endpoint::Host(u16::from(s)), Endpoint::Switch(tor), link);
         }
     }
     topology
@@ -370,7 +386,8 @@ pub fn build(variant: &str, cfg: &RackConfig) -> Result<RackWorld, String> {
     for c in &configs {
         c.check()?;
     }
-    let mut topology = topology_of(&layout);
+    cfg.admission.check()?;
+    let mut topology = topology_with(&layout, &cfg.network.link());
     if v.priority {
         let discipline = PortDiscipline::StrictPriority { classes: 3, buffer_bytes: cfg.buffer_kb * 1024 };
         let pairs: Vec<(Endpoint, Endpoint)> = topology.links.iter().map(|l| (l.from, l.to)).collect();
@@ -410,7 +427,8 @@ pub fn run_world(
     max_events: u64,
 ) -> Result<(RackWorld, RackFigures), String> {
     let mut world = build(variant, cfg)?;
-    if let Some(f) = faults {
+    let window_end_ns = (cfg.warmup_us + cfg.measure_us) * 1_000;
+    if let Some(f) = cfg.network.with_jitter(faults, cfg.seed, window_end_ns) {
         let (v, layout) = (variant_of(variant)?, layout_of(cfg));
         let servers = (0..layout.servers()).map(|id| server_config(id, &v, cfg, &layout, cfg.costs)).collect();
         world.inject(f, Box::new(SwitchRestarts { variant: v, layout, servers }));

@@ -505,6 +505,10 @@ impl pisadb_harness::real::RealMode for Real {
         SYSTEM
     }
 
+    fn defaults(&self) -> Option<serde_json::Value> {
+        Some(serde_json::to_value(real_defaults()).expect("settings serialize"))
+    }
+
     fn flags(&self) -> &'static [RealFlag] {
         &[
             RealFlag::Loss,
@@ -514,6 +518,7 @@ impl pisadb_harness::real::RealMode for Real {
             RealFlag::KillSwitch,
             RealFlag::Down,
             RealFlag::Set,
+            RealFlag::Preset,
         ]
     }
 

@@ -81,6 +81,11 @@ impl System for SwitchTx {
             // The measured costs are left out when a rack is written; listed here, `--set
             // costs.stack_ns=…` and the presets can name them.
             map.insert("costs".into(), serde_json::to_value(crate::costs::COSTS).unwrap_or(Value::Null));
+            // Listing 1's constants, likewise (`--set admission.alpha=…`).
+            let listing = crate::admission::Listing1::default();
+            map.insert("admission".into(), serde_json::to_value(listing).unwrap_or(Value::Null));
+            let network = crate::network::Network::default();
+            map.insert("network".into(), serde_json::to_value(network).unwrap_or(Value::Null));
             map.insert("faults".into(), Value::Null);
         }
         settings

@@ -14,6 +14,13 @@
 //! the client host. It stays below 2^31 for 53 s of simulated time (the switch's ALU compares
 //! 32-bit signed words). An abort restarts the transaction with a new timestamp (basic TSO).
 //!
+//! **Refusals.** A switch's refusal (`SwitchAborted`) of a write sent straight to its node is
+//! confirmed by the node before the client retries ([`ClientHost::confirms_refusal`]): the
+//! network may duplicate a request, and one copy may commit while another is refused, so only
+//! the node, which decides each timestamp once, can say which it was. The switch still
+//! refuses early (no claim, no forward); the confirmation costs the refused write one round
+//! trip to its node.
+//!
 //! **Lost messages.** An attempt unanswered for `resolve_ns` is resolved: the client sends
 //! `Resolve` with the same timestamp where the attempt went (the node, the controller, or
 //! each node whose share is unanswered) and
@@ -165,6 +172,9 @@ struct Txn {
     /// A read-only attempt over cached keys of several nodes, sent as one request per node:
     /// each node's answer so far (empty: the attempt went as one message to `dst`).
     shares: BTreeMap<u16, Option<Message>>,
+    /// A switch refused the current attempt, a write sent straight to its node, and the node
+    /// is asked to confirm it (`Resolve`): a copy of the request may have committed there.
+    refused: bool,
 }
 
 /// A client host.
@@ -282,6 +292,7 @@ impl ClientHost {
         let Some(txn) = self.in_flight.get_mut(&seq) else { return };
         txn.ts = ts;
         txn.attempts += 1;
+        txn.refused = false;
         for op in txn.ops.iter_mut().filter(|o| o.op_type == OpType::Write) {
             op.value = value_of(op.key, u64::from(ts));
         }
@@ -325,8 +336,10 @@ impl ClientHost {
         self.started += 1;
         let seq = self.started;
         let ops = self.draw_ops(now);
-        self.in_flight
-            .insert(seq, Txn { seq, ts: 0, ops, started_ns: now, attempts: 0, dst: 0, shares: BTreeMap::new() });
+        self.in_flight.insert(
+            seq,
+            Txn { seq, ts: 0, ops, started_ns: now, attempts: 0, dst: 0, shares: BTreeMap::new(), refused: false },
+        );
         self.send_attempt(now, seq, out);
     }
 
@@ -387,8 +400,17 @@ impl ClientHost {
                 }
                 self.start_next(now, out);
             }
+            Status::SwitchAborted if self.confirms_refusal(msg.seq) => {
+                let Some(txn) = self.in_flight.get_mut(&msg.seq) else { return };
+                if !std::mem::replace(&mut txn.refused, true) {
+                    let resolve = Message { status: Status::Resolve, ops: txn.ops.clone(), ..msg };
+                    out.cpu_ns += costs::CLIENT_MESSAGE_NS;
+                    out.sends.push(Send { dst: txn.dst, bytes: resolve.datagram(self.cfg.address, txn.dst) });
+                }
+            }
             Status::Aborted | Status::SwitchAborted => {
-                out.events.push(ClientEvent::Aborted { by_switch: msg.status == Status::SwitchAborted });
+                let refused = self.in_flight.get(&msg.seq).is_some_and(|t| t.refused);
+                out.events.push(ClientEvent::Aborted { by_switch: msg.status == Status::SwitchAborted || refused });
                 self.send_attempt(now, msg.seq, out);
             }
             _ => {
@@ -396,6 +418,21 @@ impl ClientHost {
                 out.events.push(ClientEvent::Rejected("unexpected_status"));
             }
         }
+    }
+}
+
+impl ClientHost {
+    /// Whether a switch's refusal of attempt `seq` needs its node's confirmation: a write sent
+    /// straight to its node. The switch cannot tell a copy of a request (the network may
+    /// duplicate it) from a late request, and a copy may have committed at the node while W-TS
+    /// moved past it since; the node decides each timestamp once (`store.rs`), so its answer
+    /// to `Resolve` is the outcome: `Aborted` (never seen: refused for good, so no copy commits
+    /// later) or `Committed`. A read-only attempt installs nothing, and one the controller
+    /// coordinates is decided there, so their refusals are final.
+    fn confirms_refusal(&self, seq: u32) -> bool {
+        self.in_flight.get(&seq).is_some_and(|t| {
+            t.dst != CONTROLLER && t.shares.is_empty() && t.ops.iter().any(|o| o.op_type == OpType::Write)
+        })
     }
 }
 

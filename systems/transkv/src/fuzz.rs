@@ -33,9 +33,12 @@
 //! too (half of them once more while keys move, drawn last): the controller logs its
 //! placement (`refresh::PlacementRecord`), a restarted one finishes or undoes the moves its
 //! log shows under way, and a rebuilt switch is refilled with the logged placement
-//! ([`rebuild_switch`]). Not injected: duplication (a
-//! duplicated request would cross the switches twice and be decided twice; the switches
-//! cannot tell copies apart) and crashes of the clients.
+//! ([`rebuild_switch`]). Half the cases duplicate datagrams (0.1–5% per hop): the node decides
+//! each timestamp once and answers every copy with that decision, switches install and release
+//! idempotently, the controller counts each share's vote once, and a switch's refusal of a
+//! write, which may be a copy of a request that committed, is confirmed by the node before the
+//! client retries (`client.rs`, "Refusals"; the model in `crates/check/tests/transkv_claims.rs`).
+//! Not injected: crashes of the clients.
 
 use crate::control::Controller;
 use crate::layout::{Hierarchy, CONTROLLER, NODES, SWITCHES};
@@ -235,11 +238,11 @@ pub fn rebuild_switch(
     Ok(switch)
 }
 
-/// The faults TransKV's data centers tolerate: loss, jitter and reordering, slow links,
-/// crashes of storage nodes, of the controller (a host) and of switches.
+/// The faults TransKV's data centers tolerate: loss, duplication, jitter and reordering, slow
+/// links, crashes of storage nodes, of the controller (a host) and of switches.
 pub fn tolerated() -> Tolerated {
     use FaultKind::*;
-    Tolerated::of(&[Loss, Jitter, Reordering, SlowLink, NodeCrash, SwitchCrash])
+    Tolerated::of(&[Loss, Duplication, Jitter, Reordering, SlowLink, NodeCrash, SwitchCrash])
 }
 
 /// A case's faults, drawn by the swarm in the order TransKV's cases always drew them.
@@ -335,6 +338,13 @@ pub fn case(seed: u64) -> (&'static str, RackConfig, Faults) {
         faults.crashes.push(Crash { target, at_ns, down_ns: rng.random_range(1_000..100_000) });
         faults.heal_at_ns = faults.heal_at_ns.max(at_ns + 1);
     }
+    // Half the cases duplicate datagrams (issue 31), drawn from a generator of their own so
+    // that every other draw of a case stays what it was.
+    let mut duplication = derive(seed, "transkv-fuzz-duplication");
+    let mut swarm = Swarm::new(&mut duplication, seed, tolerated());
+    swarm.toggle(&[(FaultKind::Duplication, 0.5)]);
+    swarm.duplicate(Pick::OneOf(vec![0.001, 0.01, 0.05]));
+    faults.duplicate = swarm.finish().duplicate;
     (variant, cfg, faults)
 }
 

@@ -42,4 +42,4 @@ fn small_data_centers_are_pinned() {
 }
 
 const PINNED: [(&str, &str, u64, u64, u64, f64); 2] =
-    [("transkv", "d3b4a1006a9bad55", 401, 66, 0, 12.176), ("tranx-coor", "f99d820f71ead9fd", 0, 0, 31, 27.291)];
+    [("transkv", "4c2ffd182ea84d97", 401, 47, 0, 12.110), ("tranx-coor", "f99d820f71ead9fd", 0, 0, 31, 27.291)];

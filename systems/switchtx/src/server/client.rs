@@ -132,7 +132,10 @@ impl Clients {
         let lanes = Lanes::new(u16::from(max)).expect("checked: lanes fit the engine's");
         let threads = (0..cfg.threads)
             .map(|t| Thread {
-                admission: Admission::new(max),
+                admission: match cfg.mpl {
+                    Mpl::Adaptive { listing, .. } => Admission::with(max, listing),
+                    Mpl::Static(_) => Admission::new(max),
+                },
                 losses: 0,
                 commits_at_epoch: 0,
                 timeouts_in_a_row: 0,

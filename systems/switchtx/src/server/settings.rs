@@ -25,6 +25,8 @@ pub enum Mpl {
         max: u8,
         /// The epoch length.
         epoch_ns: Nanos,
+        /// Listing 1's other constants (α, the initial slow start).
+        listing: crate::admission::Listing1,
     },
 }
 

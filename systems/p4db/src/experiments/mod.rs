@@ -1,4 +1,4 @@
-//! The P4DB paper's experiments as data.
+//! The P4DB paper's experiments as data, and the runs and report made of them.
 //!
 //! An experiment is a list of simulated points ([`PointSpec`]): a full [`RunConfig`] plus the
 //! labels that place its result in a figure (panel, series, x). Nothing here runs anything:
@@ -14,21 +14,29 @@
 //! 90% hot, TPC-C with 8/16/32 warehouses, 20% distributed unless swept) at simulated windows of
 //! a few milliseconds. `--quick` keeps the shape of every figure with fewer points and shorter
 //! windows.
+//!
+//! These experiments predate the harness's shared runner ([`pisadb_harness::runner`]) and keep
+//! their own ([`runner`]) for now: their CSV schema (prototype columns, speedups of an ablation
+//! against its first step) is pinned by the `reproduce p4db --quick` digests. They live here, in
+//! P4DB's crate, and reach the command line through [`System::sweep`](pisadb_harness::System)
+//! and `System::reproduce`, so the binary names no system ([`campaign`]).
 
-use super::bench::{Preset, SwitchChoices};
-use clap::ValueEnum;
-use pisadb_p4db::node::{Cc, Mode};
-use pisadb_p4db::paper::PrototypePoint;
-use pisadb_p4db::programs::p4db::{FineLocks, P4dbConfig};
-use pisadb_p4db::testbed;
-use pisadb_p4db::{LayoutChoice, RunConfig, WorkloadSpec};
+pub mod campaign;
+pub mod reproduce;
+pub mod runner;
+
+use crate::node::{Cc, Mode};
+use crate::paper::PrototypePoint;
+use crate::programs::p4db::{FineLocks, P4dbConfig, RecirculationModel};
+use crate::testbed;
+use crate::{LayoutChoice, RunConfig, WorkloadSpec};
 use pisadb_report::Unit;
 use pisadb_switch::SwitchProfile;
 use pisadb_workload::{SmallBankConfig, TpccConfig, YcsbConfig, YcsbMix};
 
 /// The experiments, named as on the command line.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
-pub(crate) enum Experiment {
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Experiment {
     /// YCSB A/B/C: speedup over No-Switch as workers per node grow (paper Fig. 11, upper row).
     YcsbWorkers,
     /// YCSB: speedup as the share of distributed transactions grows (Fig. 11, lower row).
@@ -59,7 +67,7 @@ pub(crate) enum Experiment {
 
 impl Experiment {
     /// The name used for files and on the command line.
-    pub(crate) fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Experiment::YcsbWorkers => "ycsb-workers",
             Experiment::YcsbRemote => "ycsb-remote",
@@ -77,14 +85,64 @@ impl Experiment {
     }
 
     /// Every experiment, in the paper's order.
-    pub(crate) fn all() -> &'static [Experiment] {
-        Experiment::value_variants()
+    pub fn all() -> &'static [Experiment] {
+        &ALL_EXPERIMENTS
+    }
+
+    /// The experiment called `name`, or an error listing the names.
+    pub fn from_name(name: &str) -> Result<Experiment, String> {
+        let all = Experiment::all();
+        all.iter().copied().find(|e| e.name() == name).ok_or_else(|| {
+            let names: Vec<&str> = all.iter().map(|e| e.name()).collect();
+            format!("no P4DB experiment `{name}`; accepted: {}", names.join(", "))
+        })
+    }
+
+    /// One sentence on what it shows (the `--help` of `sweep`).
+    pub fn summary(self) -> &'static str {
+        EXPERIMENT_NAMES.iter().find(|e| e.name == self.name()).map_or("", |e| e.summary)
     }
 }
 
+/// Every experiment, in the paper's order.
+const ALL_EXPERIMENTS: [Experiment; 12] = [
+    Experiment::YcsbWorkers,
+    Experiment::YcsbRemote,
+    Experiment::YcsbBreakdown,
+    Experiment::YcsbHot,
+    Experiment::SmallbankWorkers,
+    Experiment::SmallbankRemote,
+    Experiment::TpccWorkers,
+    Experiment::TpccRemote,
+    Experiment::SwitchOptimizations,
+    Experiment::Layout,
+    Experiment::HotOverflow,
+    Experiment::TpccLatencyBreakdown,
+];
+
+/// The experiments as the harness lists them ([`pisadb_harness::System::experiments`]), in
+/// the order of [`Experiment::all`].
+pub static EXPERIMENT_NAMES: [pisadb_harness::ExperimentName; 12] = {
+    use pisadb_harness::ExperimentName as E;
+    [
+        E { name: "ycsb-workers", summary: "YCSB A/B/C: speedup over No-Switch as workers per node grow (Fig. 11, upper row)" },
+        E { name: "ycsb-remote", summary: "YCSB: speedup as the share of distributed transactions grows (Fig. 11, lower row)" },
+        E { name: "ycsb-breakdown", summary: "YCSB: committed hot and cold transactions per second by system (Fig. 12)" },
+        E { name: "ycsb-hot", summary: "YCSB A and C: throughput as the share of hot transactions grows (Fig. 15a/b)" },
+        E { name: "smallbank-workers", summary: "SmallBank with 5/10/15 hot accounts per node: speedup by workers (Fig. 13, upper row)" },
+        E { name: "smallbank-remote", summary: "SmallBank: speedup by share of distributed transactions (Fig. 13, lower row)" },
+        E { name: "tpcc-workers", summary: "TPC-C with 8/16/32 warehouses: speedup by workers, 20% distributed (Fig. 14, upper row)" },
+        E { name: "tpcc-remote", summary: "TPC-C: speedup by remote item / remote customer probability (Fig. 14, lower row)" },
+        E { name: "switch-optimizations", summary: "hot YCSB-A on P4DB, 4 nodes: random layout without optimizations, then fast recirculation, fine-grained locks and the declustered layout added one at a time (Fig. 15c)" },
+        E { name: "layout", summary: "throughput and mean latency under the declustered and a random layout, YCSB-A, SmallBank and TPC-C (Fig. 16)" },
+        E { name: "hot-overflow", summary: "YCSB-A with hot sets larger than the switch, for several tuple widths (Fig. 17)" },
+        E { name: "tpcc-latency-breakdown", summary: "TPC-C: where the latency of committed transactions goes, No-Switch vs P4DB (Fig. 18a)" },
+    ]
+};
+
 /// What a chart plots on its y axis.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Chart {
+pub enum Chart {
     /// Throughput divided by the baseline's.
     Speedup,
     /// Committed transactions per second.
@@ -99,7 +157,7 @@ pub(crate) enum Chart {
 
 impl Chart {
     /// The y-axis label.
-    pub(crate) fn label(self) -> &'static str {
+    pub fn label(self) -> &'static str {
         match self {
             Chart::Speedup => "speedup",
             Chart::Throughput | Chart::HotCold => "committed transactions / s",
@@ -108,7 +166,7 @@ impl Chart {
     }
 
     /// What the y axis measures: latencies are drawn in seconds.
-    pub(crate) fn unit(self) -> Unit {
+    pub fn unit(self) -> Unit {
         match self {
             Chart::Speedup => Unit::Ratio,
             Chart::Throughput | Chart::HotCold => Unit::Count,
@@ -119,7 +177,7 @@ impl Chart {
 
 /// What a speedup is relative to.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Baseline {
+pub enum Baseline {
     /// The point of this series with the same panel and x.
     Series(&'static str),
     /// The first point of the same panel (an ablation's unoptimized start).
@@ -128,14 +186,14 @@ pub(crate) enum Baseline {
 
 impl Baseline {
     /// Whether the baseline is the series `name` (which then is not drawn as a speedup).
-    pub(crate) fn is_series(&self, name: &str) -> bool {
+    pub fn is_series(&self, name: &str) -> bool {
         matches!(self, Baseline::Series(s) if *s == name)
     }
 }
 
 /// One simulated point and where its result goes.
 #[derive(Clone, Debug)]
-pub(crate) struct PointSpec {
+pub struct PointSpec {
     /// The panel of the figure (e.g. "YCSB-A", "8 warehouses").
     pub panel: String,
     /// The line within the panel (e.g. "P4DB", "random layout").
@@ -151,14 +209,14 @@ pub(crate) struct PointSpec {
 impl PointSpec {
     /// Identifies the simulation: points of different experiments with equal keys are the same
     /// run, simulated once.
-    pub(crate) fn key(&self) -> String {
+    pub fn key(&self) -> String {
         format!("{:?}", self.cfg)
     }
 }
 
 /// An experiment, ready to run.
 #[derive(Clone, Debug)]
-pub(crate) struct Plan {
+pub struct Plan {
     /// The experiment.
     pub experiment: Experiment,
     /// The figure's title.
@@ -177,7 +235,7 @@ pub(crate) struct Plan {
 
 /// Options shared by every plan.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Options {
+pub struct Options {
     /// Fewer points, shorter windows.
     pub quick: bool,
     /// Seed of every point's first run.
@@ -189,14 +247,92 @@ pub(crate) struct Options {
     /// Layout, lock halves and recirculation for every point whose experiment does not set
     /// them itself (the layout and ablation experiments compare their own).
     pub switch: SwitchChoices,
-    /// PisaDB's model, or the P4DB prototype's testbed: every point's workload as the prototype
-    /// defined it (the experiment's knobs kept), its engine, latencies, costs and two FIFO
-    /// recirculation ports.
-    pub preset: Preset,
+    /// The P4DB prototype's testbed (P4DB's `paper` preset) instead of PisaDB's model: every
+    /// point's workload as the prototype defined it (the experiment's knobs kept), its engine,
+    /// latencies, costs and two FIFO recirculation ports.
+    pub testbed: bool,
     /// Every figure with the switch the paper's run used: P4DB's best points under the
     /// prototype's ideal layout (`SWITCH_NO_CONFLICT`), Fig. 15c's fine-grained step with its
     /// parity lock rule; `reproduce`'s "as the paper ran it" column.
     pub as_run: bool,
+}
+
+/// The switch-side choices of a P4DB run (layout, lock halves, recirculation), as every
+/// simulating command spells them; `None` keeps the run's own choice.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SwitchChoices {
+    /// The layout of the hot set.
+    pub layout: Option<LayoutChoice>,
+    /// The lock halves of multi-pass transactions.
+    pub fine_locks: Option<FineLocks>,
+    /// The recirculation model.
+    pub recirculation: Option<RecirculationModel>,
+}
+
+impl SwitchChoices {
+    /// Applies the choices to `cfg`. The engine's settings are only written out when one
+    /// differs from what `cfg` already runs, so a default run's settings stay as they were.
+    pub fn apply(&self, cfg: &mut RunConfig) {
+        if let Some(layout) = self.layout {
+            cfg.layout = layout;
+        }
+        let current = cfg.p4db.clone().unwrap_or_else(|| P4dbConfig::for_profile(&cfg.profile));
+        let wanted = P4dbConfig {
+            fine_locks: self.fine_locks.unwrap_or(current.fine_locks),
+            recirculation: self.recirculation.unwrap_or(current.recirculation),
+            ..current.clone()
+        };
+        if wanted != current {
+            cfg.p4db = Some(wanted);
+        }
+    }
+
+    /// The warnings and notes a report of runs with these choices must carry.
+    pub fn warnings(&self) -> Vec<&'static str> {
+        let layout = self.layout.and_then(LayoutChoice::warning);
+        let locks = self.fine_locks.and_then(FineLocks::warning);
+        layout.into_iter().chain(locks).collect()
+    }
+}
+
+/// The `--set KEY=VALUE` keys P4DB's experiments take (every point's concurrency control and
+/// switch choices, where the experiment does not set them itself), with the values each accepts.
+/// `sweep`'s and `reproduce`'s `--cc`, `--layout`, `--fine-locks` and `--recirculation` are
+/// these keys under their flag names.
+pub const EXPERIMENT_KEYS: [(&str, &[&str]); 4] = [
+    ("cc", &["no-wait", "wait-die", "NoWait", "WaitDie"]),
+    ("layout", &["declustered", "random", "ideal", "shuffled"]),
+    ("fine_locks", &["stages", "parity", "whole-pipeline"]),
+    ("recirculation", &["priority", "fifo", "two-port-fifo"]),
+];
+
+/// The concurrency control (default NO_WAIT) and switch choices `sets` (`KEY=VALUE`, keys of
+/// [`EXPERIMENT_KEYS`]) ask for; an error names the bad key or value and what is accepted.
+pub fn choices_from_sets(sets: &[String]) -> Result<(Cc, SwitchChoices), String> {
+    let (mut cc, mut choices) = (Cc::NoWait, SwitchChoices::default());
+    for set in sets {
+        let (key, value) = set.split_once('=').ok_or_else(|| format!("--set `{set}`: expected KEY=VALUE"))?;
+        let (key, value) = (key.trim().replace('-', "_"), value.trim());
+        let Some((_, accepted)) = EXPERIMENT_KEYS.iter().find(|(k, _)| *k == key) else {
+            let keys: Vec<&str> = EXPERIMENT_KEYS.iter().map(|(k, _)| *k).collect();
+            return Err(format!("--set `{set}`: P4DB's experiments take the keys {}", keys.join(", ")));
+        };
+        if !accepted.contains(&value) {
+            return Err(format!("--set {key}: `{value}` is not one of {}", accepted.join(", ")));
+        }
+        // The accepted spellings are the kebab-case names the settings use.
+        let as_json = serde_json::Value::String(if value == "fifo" { "two-port-fifo".into() } else { value.into() });
+        let bad = |e: serde_json::Error| format!("--set {key}={value}: {e}");
+        match key.as_str() {
+            "cc" => {
+                cc = if value.eq_ignore_ascii_case("wait-die") || value == "WaitDie" { Cc::WaitDie } else { Cc::NoWait }
+            }
+            "layout" => choices.layout = Some(serde_json::from_value(as_json).map_err(bad)?),
+            "fine_locks" => choices.fine_locks = Some(serde_json::from_value(as_json).map_err(bad)?),
+            _ => choices.recirculation = Some(serde_json::from_value(as_json).map_err(bad)?),
+        }
+    }
+    Ok((cc, choices))
 }
 
 const ALL_MODES: [Mode; 3] = [Mode::NoSwitch, Mode::LmSwitch, Mode::P4db];
@@ -219,7 +355,7 @@ impl Options {
         if self.as_run && mode == Mode::P4db {
             cfg.layout = testbed::LAYOUT;
         }
-        if self.preset == Preset::P4dbTestbed {
+        if self.testbed {
             cfg.workload = testbed::prototype_workload(&cfg.workload);
             testbed::apply(&mut cfg);
             let prototypes = SwitchChoices { recirculation: Some(testbed::RECIRCULATION), ..Default::default() };
@@ -279,7 +415,7 @@ fn smallbank(hot_per_node: u64, remote_pct: u32) -> WorkloadSpec {
 /// On the prototype's testbed the knob is the prototype's own: each order line and each
 /// payment is remote with that probability.
 fn tpcc(o: &Options, warehouses: u16, distributed_pct: u32) -> WorkloadSpec {
-    if o.preset == Preset::P4dbTestbed {
+    if o.testbed {
         return tpcc_remote(warehouses, distributed_pct);
     }
     let p = f64::from(distributed_pct) / 100.0;
@@ -295,7 +431,7 @@ fn tpcc_remote(warehouses: u16, remote_pct: u32) -> WorkloadSpec {
 }
 
 /// A system's name in figures and reports.
-pub(crate) fn system(mode: Mode) -> &'static str {
+pub fn system(mode: Mode) -> &'static str {
     match mode {
         Mode::NoSwitch => "No-Switch",
         Mode::LmSwitch => "LM-Switch",
@@ -352,7 +488,7 @@ const HOT_FULL: [u32; 11] = [0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100];
 const HOT_QUICK: [u32; 3] = [0, 50, 100];
 
 /// The plan of `experiment`.
-pub(crate) fn plan(experiment: Experiment, o: &Options) -> Plan {
+pub fn plan(experiment: Experiment, o: &Options) -> Plan {
     let mut points = Vec::new();
     let mut push = |panel: String, series: &str, x: f64, cfg: RunConfig| {
         points.push(PointSpec { panel, series: series.to_string(), x, x_name: String::new(), cfg });
@@ -562,7 +698,7 @@ pub(crate) fn plan(experiment: Experiment, o: &Options) -> Plan {
 }
 
 /// The prototype's published experiments (`figures/data/<name>.csv`, see
-/// [`pisadb_p4db::paper`]) that measured the points of `experiment`; the first that holds a
+/// [`crate::paper`]) that measured the points of `experiment`; the first that holds a
 /// configuration answers for it.
 fn prototype_experiments(experiment: Experiment, layout: LayoutChoice, workload: &str) -> &'static [&'static str] {
     match (experiment, layout, workload) {
@@ -596,7 +732,7 @@ fn percent(p: f64) -> u32 {
 /// prototype), and for P4DB the layout the paper used — its ideal layout
 /// (`SWITCH_NO_CONFLICT`) for everything but the random-layout runs — with the fast
 /// recirculation and lock-halves steps of the Fig. 15c ablation.
-pub(crate) fn prototype_point(experiment: Experiment, p: &PointSpec) -> Option<&'static PrototypePoint> {
+pub fn prototype_point(experiment: Experiment, p: &PointSpec) -> Option<&'static PrototypePoint> {
     let cfg = &p.cfg;
     let shape = |q: &PrototypePoint| match &cfg.workload {
         WorkloadSpec::Ycsb(y) => {
@@ -636,7 +772,7 @@ pub(crate) fn prototype_point(experiment: Experiment, p: &PointSpec) -> Option<&
     };
     prototype_experiments(experiment, cfg.layout, cfg.workload.name())
         .iter()
-        .find_map(|name| pisadb_p4db::paper::prototype_point(name, matches))
+        .find_map(|name| crate::paper::prototype_point(name, matches))
 }
 
 #[cfg(test)]
@@ -650,7 +786,7 @@ mod tests {
             seeds: 1,
             cc: Cc::NoWait,
             switch: Default::default(),
-            preset: Preset::Pisadb,
+            testbed: false,
             as_run: false,
         }
     }
