@@ -93,7 +93,11 @@ fn sweep_runs_another_systems_own_experiment_and_refuses_unknown_ones_with_the_l
     let _ = std::fs::remove_dir_all(&out_dir);
     let out = pisadb(&["sweep", "--system", "gotthard", "ycsb-workers"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("its experiments: fig2, clients, delay-split, total-delay, jitter"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("its experiments: fig2, clients, delay-split, total-delay, jitter"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]

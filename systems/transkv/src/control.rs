@@ -557,6 +557,17 @@ impl Controller {
             Status::Voted | Status::Committed | Status::Aborted | Status::SwitchAborted => {
                 let node = self.hierarchy.node_of(msg.ops[0].key as u64);
                 let ts = msg.ts;
+                let aborted = |c: Option<&Coordination>| c.is_some_and(|c| c.abort.is_some());
+                let decided_abort = self.decided.get(&ts).is_some_and(|d| d.status != Status::Committed);
+                if msg.status == Status::Voted && (decided_abort || aborted(self.waiting.get(&ts))) {
+                    // A vote for an aborted transaction: a copy of its share reached the node
+                    // after another copy was refused on the way (the network duplicates), so
+                    // the node holds a vote nobody would end. End it.
+                    let part = self.waiting.get(&ts).and_then(|c| c.parts.get(&node));
+                    if part.is_none_or(|(_, p)| matches!(p, Part::Aborted)) {
+                        return self.send(msg, Status::Aborted, node, out);
+                    }
+                }
                 let Some(c) = self.waiting.get_mut(&ts) else {
                     return self.reject("unknown_outcome", out);
                 };
@@ -746,9 +757,33 @@ mod tests {
         let answer = step(&mut c, &share(5, Status::Aborted), a);
         assert_eq!(answer, vec![(16, Status::SwitchAborted, vec![1_599])], "the first refusal's status");
         assert!(c.is_idle());
-        // A late vote for a decided transaction changes nothing.
-        assert_eq!(step(&mut c, &share(5, Status::Voted), a), vec![]);
+        // A late vote for an aborted transaction is ended (a copy of the share may have
+        // reached the node after it answered; here it had aborted, and says so again).
+        assert_eq!(step(&mut c, &share(5, Status::Voted), a), vec![(a, Status::Aborted, vec![5])]);
+        assert_eq!(step(&mut c, &share(5, Status::Aborted), a), vec![]);
         assert_eq!(c.rejections.total(), 1, "counted as an outcome for no transaction");
+    }
+
+    /// The network duplicates a share's `Prepare`: one copy is refused by a switch (the
+    /// transaction aborts), the other reaches the node, which votes. Before, that vote was
+    /// ignored and the node held its prepared writes for good (fuzz seeds 1049 and 1052 then
+    /// ran until the event bound, every later writer of those keys refused); the controller
+    /// now ends such a vote with `Aborted`, during the coordination and after it.
+    #[test]
+    fn a_vote_from_a_copy_of_a_refused_share_is_ended() {
+        let (mut c, step) = two_node_setup();
+        let (a, b) = (c.hierarchy.node_of(5), c.hierarchy.node_of(1_599));
+        let ops = vec![Op::write(5, [2; 48]), Op::write(1_599, [1; 48])];
+        let msg = Message { ts: 8, status: Status::Coordinate, client: 16, seq: 1, ops };
+        step(&mut c, &msg, 16);
+        let share = |keys: u128, status| Message { status, ops: vec![Op::write(keys, [0; 48])], ..msg.clone() };
+        assert_eq!(step(&mut c, &share(1_599, Status::Voted), b), vec![]);
+        assert_eq!(step(&mut c, &share(5, Status::SwitchAborted), a), vec![(b, Status::Aborted, vec![1_599])]);
+        assert_eq!(step(&mut c, &share(5, Status::Voted), a), vec![(a, Status::Aborted, vec![5])], "the copy's vote");
+        let answer = step(&mut c, &share(1_599, Status::Aborted), b);
+        assert_eq!(answer, vec![(16, Status::SwitchAborted, vec![5])]);
+        assert!(c.is_idle());
+        assert_eq!(step(&mut c, &share(5, Status::Voted), a), vec![(a, Status::Aborted, vec![5])], "once decided too");
     }
 
     #[test]
