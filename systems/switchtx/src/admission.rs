@@ -12,7 +12,7 @@
 //! | `else if restart`: `restart = false`, grow | the same, whatever the throughput |
 //! | `else if T_i > α T_{i-1}` (α = 0.9): grow | the same, α is [`Listing1::alpha`] |
 //! | else: `restart = true`, `MPL /= 2` | the same |
-//! | grow: `MPL < slow_start ? MPL × 2 : MPL + 1` | [`Admission::grow`] |
+//! | grow: `MPL < slow_start ? MPL × 2 : MPL + 1` | `Admission::grow` |
 //! | `if MPL == 0: MPL = 1` | the MPL is clamped to `1..=MAXMPL` (the cap is ours: the lanes a thread has; the paper names `MAXMPL` only for the initial slow start) |
 //!
 //! So the port is faithful, and so is what follows from it: **without a loss the MPL cannot

@@ -15,7 +15,7 @@
 //! 32-bit signed words). An abort restarts the transaction with a new timestamp (basic TSO).
 //!
 //! **Refusals.** A switch's refusal (`SwitchAborted`) of a write sent straight to its node is
-//! confirmed by the node before the client retries ([`ClientHost::confirms_refusal`]): the
+//! confirmed by the node before the client retries (`ClientHost::confirms_refusal`): the
 //! network may duplicate a request, and one copy may commit while another is refused, so only
 //! the node, which decides each timestamp once, can say which it was. The switch still
 //! refuses early (no claim, no forward); the confirmation costs the refused write one round

@@ -1,6 +1,6 @@
 //! What `pisadb sweep` and `pisadb reproduce` do for P4DB, reached through the harness's
-//! [`System::sweep`](pisadb_harness::System::sweep) and
-//! [`System::reproduce`](pisadb_harness::System::reproduce), so the binary names no system.
+//! [`System::own_sweep`](pisadb_harness::System::own_sweep) and
+//! [`System::own_reproduce`](pisadb_harness::System::own_reproduce), so the binary names no system.
 //!
 //! The command line's options arrive as the harness's [`ExperimentOptions`]: P4DB's
 //! `--cc`, `--layout`, `--fine-locks` and `--recirculation` are `--set` keys of its experiments

@@ -1,12 +1,12 @@
 //! `pisadb reproduce p4db [--quick]`: every experiment of the P4DB paper's evaluation in three
-//! setups ([`Setup`]: the prototype's testbed with its switch as the paper ran it, faithful P4DB
+//! setups (`Setup`: the prototype's testbed with its switch as the paper ran it, faithful P4DB
 //! on that testbed, faithful P4DB on PisaDB's model), one after another on a shared [`Runner`]
 //! (a configuration two figures need runs once), each written to
 //! `results/<setup>/<experiment>.csv` and `.svg`, and a report `results/p4db.md` that puts, per
 //! claim, the paper's statement, the prototype's own published measurement and ours in each
 //! setup side by side, and lists the headlines that hold only with the prototype's switch.
 //!
-//! The headline figures ([`claims`]) say what they compute ([`Measure`]) and are computed from
+//! The headline figures (`claims`) say what they compute (`Measure`) and are computed from
 //! the results, never typed in; the paper's side is quoted from its text (seed 000, §7). Where
 //! the paper gives no number for a figure, the report says so and shows ours.
 
@@ -47,7 +47,7 @@ fn expected_minutes(plans: &[Plan], seeds: u32, threads: usize) -> f64 {
     (points as f64 * WALL_S_PER_POINT + core_ms * WALL_S_PER_CORE_MS) / threads.max(1) as f64 / 60.0
 }
 
-/// Runs `pisadb reproduce p4db`: every experiment in each of the three setups ([`Setup`]) on
+/// Runs `pisadb reproduce p4db`: every experiment in each of the three setups (`Setup`) on
 /// one shared runner, each written to `<out>/<setup>/<experiment>.csv` and `.svg`, and the
 /// report `<out>/p4db.md`. Every point runs with `cc` on the nodes and the switch `choices`
 /// where its experiment does not set them. Returns the claims table and where the report
