@@ -29,12 +29,12 @@ fn with_costs(preset: Preset) -> Preset {
 pub fn presets() -> Vec<Preset> {
     vec![
         with_costs(Preset::new("pisadb", "PisaDB's model of Gotthard: one client host, one switch, one store, WAN delays")
-            .stated("clients", 8, &format!("{AUTHORS_SCRIPT}: CLIENT_VALUES=[8]; swept by `sweep gotthard clients`"))
+            .stated("clients", 8, &format!("{AUTHORS_SCRIPT}: CLIENT_VALUES=[8]; swept by `sweep --system gotthard clients`"))
             .assumed("write_share", 0.25, "the share at which the paper states its headline (Gotthard halves the time)")
             .stated(
                 "near_us",
                 10_000,
-                &format!("{AUTHORS_SCRIPT}: --client-delta 0.05*0.2 s (one way, client-switch); swept by `delay-split`"),
+                &format!("{AUTHORS_SCRIPT}: --client-delta 0.05*0.2 s (one way, client-switch); swept by `sweep --system gotthard delay-split`"),
             )
             .stated("far_us", 40_000, &format!("{AUTHORS_SCRIPT}: --server-delta 0.05*0.8 s (one way, switch-store)"))
             .assumed(
@@ -45,7 +45,7 @@ pub fn presets() -> Vec<Preset> {
             .assumed(
                 "jitter_us",
                 0,
-                "fixed delays: the model without latency variance (clients run in lockstep; `sweep gotthard jitter`)",
+                "fixed delays: the model without latency variance (clients run in lockstep; `sweep --system gotthard jitter`)",
             )),
         with_costs(Preset::new("paper", "seed 004's experiment: the poster's workload, its authors' script's rack")
             .stated(
@@ -66,7 +66,7 @@ pub fn presets() -> Vec<Preset> {
                 1_000,
                 "the authors' switch is a Python process delaying each datagram with time.sleep in a pool of 128 \
                  threads, so datagrams overtake and delays vary; by how much is not reported (1 ms assumed: sleep \
-                 overshoot and thread scheduling); `sweep gotthard jitter` shows 0..5 ms",
+                 overshoot and thread scheduling); `sweep --system gotthard jitter` shows 0..5 ms",
             )),
     ]
 }
