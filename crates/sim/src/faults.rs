@@ -32,6 +32,7 @@
 //! seed, one history, one trace hash, however the faults fall.
 
 use pisadb_core::{Nanos, TraceBytes, TraceHash};
+use pisadb_host::Host;
 use serde::{Deserialize, Serialize};
 
 /// What the plan does to the rack.
@@ -55,6 +56,20 @@ pub struct Faults {
     /// slow links apply only before it, so a plan that sets them must set this too: the
     /// default, 0, is healthy from the start (`..Faults::default()` alone injects nothing).
     pub heal_at_ns: Nanos,
+}
+
+/// The [`crate::Restarts`] of a plan with no crash in it ([`Faults::network_jitter`]): asked to
+/// restart anything, it refuses, naming what was asked.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoRestarts;
+
+impl<H: Host, S> crate::Restarts<H, S> for NoRestarts {
+    fn host(&mut self, id: u16, _log: &[H::Log]) -> Result<H, String> {
+        Err(format!("host {id} was asked to restart, but this plan crashes nothing"))
+    }
+    fn switch(&mut self, id: u16, _logs: &[Vec<H::Log>], _epoch: u16) -> Result<S, String> {
+        Err(format!("switch {id} was asked to restart, but this plan crashes nothing"))
+    }
 }
 
 /// One node's links (both ways) slowed down for a while.

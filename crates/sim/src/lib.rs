@@ -16,8 +16,8 @@ pub mod probe;
 pub mod swarm;
 pub mod world;
 
-pub use faults::{Crash, FaultStats, Faults, SlowLink, Target};
+pub use faults::{Crash, FaultStats, Faults, NoRestarts, SlowLink, Target};
 /// The network model ([`pisadb_net`]), re-exported under its old path.
 pub use pisadb_net as net;
 pub use pisadb_net::{LinkParams, Topology};
-pub use world::{Moment, NoRestarts, Observer, Restarts, SimError, World, WorldError};
+pub use world::{Moment, Observer, Restarts, SimError, World, WorldError};

@@ -136,20 +136,6 @@ pub trait Restarts<H: Host, S> {
     fn switch(&mut self, id: u16, logs: &[Vec<H::Log>], epoch: u16) -> Result<S, String>;
 }
 
-/// The [`Restarts`] of a plan with no crash in it ([`Faults::network_jitter`]): asked to
-/// restart anything, it refuses, naming what was asked.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct NoRestarts;
-
-impl<H: Host, S> Restarts<H, S> for NoRestarts {
-    fn host(&mut self, id: u16, _log: &[H::Log]) -> Result<H, String> {
-        Err(format!("host {id} was asked to restart, but this plan crashes nothing"))
-    }
-    fn switch(&mut self, id: u16, _logs: &[Vec<H::Log>], _epoch: u16) -> Result<S, String> {
-        Err(format!("switch {id} was asked to restart, but this plan crashes nothing"))
-    }
-}
-
 /// Where in a run an event happened.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Moment {

@@ -15,11 +15,26 @@ use pisadb_harness::Preset;
 /// Where the authors' experiment parameters are written.
 const AUTHORS_SCRIPT: &str = "the authors' public code, usi-systems/gotthard ec2/scripts/vary_rw.py";
 
-/// The hosts' CPU costs, each with the bench that measured it (`CALIBRATION.md`, "Gotthard").
-fn with_costs(preset: Preset) -> Preset {
+/// What every preset takes from the authors' script (the rack) and our benches (the costs),
+/// each with its source.
+fn with_authors_rack(preset: Preset) -> Preset {
     let c = Costs::MEASURED;
     let bench = |name: &str| format!("cargo bench -p pisadb-gotthard --bench handlers: {name}");
     preset
+        .stated(
+            "clients",
+            8,
+            &format!("{AUTHORS_SCRIPT}: CLIENT_VALUES=[8]; swept by `sweep --system gotthard clients`"),
+        )
+        .stated(
+            "near_us",
+            10_000,
+            &format!(
+                "{AUTHORS_SCRIPT}: --client-delta 0.05*0.2 s (one way, client-switch); swept by `sweep --system \
+                 gotthard delay-split`"
+            ),
+        )
+        .stated("far_us", 40_000, &format!("{AUTHORS_SCRIPT}: --server-delta 0.05*0.8 s (one way, switch-store)"))
         .measured("costs.store_request_ns", c.store_request_ns, &bench("gotthard/store_increment"))
         .measured("costs.store_read_ns", c.store_read_ns, &bench("gotthard/store_read"))
         .measured("costs.client_reply_ns", c.client_reply_ns, &bench("gotthard/client_reply"))
@@ -28,26 +43,18 @@ fn with_costs(preset: Preset) -> Preset {
 /// The presets, `pisadb` first (the default).
 pub fn presets() -> Vec<Preset> {
     vec![
-        with_costs(Preset::new("pisadb", "PisaDB's model of Gotthard: one client host, one switch, one store, WAN delays")
-            .stated("clients", 8, &format!("{AUTHORS_SCRIPT}: CLIENT_VALUES=[8]; swept by `sweep --system gotthard clients`"))
-            .assumed("write_share", 0.25, "the share at which the paper states its headline (Gotthard halves the time)")
-            .stated(
-                "near_us",
-                10_000,
-                &format!("{AUTHORS_SCRIPT}: --client-delta 0.05*0.2 s (one way, client-switch); swept by `sweep --system gotthard delay-split`"),
-            )
-            .stated("far_us", 40_000, &format!("{AUTHORS_SCRIPT}: --server-delta 0.05*0.8 s (one way, switch-store)"))
-            .assumed(
-                "retransmit_us",
-                0,
-                "0: three round trips or 1 ms, whichever is longer (no loss in the figures' runs)",
-            )
-            .assumed(
-                "jitter_us",
-                0,
-                "fixed delays: the model without latency variance (clients run in lockstep; `sweep --system gotthard jitter`)",
-            )),
-        with_costs(Preset::new("paper", "seed 004's experiment: the poster's workload, its authors' script's rack")
+        with_authors_rack(Preset::new(
+            "pisadb",
+            "PisaDB's model of Gotthard: one client host, one switch, one store, WAN delays",
+        ))
+        .assumed("write_share", 0.25, "the share at which the paper states its headline (Gotthard halves the time)")
+        .assumed("retransmit_us", 0, "0: three round trips or 1 ms, whichever is longer (no loss in the figures' runs)")
+        .assumed(
+            "jitter_us",
+            0,
+            "fixed delays: the model without latency variance (clients run in lockstep; `sweep --system gotthard jitter`)",
+        ),
+        with_authors_rack(Preset::new("paper", "seed 004's experiment: the poster's workload, its authors' script's rack"))
             .stated(
                 "commits_per_client",
                 1000,
@@ -58,15 +65,12 @@ pub fn presets() -> Vec<Preset> {
                 0.25,
                 "seed 004, §Evaluation: 'at only 25% writes Gotthard already reduces the completion time by half'",
             )
-            .stated("clients", 8, &format!("{AUTHORS_SCRIPT}: CLIENT_VALUES=[8]"))
-            .stated("near_us", 10_000, &format!("{AUTHORS_SCRIPT}: --client-delta 0.05*0.2 s"))
-            .stated("far_us", 40_000, &format!("{AUTHORS_SCRIPT}: --server-delta 0.05*0.8 s"))
             .assumed(
                 "jitter_us",
                 1_000,
                 "the authors' switch is a Python process delaying each datagram with time.sleep in a pool of 128 \
                  threads, so datagrams overtake and delays vary; by how much is not reported (1 ms assumed: sleep \
                  overshoot and thread scheduling); `sweep --system gotthard jitter` shows 0..5 ms",
-            )),
+            ),
     ]
 }
