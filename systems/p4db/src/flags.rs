@@ -446,7 +446,9 @@ mod tests {
         assert!(err("pisadb", "nodes=0").contains("`nodes` takes a whole number from 1 to 1024, not `0`"));
         assert!(err("pisadb", "remote=150").contains("from 0 to 100"));
         assert!(err("pisadb", "partitioning=hash").contains("round-robin, range"));
-        assert!(err("pisadb", "cc=Optimistic").contains("expected `NoWait` or `WaitDie`"));
+        let optimistic = settings("pisadb", &["cc=Optimistic".to_string()]).expect("a path's value, read back later");
+        let read_back = crate::system::SYSTEM.config("p4db", &optimistic).unwrap_err().to_string();
+        assert!(read_back.contains("expected `NoWait` or `WaitDie`"), "{read_back}");
         assert!(err("pisadb", "workers=many").contains("`workers` takes a number, not `many`"));
         assert!(err("lab", "nodes=2").contains("no preset `lab`; its presets: pisadb, paper"));
     }
