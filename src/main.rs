@@ -8,6 +8,7 @@
 //! See `README.md` and `docs/ARCHITECTURE.md` for the page that explains it.
 
 mod commands;
+mod real_p4db_flags;
 mod systems;
 
 use clap::{Parser, Subcommand};

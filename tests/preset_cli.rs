@@ -34,7 +34,8 @@ fn a_testbed_run_says_what_the_preset_selected_and_counts_skipped_transactions()
     args.push("--json");
     let out = pisadb(&args);
     let point: Value = serde_json::from_slice(&out.stdout).expect("JSON");
-    assert_eq!(point["inputs"]["preset"], "p4db-testbed");
+    assert_eq!(point["preset"], "paper", "the testbed is P4DB's `paper` preset: {point}");
+    assert_eq!(point["settings"]["engine"], "prototype", "the settings in force: {point}");
     let counts = &point["prototype"];
     assert!(counts["started"].as_u64().unwrap() > 0, "{point}");
     assert_eq!(counts["txns_per_worker"], 500_000);
@@ -47,5 +48,5 @@ fn the_default_preset_prints_no_preset_line_and_no_prototype_counts() {
     let out = pisadb(&args);
     let point: Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert!(point.get("prototype").is_none(), "{point}");
-    assert_eq!(point["inputs"]["preset"], "pisadb");
+    assert_eq!(point["preset"], "pisadb");
 }

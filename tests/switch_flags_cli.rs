@@ -26,7 +26,7 @@ fn parity_fine_locks_are_reported_as_not_serializable_by_bench_and_compare() {
     let (stdout, stderr) = text(&pisadb(&["bench", "--fine-locks", "parity", "--json"]));
     assert!(stderr.contains("not a serializable protocol"), "{stderr}");
     let json: serde_json::Value = serde_json::from_str(&stdout).expect("stdout stays one JSON object");
-    assert_eq!(json["inputs"]["fine_locks"], "parity");
+    assert_eq!(json["settings"]["p4db"]["fine_locks"], "parity", "the flag is in the settings in force: {json}");
     let (stdout, _) = text(&pisadb(&["bench"]));
     assert!(!stdout.contains("serializable"), "no warning for the default: {stdout}");
 }

@@ -112,3 +112,57 @@ fn sweep_finds_another_systems_experiment_and_asks_which_when_two_share_a_name()
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(dir.path().join("gotthard-fig2.csv").exists());
 }
+
+#[test]
+fn a_systems_flags_are_aliases_of_its_set_keys_and_other_systems_refuse_them() {
+    let run = |args: &[&str]| {
+        let out = pisadb(args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        serde_json::from_slice::<Value>(&out.stdout).expect("JSON")
+    };
+    let mut by_flag = vec!["bench", "--json", "--workload", "smallbank", "--remote", "50"];
+    by_flag.extend_from_slice(&SMALL);
+    let by_set = [
+        "bench",
+        "--json",
+        "--set",
+        "remote=50",
+        "--set",
+        "workload=smallbank",
+        "--set",
+        "nodes=2",
+        "--set",
+        "workers=2",
+        "--set",
+        "measure_ms=1",
+        "--set",
+        "warmup_ms=0",
+    ];
+    let (by_flag, by_set) = (run(&by_flag), run(&by_set));
+    assert_eq!(by_flag["settings"], by_set["settings"], "the same settings, in any order");
+    assert_eq!(by_flag["trace_hash"], by_set["trace_hash"], "the same run");
+    assert!(by_flag["settings"]["workload"]["SmallBank"].is_object(), "{by_flag}");
+
+    let out = pisadb(&["bench", "--system", "netaccel", "--layout", "ideal"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("system `netaccel` has no flag --layout (systems with flag --layout: p4db)"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn bench_json_of_another_system_holds_its_own_settings_and_nothing_of_p4db() {
+    let out = pisadb(&["bench", "--system", "netaccel", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let point: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    for key in ["system", "variant", "preset", "settings", "events", "wall_s", "events_per_wall_s", "trace_hash"] {
+        assert!(point.get(key).is_some(), "{key} missing: {point}");
+    }
+    assert_eq!((point["system"].as_str(), point["preset"].as_str()), (Some("netaccel"), Some("pisadb")));
+    for p4db in ["inputs", "sim_txn_per_wall_s", "hot_committed"] {
+        assert!(point.get(p4db).is_none(), "{p4db} is P4DB's: {point}");
+    }
+    assert!(point["settings"]["segments"].is_number(), "NetAccel's own settings: {point}");
+}

@@ -1,8 +1,8 @@
 //! `pisadb fuzz`: many short simulated racks with injected faults, each checked by the
-//! oracles of the system's own fault-injection cases ([`pisadb_harness::System::fuzz_case`]:
-//! P4DB's `pisadb_p4db::fuzz`, Gotthard's `pisadb_gotthard::fuzz`). Seeds run in parallel on
-//! the harness's one thread pool, one per core (`--shard K/N`: a slice of them); every seed's line says what it ran and what happened, and a failing seed comes
-//! with the command that replays it alone.
+//! oracles of the system's own fault-injection cases ([`pisadb_harness::System::fuzz_case`],
+//! each in its system's `fuzz` module). Seeds run in parallel on the harness's one thread pool,
+//! one per core (`--shard K/N`: a slice of them); every seed's line says what it ran and what
+//! happened, and a failing seed comes with the command that replays it alone.
 
 use crate::systems::registry;
 use clap::Args as ClapArgs;
@@ -11,11 +11,19 @@ use pisadb_harness::FuzzReport;
 use pisadb_report::Progress;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// The registry's first system with fault-injection cases, the one `fuzz` runs by default.
+fn first_fuzzer() -> String {
+    let registry = registry();
+    let first = registry.systems().iter().find(|s| s.fuzz_case().is_some());
+    first.map_or_else(String::new, |s| s.name().to_string())
+}
+
 /// Flags of `pisadb fuzz`.
 #[derive(ClapArgs, Debug)]
 pub(crate) struct Args {
-    /// The system whose fault-injection cases run (`pisadb systems` lists them).
-    #[arg(long, default_value = "p4db")]
+    /// The system whose fault-injection cases run (`pisadb systems` lists them); by default the
+    /// registry's first with fault-injection cases.
+    #[arg(long, default_value_t = first_fuzzer())]
     pub system: String,
     /// How many seeds to run.
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..))]

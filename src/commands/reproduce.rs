@@ -45,7 +45,7 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
         if args.common.quick { " (quick)" } else { "" },
         args.common.out.join(format!("{}.md", args.paper)).display()
     );
-    let summary = registry().reproduce(&args.paper, &args.common.options([])).map_err(|e| e.to_string())?;
+    let summary = registry().reproduce(&args.paper, &args.common.options(&args.paper)?).map_err(|e| e.to_string())?;
     println!("{summary}");
     Ok(())
 }

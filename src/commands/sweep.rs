@@ -5,13 +5,13 @@
 //! this command parses the flags into the harness's [`ExperimentOptions`] and prints what the
 //! harness returns ([`pisadb_harness::Registry::sweep`]). The experiment names come from the
 //! registry, so `--system` can be left out when only one system has the experiment asked for.
-//! Flags that are settings of one system (P4DB's `--cc`, `--layout`, `--fine-locks`,
-//! `--recirculation`) are written as `--set KEY=VALUE` overrides, the one vocabulary every
-//! system reads.
+//! A system's flags that its experiments take (P4DB's `--cc`, `--layout`, `--fine-locks`,
+//! `--recirculation`: [`pisadb_harness::FlagAlias::experiments`]) are written as `--set
+//! KEY=VALUE` overrides, the one vocabulary every system reads.
 
-use super::bench::{CcArg, FineLocksArg, LayoutArg, Preset, RecirculationArg};
+use super::bench::AliasFlags;
 use crate::systems::registry;
-use clap::{Args as ClapArgs, ValueEnum};
+use clap::Args as ClapArgs;
 use pisadb_harness::ExperimentOptions;
 use std::path::PathBuf;
 
@@ -27,36 +27,6 @@ pub(crate) struct Args {
     system: Option<String>,
     #[command(flatten)]
     common: CommonArgs,
-    #[command(flatten)]
-    switch: SweepSwitchArgs,
-}
-
-/// The switch-side flags of `pisadb sweep`, P4DB's `--set` keys under their flag names: each
-/// replaces the choice of every point whose experiment does not set it itself (`layout`
-/// compares its own layouts; the ablation `switch-optimizations` takes only the lock rule of
-/// its fine-grained step and the recirculation model).
-#[derive(ClapArgs, Debug)]
-pub(crate) struct SweepSwitchArgs {
-    /// The hot set's layout (`--set layout=…`): declustered (P4DB's algorithm), random (the
-    /// prototype's idx % N), ideal (the prototype's SWITCH_NO_CONFLICT upper bound: one pass,
-    /// no locks, operations past the first pass not executed), shuffled. Default: declustered.
-    #[arg(long, value_enum)]
-    layout: Option<LayoutArg>,
-    /// Which pipeline-lock halves a multi-pass transaction takes (`--set fine_locks=…`): stages
-    /// (P4DB §5.3), parity (the prototype's Fig. 15c; not serializable), whole-pipeline.
-    /// Default: stages.
-    #[arg(long, value_enum)]
-    fine_locks: Option<FineLocksArg>,
-    /// How the switch recirculates (`--set recirculation=…`): priority (every port, long
-    /// waiters first) or fifo (the prototype's one slow and one fast port). Default: priority.
-    #[arg(long, value_enum)]
-    recirculation: Option<RecirculationArg>,
-}
-
-/// `KEY=VALUE` for a flag given as a value of `V`.
-fn alias<V: ValueEnum>(key: &str, value: Option<V>) -> Option<String> {
-    let value = value?.to_possible_value()?;
-    Some(format!("{key}={}", value.get_name()))
 }
 
 /// Flags shared by `sweep` and `reproduce`.
@@ -78,16 +48,17 @@ pub(crate) struct CommonArgs {
     /// standard deviation [default: 3, or 1 with --quick]
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=20))]
     pub seeds: Option<u32>,
-    /// Concurrency control on the nodes (P4DB's `--set cc=…`) [default: no-wait].
-    #[arg(long, value_enum)]
-    pub cc: Option<CcArg>,
     /// Defaults for every point: `pisadb` (PisaDB's model) or `paper` (the paper's testbed as
     /// far as it states it; P4DB's old name `p4db-testbed`), or another preset of the system
     /// (`pisadb systems --presets NAME` lists them with where each value comes from). The
     /// experiment's own knobs stay. Results under another preset than pisadb go to
     /// `<out>/<preset>/`.
-    #[arg(long, default_value = "pisadb", value_parser = Preset::parse)]
-    pub preset: Preset,
+    #[arg(long, default_value = pisadb_harness::DEFAULT_PRESET)]
+    pub preset: String,
+    /// A system's flags its experiments take: each replaces the choice of every point whose
+    /// experiment does not set it itself.
+    #[command(flatten)]
+    pub flags: AliasFlags<true>,
     /// Edit a setting every point starts from, by dotted key (`pisadb systems --settings
     /// NAME`); repeatable, applied after the preset.
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -110,20 +81,20 @@ impl CommonArgs {
         self.threads.map(usize::from).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
     }
 
-    /// The harness's options these flags mean, with `aliases` (flags that are `--set` keys)
-    /// before the `--set`s given.
-    pub(crate) fn options(&self, aliases: impl IntoIterator<Item = Option<String>>) -> ExperimentOptions {
-        let sets = std::iter::once(alias("cc", self.cc)).chain(aliases).flatten().chain(self.sets.iter().cloned());
-        ExperimentOptions {
+    /// The harness's options these flags mean for system `system`, its flags' `--set`s before
+    /// the `--set`s given.
+    pub(crate) fn options(&self, system: &str) -> Result<ExperimentOptions, String> {
+        let system = registry().get(system).map_err(|e| e.to_string())?;
+        Ok(ExperimentOptions {
             quick: self.quick,
             seed: self.seed,
             seeds: self.seeds(),
             threads: self.threads(),
             out: self.out.clone(),
             shard: self.shard,
-            preset: self.preset.harness_name().to_string(),
-            sets: sets.collect(),
-        }
+            preset: self.preset.clone(),
+            sets: self.flags.sets(system, &self.sets)?,
+        })
     }
 }
 
@@ -133,11 +104,8 @@ pub(crate) fn run_sweep(args: &Args) -> Result<(), String> {
         Some(name) => name.clone(),
         None => owner_of(&args.experiment)?,
     };
-    let s = &args.switch;
-    let aliases =
-        [alias("layout", s.layout), alias("fine_locks", s.fine_locks), alias("recirculation", s.recirculation)];
     let summary =
-        registry().sweep(&system, &args.experiment, &args.common.options(aliases)).map_err(|e| e.to_string())?;
+        registry().sweep(&system, &args.experiment, &args.common.options(&system)?).map_err(|e| e.to_string())?;
     println!("{summary}");
     Ok(())
 }

@@ -29,11 +29,16 @@
 //! - [`settings`]: `--set key=value` overrides applied to a system's settings before they are
 //!   read back into its typed configuration, with errors that name the key and the keys or
 //!   values it accepts.
-//! - [`perf`]: what `pisadb perf` asks of a system beyond its points (a larger network of
-//!   it, the transactions a point committed).
+//! - [`bench`]: one point as `pisadb bench` and `compare` run it, one JSON schema for every
+//!   system, the system's own table ([`System::bench_table`]), and a system's flag aliases
+//!   (`--FLAG VALUE` for `--set KEY=VALUE`, [`System::flag_aliases`]).
+//! - [`perf`]: `pisadb perf`'s measurement of the simulator (phase clock, CPU, memory) and
+//!   what it asks of a system beyond its points (a larger network of it, the transactions a
+//!   point committed).
 //!
 //! See `docs/ARCHITECTURE.md` (the system contract; adding a system) for the page that explains it.
 
+pub mod bench;
 pub mod campaign;
 pub mod experiment;
 pub mod output;
@@ -45,6 +50,7 @@ pub mod runner;
 pub mod settings;
 pub mod shard;
 
+pub use bench::{BenchPoint, FlagAlias};
 pub use experiment::{Experiment, Reproduction};
 pub use preset::{preset_settings, Preset, Provenance, DEFAULT_PRESET};
 pub use settings::{apply_set, read_back, SettingsError};
@@ -214,6 +220,51 @@ pub trait System: Sync {
     fn default_settings(&self) -> Value;
     /// Runs one simulated point of `variant` with `settings` (the default settings, edited).
     fn run_point(&self, variant: &str, settings: &Value) -> Result<PointReport, HarnessError>;
+    /// The frame kinds its `wire` module declares (every system sends some; no two systems
+    /// may claim one byte, checked over the registry).
+    fn wire_kinds(&self) -> &'static [pisadb_wire::Kind];
+
+    // --- One point, as `bench` and `compare` run it (see `bench`). ---
+
+    /// Flags that are other spellings of its `--set` keys (none by default).
+    fn flag_aliases(&self) -> &'static [FlagAlias] {
+        &[]
+    }
+
+    /// The settings a point runs with: the defaults under preset `preset` (a name or an
+    /// alias), then `sets` (`KEY=VALUE`, its flag aliases' first) in order. A system whose keys
+    /// mean more than a path into its settings (P4DB's `workload=smallbank`) reads them here.
+    fn settings(&self, preset: &str, sets: &[String]) -> Result<Value, HarnessError> {
+        let preset = preset::lookup(self.name(), self.presets(), preset)?;
+        let mut settings = self.default_settings();
+        preset.apply(&mut settings)?;
+        for set in sets {
+            apply_set(&mut settings, set)?;
+        }
+        Ok(settings)
+    }
+
+    /// The lines above a table of its points: what ran under which preset (by default its
+    /// paper and the preset's name, with the `--set`s given).
+    fn describe_point(&self, preset: &str, sets: &[String], _settings: &Value) -> Vec<String> {
+        vec![if sets.is_empty() {
+            format!("{}: preset `{preset}` (pisadb systems --presets {})", self.paper(), self.name())
+        } else {
+            format!("{}: preset `{preset}` with --set {}", self.paper(), sets.join(" --set "))
+        }]
+    }
+
+    /// What a reader of points run with `settings` must be warned of (a figure that is an
+    /// upper bound, a protocol that is not serializable); none by default.
+    fn warnings(&self, _settings: &Value) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Its points as a table, only the columns that mean something for it (by default each
+    /// point's row and the simulator's speed, [`bench::rows_table`]).
+    fn bench_table(&self, points: &[BenchPoint]) -> String {
+        bench::rows_table(points)
+    }
 
     /// A network `factor` times its default's hosts, for `pisadb perf`'s scaling table, or
     /// `None` when its topology is fixed (the default).
@@ -397,6 +448,9 @@ mod tests {
                 trace_hash: String::new(),
             })
         }
+        fn wire_kinds(&self) -> &'static [pisadb_wire::Kind] {
+            &[]
+        }
     }
 
     static TOY: Toy = Toy;
@@ -451,6 +505,9 @@ mod tests {
         }
         fn fuzz_case(&self) -> Option<FuzzCaseFn> {
             Some(fuzzy_case)
+        }
+        fn wire_kinds(&self) -> &'static [pisadb_wire::Kind] {
+            &[]
         }
     }
 

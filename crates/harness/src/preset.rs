@@ -120,10 +120,15 @@ impl Preset {
 
 /// The preset of `system` called `name` (or one of its aliases), or an error listing them.
 pub fn find_preset(system: &dyn System, name: &str) -> Result<Preset, HarnessError> {
-    let presets = system.presets();
+    lookup(system.name(), system.presets(), name)
+}
+
+/// The preset of `presets` (system `system`'s) called `name` or one of its aliases, or an
+/// error listing them.
+pub fn lookup(system: &str, presets: Vec<Preset>, name: &str) -> Result<Preset, HarnessError> {
     let names: Vec<String> = presets.iter().map(|p| p.name.to_string()).collect();
     presets.into_iter().find(|p| p.is(name)).ok_or_else(|| HarnessError::Run {
-        system: system.name().into(),
+        system: system.into(),
         why: format!(
             "no preset `{name}`; its presets: {}",
             if names.is_empty() { "none".to_string() } else { names.join(", ") }

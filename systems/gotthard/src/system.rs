@@ -65,6 +65,9 @@ impl System for Gotthard {
         serde_json::to_value(RackConfig::default()).unwrap_or(Value::Null)
     }
 
+    fn wire_kinds(&self) -> &'static [pisadb_wire::Kind] {
+        crate::wire::KINDS
+    }
     fn run_point(&self, variant: &str, settings: &Value) -> Result<PointReport, HarnessError> {
         self.variant(variant)?;
         let cfg: RackConfig = serde_json::from_value(settings.clone()).map_err(|e| run_error(e.to_string()))?;

@@ -97,6 +97,9 @@ impl System for NetAccelSystem {
         settings
     }
 
+    fn wire_kinds(&self) -> &'static [pisadb_wire::Kind] {
+        crate::wire::KINDS
+    }
     fn run_point(&self, variant: &str, settings: &Value) -> Result<PointReport, HarnessError> {
         self.variant(variant)?;
         let cfg = rack_config(settings).map_err(run_error)?;

@@ -25,12 +25,17 @@
 //!   processes, `pisadb cluster` with its checks, and `pisadb switch-bench`;
 //! - [`testbed`]: the P4DB prototype's testbed as a preset (its node engine, latencies, costs);
 //! - [`paper`]: what the prototype measured, from its published data, for reports to compare;
-//! - [`system`]: P4DB in the harness's registry ([`SYSTEM`]): its variants and settings.
+//! - [`system`]: P4DB in the harness's registry ([`SYSTEM`]): its variants and settings;
+//!   [`flags`], its rack keys and the flags that spell them (`--workload`, `--layout`, …);
+//!   [`table`], its points as `bench` and `compare` print them; [`layout_report`], what
+//!   `pisadb layout` measures of the declustered layout.
 //!
 //! See `systems/p4db/README.md` for the page that explains it.
 
 pub mod experiments;
+pub mod flags;
 pub mod fuzz;
+pub mod layout_report;
 pub mod metrics;
 pub mod node;
 pub mod paper;
@@ -40,6 +45,7 @@ pub mod real;
 pub mod run;
 pub mod switch;
 pub mod system;
+pub mod table;
 pub mod testbed;
 pub mod wire;
 

@@ -5,9 +5,9 @@
 //! The testbed's values are read from [`crate::testbed::apply`] applied to the default
 //! configuration, so this list cannot drift from what a run under the preset uses. The
 //! testbed preset also changes each workload to the prototype's definition
-//! ([`crate::testbed::prototype_workload`]) and the recirculation to two FIFO ports; the
-//! command line applies those with the preset until P4DB's experiments move behind the
-//! harness's runner.
+//! ([`crate::testbed::prototype_workload`]) and the recirculation to two FIFO ports: a point's
+//! settings apply those with the preset ([`crate::flags::settings`]), P4DB's experiments with
+//! theirs.
 
 use crate::run::RunConfig;
 use crate::testbed;

@@ -4,8 +4,8 @@
 use crate::node::Mode;
 use crate::run::{run, RunConfig, RunResult};
 use pisadb_harness::{
-    read_back, ExperimentName, ExperimentOptions, FuzzCaseFn, FuzzReport, HarnessError, PointReport, Preset, System,
-    Variant,
+    read_back, BenchPoint, ExperimentName, ExperimentOptions, FlagAlias, FuzzCaseFn, FuzzReport, HarnessError,
+    PointReport, Preset, System, Variant,
 };
 use serde_json::Value;
 
@@ -110,6 +110,9 @@ impl System for P4db {
         let nodes = u64::from(RunConfig::ycsb_default().nodes) * u64::from(factor);
         Some(pisadb_harness::perf::Scaled { sets: vec![format!("nodes={nodes}")], hosts: nodes })
     }
+    fn wire_kinds(&self) -> &'static [pisadb_wire::Kind] {
+        crate::wire::KINDS
+    }
     fn run_point(&self, variant: &str, settings: &Value) -> Result<PointReport, HarnessError> {
         let cfg = self.config(variant, settings)?;
         let out = run(&cfg).map_err(|e| HarnessError::Run { system: "p4db".into(), why: e.to_string() })?;
@@ -125,6 +128,26 @@ impl System for P4db {
     }
     fn fuzz_case(&self) -> Option<FuzzCaseFn> {
         Some(fuzz_report)
+    }
+    /// `--workload`, `--nodes`, `--layout`, …: its rack keys under their flag names.
+    fn flag_aliases(&self) -> &'static [FlagAlias] {
+        &crate::flags::FLAG_ALIASES
+    }
+    /// The rack keys build the configuration, the other keys edit it ([`crate::flags`]).
+    fn settings(&self, preset: &str, sets: &[String]) -> Result<Value, HarnessError> {
+        crate::flags::settings(preset, sets)
+    }
+    /// What the testbed preset selected (under `paper`) and the rack and workload, one line each.
+    fn describe_point(&self, preset: &str, _sets: &[String], settings: &Value) -> Vec<String> {
+        let Ok(cfg) = self.config("p4db", settings) else { return Vec::new() };
+        let testbed = crate::flags::is_testbed(preset).unwrap_or(false).then(|| crate::testbed::describe(&cfg));
+        testbed.into_iter().chain([crate::flags::describe(&cfg)]).collect()
+    }
+    fn warnings(&self, settings: &Value) -> Vec<String> {
+        self.config("p4db", settings).map(|cfg| crate::flags::warnings(&cfg)).unwrap_or_default()
+    }
+    fn bench_table(&self, points: &[BenchPoint]) -> String {
+        crate::table::bench_table(points)
     }
 }
 

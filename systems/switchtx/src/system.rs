@@ -91,6 +91,9 @@ impl System for SwitchTx {
         settings
     }
 
+    fn wire_kinds(&self) -> &'static [pisadb_wire::Kind] {
+        crate::wire::KINDS
+    }
     fn run_point(&self, variant: &str, settings: &Value) -> Result<PointReport, HarnessError> {
         self.variant(variant)?;
         variant_of(variant).map_err(run_error)?;

@@ -102,6 +102,9 @@ impl System for TransKv {
         serde_json::to_value(RackConfig::default()).unwrap_or(Value::Null)
     }
 
+    fn wire_kinds(&self) -> &'static [pisadb_wire::Kind] {
+        crate::wire::KINDS
+    }
     fn run_point(&self, variant: &str, settings: &Value) -> Result<PointReport, HarnessError> {
         self.variant(variant)?;
         variant_of(variant).map_err(run_error)?;
