@@ -473,17 +473,6 @@ pub(crate) struct SystemArgs {
     pub sets: Vec<String>,
 }
 
-/// Checks that `--system NAME` names a registered system whose `what` this command runs (today
-/// only P4DB has experiments, fuzz oracles and a real mode).
-pub(crate) fn require_p4db(name: &str, what: &str) -> Result<(), String> {
-    let system = registry().get(name).map_err(|e| e.to_string())?;
-    if system.name() == "p4db" {
-        Ok(())
-    } else {
-        Err(format!("system `{}` has no {what} yet (systems with {what}: p4db)", system.name()))
-    }
-}
-
 impl SystemArgs {
     /// The system named by `--system`.
     pub(crate) fn system(&self) -> Result<&'static dyn System, String> {
