@@ -143,7 +143,7 @@ pub(crate) struct ClusterArgs {
     #[arg(long)]
     json: bool,
     /// Another system's alias flag, left by the rewriting of alias flags to be refused by name.
-    #[arg(long = FOREIGN_ALIAS_ARG, hide = true)]
+    #[arg(long = FOREIGN_ALIAS_ARG, hide = true, allow_hyphen_values = true)]
     foreign_aliases: Vec<String>,
 }
 
@@ -394,7 +394,7 @@ pub(crate) struct SwitchBenchArgs {
     #[arg(long)]
     json: bool,
     /// Another system's alias flag, left by the rewriting of alias flags to be refused by name.
-    #[arg(long = FOREIGN_ALIAS_ARG, hide = true)]
+    #[arg(long = FOREIGN_ALIAS_ARG, hide = true, allow_hyphen_values = true)]
     foreign_aliases: Vec<String>,
 }
 
@@ -445,4 +445,3 @@ pub(crate) fn run_node(args: &NodeArgs) -> Result<(), String> {
     let system = system_of(&args.config).map_err(|e| e.to_string())?;
     real_modes().get(&system)?.serve_host(&args.config, args.id, &args.data_dir)
 }
-

@@ -145,7 +145,7 @@ pub struct RealWire {
     pub jitter_us: u64,
 }
 
-/// The hidden argument (`--alias-of-another-system FLAG`) that [`RealModes::rewrite_aliases`]
+/// The hidden argument (`--alias-of-another-system=FLAG`) that [`RealModes::rewrite_aliases`]
 /// leaves for another system's alias flag, for the command to refuse by name.
 pub const FOREIGN_ALIAS_ARG: &str = "alias-of-another-system";
 
@@ -367,7 +367,7 @@ impl RealModes {
     /// Rewrites `system`'s alias flags in `args` (a command line's arguments after the
     /// subcommand) to what they stand for: `--nodes 4` to `--set nodes=4`, `--no-verify` to
     /// `--set verify=false`, `--mode X` to `--variant X` (refused if `--variant` says
-    /// otherwise). Another system's alias flag becomes `--alias-of-another-system FLAG` (its
+    /// otherwise). Another system's alias flag becomes `--alias-of-another-system=FLAG` (its
     /// value dropped), which [`RealModes::check_request`] then refuses by name with the
     /// systems that take it.
     pub fn rewrite_aliases(&self, system: &str, args: &[String]) -> Result<Vec<String>, String> {
@@ -401,10 +401,10 @@ impl RealModes {
                 Ok(v)
             };
             match (alias.to, ours) {
-                (AliasTo::Assign(_), false) => out.extend([format!("--{FOREIGN_ALIAS_ARG}"), alias.flag.into()]),
+                (AliasTo::Assign(_), false) => out.push(format!("--{FOREIGN_ALIAS_ARG}={}", alias.flag)),
                 (_, false) => {
                     value()?;
-                    out.extend([format!("--{FOREIGN_ALIAS_ARG}"), alias.flag.into()]);
+                    out.push(format!("--{FOREIGN_ALIAS_ARG}={}", alias.flag));
                 }
                 (AliasTo::Assign(assignment), true) => out.extend(["--set".into(), assignment.into()]),
                 (AliasTo::Set(key), true) => out.extend(["--set".into(), format!("{key}={}", value()?)]),
@@ -560,10 +560,7 @@ mod tests {
     #[test]
     fn a_systems_alias_flags_are_rewritten_to_what_they_stand_for() {
         let rewritten = modes().rewrite_aliases("b", &words("--nodes 3 --seconds 1 --nodes=4 --no-verify --mode x"));
-        assert_eq!(
-            rewritten.unwrap(),
-            words("--set nodes=3 --seconds 1 --set nodes=4 --set verify=false --variant x"),
-        );
+        assert_eq!(rewritten.unwrap(), words("--set nodes=3 --seconds 1 --set nodes=4 --set verify=false --variant x"),);
         let same = modes().rewrite_aliases("b", &words("--variant x --mode x")).unwrap();
         assert_eq!(same, words("--variant x"), "an alias agreeing with its flag is dropped");
         let err = modes().rewrite_aliases("b", &words("--variant=y --mode x")).unwrap_err();
@@ -574,7 +571,10 @@ mod tests {
     #[test]
     fn another_systems_alias_flag_is_refused_by_name_with_the_systems_that_take_it() {
         let rewritten = modes().rewrite_aliases("a", &words("--nodes 3 --no-verify --seconds 1")).unwrap();
-        assert_eq!(rewritten, words("--alias-of-another-system --nodes --alias-of-another-system --no-verify --seconds 1"));
+        assert_eq!(
+            rewritten,
+            words("--alias-of-another-system=--nodes --alias-of-another-system=--no-verify --seconds 1")
+        );
         let err = modes().check_request("a", &request(vec![RealFlag::Own("--nodes")], vec![])).unwrap_err();
         assert_eq!(err, "--nodes: a cannot honour it; the systems that take it: b");
         assert!(modes().check_request("b", &request(vec![RealFlag::Own("--nodes")], vec![])).is_ok());

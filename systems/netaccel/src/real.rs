@@ -364,10 +364,9 @@ fn real_settings(settings: &serde_json::Value, edits: &str) -> Result<(RackConfi
     let gap = settings.as_object_mut().and_then(|m| m.remove(TUPLE_GAP_KEY));
     let tuple_gap_ns = match gap {
         None => TUPLE_GAP_NS,
-        Some(v) => v
-            .as_u64()
-            .filter(|&ns| ns <= MAX_TUPLE_GAP_NS)
-            .ok_or_else(|| format!("--set {TUPLE_GAP_KEY}={v}: expected an integer of ns, at most {MAX_TUPLE_GAP_NS} (1 ms)"))?,
+        Some(v) => v.as_u64().filter(|&ns| ns <= MAX_TUPLE_GAP_NS).ok_or_else(|| {
+            format!("--set {TUPLE_GAP_KEY}={v}: expected an integer of ns, at most {MAX_TUPLE_GAP_NS} (1 ms)")
+        })?,
     };
     let rack: RackConfig = pisadb_harness::real::read_settings(&settings, edits)?;
     rack.check().map_err(|e| format!("--set: {e}"))?;
@@ -426,13 +425,7 @@ impl pisadb_harness::real::RealMode for Real {
     }
 
     fn flags(&self) -> &'static [RealFlag] {
-        &[
-            RealFlag::KillNode,
-            RealFlag::KillSwitch,
-            RealFlag::Down,
-            RealFlag::Set,
-            RealFlag::Preset,
-        ]
+        &[RealFlag::KillNode, RealFlag::KillSwitch, RealFlag::Down, RealFlag::Set, RealFlag::Preset]
     }
 
     fn flag_aliases(&self) -> &'static [FlagAlias] {

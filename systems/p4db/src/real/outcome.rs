@@ -112,9 +112,11 @@ pub fn switch_bench(run: &SwitchBenchRun) -> Result<ClusterOutcome, String> {
     })
 }
 
+/// The cluster's report as a table: a row per node, the switch, the wires, each check.
 fn table(settings: &RealSettings, seconds: f64, opts: &ClusterOptions, r: &ClusterResult) -> String {
     let mut t = String::new();
-    out!(t, 
+    out!(
+        t,
         "{:?} on {} node processes x {} workers and a software switch {}, {}, {} s, {}\n",
         settings.workload,
         settings.nodes,
@@ -126,7 +128,8 @@ fn table(settings: &RealSettings, seconds: f64, opts: &ClusterOptions, r: &Clust
     );
     out!(t, "node  incarnation  committed   aborts   p50 us   p99 us  resends  timeouts  log syncs  drained");
     for n in &r.nodes {
-        out!(t, 
+        out!(
+            t,
             "{:>4}  {:>11}  {:>9}  {:>7}  {:>7.1}  {:>7.1}  {:>7}  {:>8}  {:>9}  {:>7}",
             n.id,
             n.incarnation,
@@ -141,7 +144,7 @@ fn table(settings: &RealSettings, seconds: f64, opts: &ClusterOptions, r: &Clust
         );
     }
     let s = &r.switch.traffic;
-    out!(t, 
+    out!(t,
         "\ncommitted/s: {:.0}   aborts: {:.1}%   switch: {:.0} datagrams/s in, {:.0} out, {} passes, {} answers replayed, {} unregistered",
         r.committed_per_s,
         r.abort_rate * 100.0,
@@ -153,7 +156,8 @@ fn table(settings: &RealSettings, seconds: f64, opts: &ClusterOptions, r: &Clust
     );
     if !opts.wire.is_empty() {
         let sum = |f: fn(&WireCounts) -> u64| s.ports.iter().map(|p| f(&p.counts)).sum::<u64>();
-        out!(t, 
+        out!(
+            t,
             "wires: {} datagrams lost, {} delayed, {} dropped on a full delay queue (switch to node, all ports)",
             sum(|p| p.lost),
             sum(|p| p.delayed),
@@ -169,7 +173,7 @@ fn table(settings: &RealSettings, seconds: f64, opts: &ClusterOptions, r: &Clust
     t
 }
 
-
+/// The cluster's report as one JSON object.
 fn to_json(settings: &RealSettings, seconds: f64, opts: &ClusterOptions, r: &ClusterResult) -> serde_json::Value {
     let nodes: Vec<_> = r
         .nodes
@@ -204,11 +208,12 @@ fn to_json(settings: &RealSettings, seconds: f64, opts: &ClusterOptions, r: &Clu
     })
 }
 
-
+/// The switch benchmark's report: the process measured beside the model, then its own counters.
 fn bench_table(r: &BenchResult, opts: &BenchOptions) -> String {
     let mut t = String::new();
     let m = &r.mix;
-    out!(t, 
+    out!(
+        t,
         "{} load from {} senders x {} in flight: {:.0}% switch transactions ({:.2} passes, {:.1} instructions each), \
          {:.0}% forwarded lock requests; {:.0} bytes per datagram\n",
         r.workload,
@@ -222,7 +227,8 @@ fn bench_table(r: &BenchResult, opts: &BenchOptions) -> String {
     );
     let (a, b) = (&r.measured, &r.model);
     out!(t, "{:<36} {:>20} {:>26}", "", "measured: process", "model: simulator");
-    out!(t, 
+    out!(
+        t,
         "{:<36} {:>20} {:>26}",
         "",
         "(loopback UDP)",
@@ -242,7 +248,8 @@ fn bench_table(r: &BenchResult, opts: &BenchOptions) -> String {
     row("lock round trip p50 (us)", &|s| s.lock_latency.latency_us_p50, 1);
     row("slots timed out", &|s| s.timed_out as f64, 0);
     let c = &r.ceilings;
-    out!(t, 
+    out!(
+        t,
         "\nmodel ceilings: pipe entry {:.3e} passes/s (one per clock) = {:.3e} switch txn/s at {:.2} passes each; \
          one {} GbE link {:.3e} datagrams/s at {:.0} bytes",
         c.pipeline_passes_per_s,
@@ -254,7 +261,8 @@ fn bench_table(r: &BenchResult, opts: &BenchOptions) -> String {
     );
     out!(t, "measured / model, datagrams from the switch: {:.4}", a.answered_per_s / b.answered_per_s.max(1e-9));
     let s = &r.switch.traffic;
-    out!(t, 
+    out!(
+        t,
         "\nswitch process report: {} datagrams in, {} out, {} passes, {} recirculations, {} forwarded, {} emitted, \
          {} unregistered, dropped {:?}, rejected {:?}",
         s.datagrams_in,
@@ -267,7 +275,8 @@ fn bench_table(r: &BenchResult, opts: &BenchOptions) -> String {
         s.dropped,
         s.rejected
     );
-    out!(t, 
+    out!(
+        t,
         "switch process CPU: {:.2} s serving ({:.0} datagrams in per CPU-second; {:.1} datagrams per receive call)",
         s.cpu_s,
         s.datagrams_in as f64 / s.cpu_s.max(1e-9),

@@ -222,7 +222,10 @@ mod tests {
     #[test]
     fn the_old_flags_values_are_read_as_settings() {
         let s = with(&["nodes=3", "cc=wait-die", "workload=tpcc", "remote=20", "verify=false"]).unwrap();
-        assert_eq!((s.nodes, s.cc, s.workload, s.remote, s.verify), (3, RealCc::WaitDie, RealWorkload::Tpcc, Some(20), false));
+        assert_eq!(
+            (s.nodes, s.cc, s.workload, s.remote, s.verify),
+            (3, RealCc::WaitDie, RealWorkload::Tpcc, Some(20), false)
+        );
         assert_eq!(with(&["workload=a"]).unwrap().workload, RealWorkload::YcsbA);
         assert_eq!(with(&["cc=WaitDie"]).unwrap().cc, RealCc::WaitDie);
     }
