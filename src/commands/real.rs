@@ -27,8 +27,14 @@ use pisadb_runtime::{install_stop_signals, system_of, RuntimeError};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-/// The system `cluster` and `switch-bench` run without `--system`.
-const DEFAULT_SYSTEM: &str = "p4db";
+/// The real mode of `--system`, or without one the first of the table (the system `cluster`
+/// and `switch-bench` run by default).
+fn mode_named(modes: &RealModes, system: Option<&str>) -> Result<&'static dyn RealMode, String> {
+    match system {
+        Some(system) => modes.get(system),
+        None => Ok(modes.all()[0]),
+    }
+}
 
 /// A flag's value out of range: names the flag, the value and what is accepted.
 fn bad_flag(flag: &str, value: impl ToString, accepted: impl Into<String>) -> RuntimeError {
@@ -84,9 +90,9 @@ pub(crate) struct NodeArgs {
 /// `pisadb cluster`.
 #[derive(ClapArgs, Debug, Clone)]
 pub(crate) struct ClusterArgs {
-    /// The system whose rack runs (`pisadb systems` lists them).
-    #[arg(long, default_value = DEFAULT_SYSTEM)]
-    system: String,
+    /// The system whose rack runs (`pisadb systems` lists them) [default: p4db].
+    #[arg(long)]
+    system: Option<String>,
     /// Its variant (default: its first; `pisadb systems` lists them).
     #[arg(long)]
     variant: Option<String>,
@@ -247,8 +253,9 @@ pub(crate) fn rewrite_aliases(args: Vec<OsString>) -> Result<Vec<OsString>, Stri
     let rest = &strings[at + 1..];
     let named = rest.iter().position(|a| a == "--system").and_then(|p| rest.get(p + 1)).cloned();
     let inline = rest.iter().find_map(|a| a.strip_prefix("--system=").map(String::from));
-    let system = named.or(inline).unwrap_or_else(|| DEFAULT_SYSTEM.to_string());
-    let rewritten = real_modes().rewrite_aliases(&system, rest)?;
+    let modes = real_modes();
+    let system = named.or(inline).unwrap_or_else(|| modes.all()[0].name().to_string());
+    let rewritten = modes.rewrite_aliases(&system, rest)?;
     Ok(strings[..=at].iter().cloned().chain(rewritten).map(OsString::from).collect())
 }
 
@@ -291,7 +298,12 @@ fn foreign_flags(modes: &RealModes, foreign: &[String]) -> Vec<RealFlag> {
 
 /// The flags given that not every system honours, the kills, the variant and the settings, as
 /// the contract's request.
-fn real_request(args: &ClusterArgs, modes: &RealModes, settings: &serde_json::Value) -> Result<RealRequest, String> {
+fn real_request(
+    args: &ClusterArgs,
+    system: &str,
+    modes: &RealModes,
+    settings: &serde_json::Value,
+) -> Result<RealRequest, String> {
     let given = [
         (args.loss > 0.0, RealFlag::Loss),
         (args.delay_us > 0, RealFlag::DelayUs),
@@ -309,7 +321,7 @@ fn real_request(args: &ClusterArgs, modes: &RealModes, settings: &serde_json::Va
     flags.extend(foreign_flags(modes, &args.foreign_aliases));
     let mut kills: Vec<RealKill> = args.kill_node.iter().map(|&(id, at_s)| RealKill::Node { id, at_s }).collect();
     kills.extend(args.kill_switch.iter().map(|&(id, at_s)| RealKill::Switch { id, at_s }));
-    let system = registry().get(&args.system).map_err(|e| e.to_string())?;
+    let system = registry().get(system).map_err(|e| e.to_string())?;
     let variant = match &args.variant {
         Some(v) => system.variant(v).map_err(|e| e.to_string())?.name,
         None => system.variants()[0].name,
@@ -332,10 +344,10 @@ fn print_outcome(outcome: &ClusterOutcome, json: bool) -> Result<(), String> {
 pub(crate) fn run_cluster_command(args: &ClusterArgs) -> Result<(), String> {
     // Everything a system cannot honour or its rack cannot hold is refused before anything starts.
     let modes = real_modes();
-    let mode = modes.get(&args.system)?;
+    let mode = mode_named(&modes, args.system.as_deref())?;
     let (settings, edits, preset) = settings_of(mode, args.preset.as_deref(), &args.sets)?;
-    let request = real_request(args, &modes, &settings)?;
-    modes.check_request(&args.system, &request)?;
+    let request = real_request(args, mode.name(), &modes, &settings)?;
+    modes.check_request(mode.name(), &request)?;
     let (wire, port_wires) = wires(args)?;
     if let Some(preset) = &preset {
         // What the preset chose, before anything starts (on stderr beside --json's object).
@@ -365,9 +377,9 @@ pub(crate) fn run_cluster_command(args: &ClusterArgs) -> Result<(), String> {
 /// `pisadb switch-bench`.
 #[derive(ClapArgs, Debug)]
 pub(crate) struct SwitchBenchArgs {
-    /// The system whose switch is measured (`pisadb systems` lists them).
-    #[arg(long, default_value = DEFAULT_SYSTEM)]
-    system: String,
+    /// The system whose switch is measured (`pisadb systems` lists them) [default: p4db].
+    #[arg(long)]
+    system: Option<String>,
     /// Senders: host addresses the load generator plays (the rack's hosts).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
     senders: u16,
@@ -401,10 +413,10 @@ pub(crate) struct SwitchBenchArgs {
 /// Runs `pisadb switch-bench`.
 pub(crate) fn run_switch_bench_command(args: &SwitchBenchArgs) -> Result<(), String> {
     let modes = real_modes();
-    let mode = modes.get(&args.system)?;
+    let mode = mode_named(&modes, args.system.as_deref())?;
     if let Some(flag) = foreign_flags(&modes, &args.foreign_aliases).first() {
         let who = modes.taking(*flag).join(", ");
-        return Err(format!("{}: {} cannot honour it; the systems that take it: {who}", flag.name(), args.system));
+        return Err(format!("{}: {} cannot honour it; the systems that take it: {who}", flag.name(), mode.name()));
     }
     if !(args.seconds > 0.0 && args.seconds <= 3600.0) {
         return Err(bad_flag("--seconds", args.seconds, "a number in (0, 3600]").to_string());
@@ -423,7 +435,7 @@ pub(crate) fn run_switch_bench_command(args: &SwitchBenchArgs) -> Result<(), Str
     };
     let outcome = mode
         .switch_bench(&run)
-        .unwrap_or_else(|| Err(format!("system `{}` has no switch benchmark in this build", args.system)))?;
+        .unwrap_or_else(|| Err(format!("system `{}` has no switch benchmark in this build", mode.name())))?;
     print_outcome(&outcome, args.json)
 }
 /// Runs `pisadb switch`: the switch process of the config's system.
