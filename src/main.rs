@@ -8,7 +8,6 @@
 //! See `README.md` and `docs/ARCHITECTURE.md` for the page that explains it.
 
 mod commands;
-mod real_p4db_flags;
 mod systems;
 
 use clap::{Parser, Subcommand};
@@ -67,7 +66,15 @@ fn main() -> ExitCode {
     // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
     let _ =
         unsafe { nix::sys::signal::signal(nix::sys::signal::Signal::SIGPIPE, nix::sys::signal::SigHandler::SigDfl) };
-    let cli = Cli::parse();
+    // A system's alias flags (`cluster --nodes 4`) become what they stand for (`--set nodes=4`).
+    let args = match commands::real::rewrite_aliases(std::env::args_os().collect()) {
+        Ok(args) => args,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let cli = Cli::parse_from(args);
     let command =
         cli.command.unwrap_or_else(|| Command::Compare(commands::bench::CompareArgs::parse_from(["compare"])));
     let result = match command {

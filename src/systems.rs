@@ -1,7 +1,11 @@
 //! The systems this binary runs. A new system is a crate under `systems/` that implements
-//! [`pisadb_harness::System`], and one line here.
+//! [`pisadb_harness::System`] (and, to run as processes, [`RealMode`]), and a line in each
+//! table here.
 
+use pisadb_harness::real::{RealFlag, RealMode, RealModes};
 use pisadb_harness::Registry;
+use pisadb_runtime::echo;
+use std::path::{Path, PathBuf};
 
 /// P4DB's layout measurement, behind `pisadb layout` (a command of P4DB's alone): reached
 /// through this module, the one place the binary names systems' crates.
@@ -15,6 +19,43 @@ pub(crate) fn registry() -> Registry {
         &pisadb_netaccel::SYSTEM,
         &pisadb_switchtx::SYSTEM,
         &pisadb_transkv::SYSTEM,
+    ])
+}
+
+/// The runtime's own echo system in the table of real modes (its tests run it through this
+/// binary).
+struct EchoReal;
+
+static ECHO: EchoReal = EchoReal;
+
+impl RealMode for EchoReal {
+    fn name(&self) -> &'static str {
+        echo::SYSTEM
+    }
+
+    fn flags(&self) -> &'static [RealFlag] {
+        &[]
+    }
+
+    fn serve_switch(&self, config: &Path, id: u16, _: &[PathBuf], _: u16, report: Option<&Path>) -> Result<(), String> {
+        pisadb_runtime::serve_config(config, |cfg| echo::serve_switch(cfg, id, report))
+    }
+
+    fn serve_host(&self, config: &Path, id: u16, data_dir: &Path) -> Result<(), String> {
+        pisadb_runtime::serve_config(config, |cfg| echo::serve_host(cfg, id, data_dir))
+    }
+}
+
+/// Every real mode this binary runs: the systems' and the runtime's echo. The first is the
+/// one `cluster` runs without `--system`.
+pub(crate) fn real_modes() -> RealModes {
+    RealModes::new(vec![
+        &pisadb_p4db::real::REAL,
+        &pisadb_gotthard::real::REAL,
+        &pisadb_netaccel::real::REAL,
+        &pisadb_switchtx::real::REAL,
+        &pisadb_transkv::real::REAL,
+        &ECHO,
     ])
 }
 
@@ -60,5 +101,59 @@ mod tests {
         claims.push(("newcomer", CLASH));
         assert_eq!(owners(&claims).unwrap_err(), "frame kind 7 is declared by both switchtx and newcomer");
         assert!(owners(&[("shared", Kind::SHARED), ("forger", &[Kind::CONTROL])]).is_err());
+    }
+
+    /// P4DB's real rack is planned from its real-mode settings now, no longer from the bench's
+    /// flags: the run configuration is the one the flags gave, so no real-mode figure moves.
+    #[test]
+    fn p4db_real_settings_plan_the_rack_the_bench_flags_planned() {
+        use crate::commands::bench::{CcArg, FineLocksArg, LayoutArg, PartitioningArg, Preset, RackArgs, WorkloadArg};
+        use pisadb_p4db::node::Mode;
+        use pisadb_p4db::real::settings::{RealCc, RealSettings, RealWorkload};
+        let cases = [
+            (WorkloadArg::Smallbank, RealWorkload::Smallbank, CcArg::NoWait, RealCc::NoWait, None, None),
+            (WorkloadArg::YcsbA, RealWorkload::YcsbA, CcArg::WaitDie, RealCc::WaitDie, Some(30), Some(60)),
+            (WorkloadArg::YcsbC, RealWorkload::YcsbC, CcArg::NoWait, RealCc::NoWait, None, Some(10)),
+            (WorkloadArg::Tpcc, RealWorkload::Tpcc, CcArg::NoWait, RealCc::NoWait, Some(5), None),
+        ];
+        for (workload, real_workload, cc, real_cc, remote, hot_prob) in cases {
+            let flags = RackArgs {
+                preset: Preset::Pisadb,
+                engine: None,
+                txns_per_worker: None,
+                cc,
+                nodes: 3,
+                workers: 2,
+                workload,
+                remote,
+                hot_prob,
+                hot_per_node: None,
+                rows: Some(3000),
+                warehouses: 6,
+                partitioning: Some(PartitioningArg::RoundRobin),
+                layout: LayoutArg::Declustered,
+                fine_locks: FineLocksArg::Stages,
+                recirculation: None,
+                seed: 7,
+                measure_ms: 1,
+                warmup_ms: 0,
+            };
+            let settings = RealSettings {
+                nodes: 3,
+                workers: 2,
+                cc: real_cc,
+                workload: real_workload,
+                rows: 3000,
+                warehouses: 6,
+                remote,
+                hot_prob,
+                seed: 7,
+                ..RealSettings::default()
+            };
+            for mode in [Mode::P4db, Mode::NoSwitch, Mode::LmSwitch] {
+                let (old, new) = (flags.config(mode), settings.run_config(mode));
+                assert_eq!(serde_json::to_value(new).unwrap(), serde_json::to_value(old).unwrap(), "{workload:?}");
+            }
+        }
     }
 }

@@ -594,8 +594,10 @@ fn flags_a_system_cannot_honour_are_refused_by_name_with_the_systems_that_take_t
     assert!(e.contains("--loss: transkv cannot honour it; the systems that take it: p4db, gotthard, switchtx"), "{e}");
     let e = refused("--system netaccel --no-log");
     assert!(e.contains("--no-log: netaccel cannot honour it; the systems that take it: p4db"), "{e}");
+    let e = refused("--system gotthard --tuple-gap-ns 5000");
+    assert!(e.contains("--tuple-gap-ns: gotthard cannot honour it; the systems that take it: netaccel"), "{e}");
     let e = refused("--system p4db --set clients=3");
-    assert!(e.contains("--set: p4db cannot honour it"), "{e}");
+    assert!(e.contains("no setting `clients`; accepted here:") && e.contains("nodes"), "{e}");
     let e = refused("--preset paper");
     assert!(e.contains("--preset: p4db cannot honour it; the systems that take it: gotthard, netaccel"), "{e}");
 }
@@ -643,4 +645,37 @@ fn kills_outside_the_run_no_clients_and_racks_too_large_are_refused_before_anyth
     assert!(e.contains("--set clients=100000: expected 1..=1024"), "{e}");
     let e = refused("--variant lm-switch --mode p4db");
     assert!(e.contains("--mode"), "{e}");
+}
+
+#[test]
+fn p4db_takes_its_rack_by_set_and_its_old_flags_as_aliases_of_those_settings() {
+    let _one = one_cluster_at_a_time();
+    // By --set, and by the old flags (aliases of the same keys, and --mode of --variant).
+    let dir = tempfile::tempdir().unwrap();
+    let by_set = "--set nodes=2 --set workers=2 --set rows=2000 --set workload=ycsb-a --variant lm-switch";
+    let v = cluster_json(dir.path(), &format!("{by_set} --seconds 1"));
+    assert_eq!(v["nodes"].as_array().map(Vec::len), Some(2), "{v}");
+    assert_eq!((v["mode"].as_str(), v["workload"].as_str()), (Some("lm-switch"), Some("YcsbA")), "{v}");
+    assert!(v["checks"].as_array().is_some_and(|c| c.iter().all(|c| c["ok"] == true)), "{v}");
+    let dir = tempfile::tempdir().unwrap();
+    let v = cluster_json(dir.path(), "--nodes 2 --workers=2 --rows 2000 --workload a --mode lm-switch --seconds 1");
+    assert_eq!(v["nodes"].as_array().map(Vec::len), Some(2), "{v}");
+    assert_eq!((v["mode"].as_str(), v["workload"].as_str()), (Some("lm-switch"), Some("YcsbA")), "{v}");
+    // A value out of range is refused naming the setting, whichever way it was given.
+    let e = refused("--nodes 0");
+    assert!(e.contains("--set nodes=0: expected 1..=64"), "{e}");
+    let e = refused("--set cc=wait");
+    assert!(e.contains("no-wait") && e.contains("wait-die"), "{e}");
+}
+
+#[test]
+fn cluster_help_lists_the_shared_vocabulary_only() {
+    let out = Command::new(env!("CARGO_BIN_EXE_pisadb")).args(["cluster", "--help"]).output().expect("pisadb runs");
+    let help = String::from_utf8_lossy(&out.stdout);
+    for flag in ["--system", "--variant", "--preset", "--set", "--seconds", "--loss", "--port-wire", "--kill-node"] {
+        assert!(help.contains(flag), "{flag} missing: {help}");
+    }
+    for flag in ["--nodes", "--workers", "--mode", "--cc", "--no-verify", "--tuple-gap-ns", "--alias-of"] {
+        assert!(!help.contains(flag), "{flag} listed: {help}");
+    }
 }

@@ -13,10 +13,6 @@ use pisadb_harness::bench::{flag_sets, run_point, BenchPoint};
 use pisadb_harness::{preset, FlagAlias, System};
 use serde::Serialize;
 
-pub(crate) use crate::real_p4db_flags::{
-    require_p4db, CcArg, FineLocksArg, LayoutArg, ModeArg, PartitioningArg, Preset, RackArgs, WorkloadArg,
-};
-
 /// Every registered system's flag aliases, each flag once (the first system's help); only
 /// those `sweep` and `reproduce` take when `experiments`.
 fn aliases(experiments: bool) -> Vec<FlagAlias> {

@@ -153,6 +153,19 @@ pub struct Crash {
     pub down_s: f64,
 }
 
+impl Crash {
+    /// The crashes a real-mode run asks for (`--kill-node`, `--kill-switch`), each process down
+    /// for the run's `--down`.
+    pub fn of_run(run: &pisadb_harness::real::ClusterRun) -> Vec<Crash> {
+        use pisadb_harness::real::RealKill;
+        let crash = |kill: &RealKill| match *kill {
+            RealKill::Node { id, at_s } => Crash { role: Role::Host(id), at_s, down_s: run.down_s },
+            RealKill::Switch { id, at_s } => Crash { role: Role::Switch(id), at_s, down_s: run.down_s },
+        };
+        run.kills.iter().map(crash).collect()
+    }
+}
+
 /// The processes of a rack and how to start them (see the module documentation).
 pub struct Supervisor<L: Launch> {
     /// The system's command lines.

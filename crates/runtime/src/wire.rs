@@ -71,6 +71,13 @@ pub struct PortWire {
     pub jitter_us: u64,
 }
 
+impl From<pisadb_harness::real::RealWire> for PortWire {
+    /// The wire a real-mode run asks for (`--loss`, `--delay-us`, `--jitter-us`).
+    fn from(w: pisadb_harness::real::RealWire) -> Self {
+        PortWire { loss: w.loss, delay_us: w.delay_us, jitter_us: w.jitter_us }
+    }
+}
+
 impl PortWire {
     /// A wire that loses and delays nothing.
     pub fn is_perfect(&self) -> bool {

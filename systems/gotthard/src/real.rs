@@ -36,7 +36,7 @@ use crate::rack::{
     STORE_HOST,
 };
 use crate::store::{Store, StoreRecord};
-use pisadb_harness::real::RealFlag;
+use pisadb_harness::real::{ClusterOutcome, ClusterRun, RealFlag};
 use pisadb_runtime::host_proc::open_log;
 use pisadb_runtime::host_proc::{self, HostRun};
 use pisadb_runtime::supervisor::{free_ports, ConfigLaunch, Crash};
@@ -237,6 +237,54 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterResult, RuntimeError>
     Ok(ClusterResult { figures: hosts[0].figures.clone(), final_value, hosts, switch, crashes, failure })
 }
 
+/// `pisadb cluster --system gotthard`: the rack `run` asks for, checked, and its report.
+pub fn cluster(run: &ClusterRun) -> Result<ClusterOutcome, String> {
+    pisadb_runtime::install_stop_signals().map_err(|e| e.to_string())?;
+    let opts = ClusterOptions {
+        spec: Spec { variant: run.variant.clone(), rack: run.read_settings()? },
+        seconds: run.seconds,
+        data_dir: run.data_dir.clone(),
+        exe: run.exe.clone(),
+        extra: PortWire::from(run.wire),
+        crashes: Crash::of_run(run),
+    };
+    let r = run_cluster(&opts).map_err(|e| e.to_string())?;
+    let (f, rack) = (&r.figures, &opts.spec.rack);
+    let mut lines = vec![
+        format!(
+            "Gotthard ({}) on loopback: {} clients, {:.0}% writes, {} s; port delays {} µs (clients) and {} µs \
+             (store), each its link's round trip\n",
+            run.variant,
+            rack.clients,
+            rack.write_share * 100.0,
+            run.seconds,
+            2 * rack.near_us,
+            2 * rack.far_us
+        ),
+        format!(
+            "commits {} ({} writes)   aborts store/switch/opt {}/{}/{}   retries {}   retransmits {}   mean {:.1} ms   \
+             p99 {:.1} ms",
+            f.commits,
+            f.write_commits,
+            f.aborts_store,
+            f.aborts_switch,
+            f.aborts_switch_optimistic,
+            f.retries,
+            f.retransmissions,
+            f.latency.latency_us_mean / 1e3,
+            f.latency.latency_us_p99 / 1e3
+        ),
+        format!("store's hot key: {}   switch: {} passes", r.final_value, r.switch.passes),
+    ];
+    lines.extend(r.crashes.iter().map(|(role, at_s, down_s)| {
+        format!("{role:?} killed (kill -9) at {at_s} s, restarted from its log {down_s} s later")
+    }));
+    let ok = "serializable, nothing committed or counted twice, every client finished";
+    let json = serde_json::to_value(&r).expect("a result serializes");
+    let reports = host_dir(&opts.data_dir, 0);
+    Ok(ClusterOutcome::checked(lines.join("\n") + "\n", json, r.failure.clone(), ok, &opts.data_dir, &reports))
+}
+
 /// Gotthard's real mode in the system contract ([`pisadb_harness::real`]).
 pub struct Real;
 
@@ -263,6 +311,10 @@ impl pisadb_harness::real::RealMode for Real {
 
     fn serve_host(&self, config: &Path, id: u16, data_dir: &Path) -> Result<(), String> {
         pisadb_runtime::serve_config(config, |cfg| serve_host(cfg, id, data_dir))
+    }
+
+    fn run_cluster(&self, run: &ClusterRun) -> Result<ClusterOutcome, String> {
+        cluster(run)
     }
 
     fn processes(&self, _variant: &str, _settings: &serde_json::Value) -> Option<(u16, u16)> {

@@ -43,7 +43,7 @@ use crate::rack::{
     group_rows, groups_equal_reference, hosts, overflow_shares, rack_switch, RackConfig, RackObserver, LOSS_ERROR,
 };
 use pisadb_core::Nanos;
-use pisadb_harness::real::RealFlag;
+use pisadb_harness::real::{AliasTo, ClusterOutcome, ClusterRun, FlagAlias, RealFlag};
 use pisadb_olap::q20::{reference, AnswerRow};
 use pisadb_olap::tpch::{generate, Q20Data, Q20Params};
 use pisadb_runtime::host_proc::{self, HostRun};
@@ -350,6 +350,69 @@ fn judge(spec: &Spec, data: &Q20Data, hosts: Vec<HostReport>, switch: SwitchRepo
     }
 }
 
+/// The setting real mode adds to the simulator's: the least time between two tuples a segment
+/// streams, in ns (on loopback nothing else paces the segments, and a software switch fed
+/// faster than it forwards loses datagrams, which fails the query); default [`TUPLE_GAP_NS`].
+pub const TUPLE_GAP_KEY: &str = "tuple_gap_ns";
+
+/// The longest [`TUPLE_GAP_KEY`] accepted (ns): 1 ms.
+pub const MAX_TUPLE_GAP_NS: Nanos = 1_000_000;
+
+/// Real mode's settings as the rack's and the tuple gap, each checked.
+fn real_settings(settings: &serde_json::Value, edits: &str) -> Result<(RackConfig, Nanos), String> {
+    let mut settings = settings.clone();
+    let gap = settings.as_object_mut().and_then(|m| m.remove(TUPLE_GAP_KEY));
+    let tuple_gap_ns = match gap {
+        None => TUPLE_GAP_NS,
+        Some(v) => v.as_u64().filter(|&ns| ns <= MAX_TUPLE_GAP_NS).ok_or_else(|| {
+            format!("--set {TUPLE_GAP_KEY}={v}: expected an integer of ns, at most {MAX_TUPLE_GAP_NS} (1 ms)")
+        })?,
+    };
+    let rack: RackConfig = pisadb_harness::real::read_settings(&settings, edits)?;
+    rack.check().map_err(|e| format!("--set: {e}"))?;
+    Ok((rack, tuple_gap_ns))
+}
+
+/// `pisadb cluster --system netaccel`: NetAccel's rack as processes on loopback, until the
+/// query is answered; checked, and its report.
+pub fn cluster(run: &ClusterRun) -> Result<ClusterOutcome, String> {
+    let plan = crate::system::plan_of(&run.variant)?;
+    let (rack, tuple_gap_ns) = real_settings(&run.settings, &run.edits)?;
+    pisadb_runtime::install_stop_signals().map_err(|e| e.to_string())?;
+    let opts = ClusterOptions {
+        spec: Spec { plan, rack, tuple_gap_ns },
+        seconds: run.seconds,
+        data_dir: run.data_dir.clone(),
+        exe: run.exe.clone(),
+        crashes: Crash::of_run(run),
+    };
+    let r = run_cluster(&opts).map_err(|e| e.to_string())?;
+    let mut lines: Vec<String> = r
+        .crashes
+        .iter()
+        .map(|(role, at_s, down_s)| {
+            format!("{role:?} killed (kill -9) at {at_s} s and restarted {down_s} s later, with nothing of its part")
+        })
+        .collect();
+    let rack = &opts.spec.rack;
+    let response = r.response_ms.map_or("–".to_string(), |ms| format!("{ms:.1} ms"));
+    lines.extend([
+        format!(
+            "NetAccel ({}, {:?}) on loopback: SF {}, {} segments, split {}x{}, one tuple per {} ns per segment\n",
+            run.variant, rack.query, rack.sf, rack.segments, r.split[0], r.split[1], tuple_gap_ns
+        ),
+        format!(
+            "response {response}   groups {}   answer rows {}   tuples {}/{}   overflow i/ii/iii {:.2}/{:.2}/{:.2}%",
+            r.groups, r.answer_rows, r.tuples[0], r.tuples[1], r.overflow_pct[0], r.overflow_pct[1], r.overflow_pct[2]
+        ),
+        format!("switch: {} datagrams in, {} out", r.switch.datagrams_in, r.switch.datagrams_out),
+    ]);
+    let ok = "the answer equals the plain reference; every host drained";
+    let json = serde_json::to_value(&r).expect("a result serializes");
+    let reports = ConfigLaunch::host_dir(&opts.data_dir, 0);
+    Ok(ClusterOutcome::checked(lines.join("\n") + "\n", json, r.failure.clone(), ok, &opts.data_dir, &reports))
+}
+
 /// NetAccel's real mode in the system contract ([`pisadb_harness::real`]).
 pub struct Real;
 
@@ -362,14 +425,27 @@ impl pisadb_harness::real::RealMode for Real {
     }
 
     fn flags(&self) -> &'static [RealFlag] {
-        &[
-            RealFlag::KillNode,
-            RealFlag::KillSwitch,
-            RealFlag::Down,
-            RealFlag::Set,
-            RealFlag::Preset,
-            RealFlag::Own("--tuple-gap-ns"),
-        ]
+        &[RealFlag::KillNode, RealFlag::KillSwitch, RealFlag::Down, RealFlag::Set, RealFlag::Preset]
+    }
+
+    fn flag_aliases(&self) -> &'static [FlagAlias] {
+        &[FlagAlias { flag: "--tuple-gap-ns", to: AliasTo::Set(TUPLE_GAP_KEY) }]
+    }
+
+    fn defaults(&self) -> Option<serde_json::Value> {
+        let mut settings = pisadb_harness::System::default_settings(&crate::SYSTEM);
+        if let Some(map) = settings.as_object_mut() {
+            map.insert(TUPLE_GAP_KEY.into(), TUPLE_GAP_NS.into());
+        }
+        Some(settings)
+    }
+
+    fn check_settings(&self, _variant: &str, settings: &serde_json::Value) -> Result<(), String> {
+        real_settings(settings, "--set").map(drop)
+    }
+
+    fn run_cluster(&self, run: &ClusterRun) -> Result<ClusterOutcome, String> {
+        cluster(run)
     }
 
     fn serve_switch(&self, config: &Path, id: u16, _: &[PathBuf], _: u16, report: Option<&Path>) -> Result<(), String> {

@@ -60,7 +60,7 @@ use crate::rack::{
 use crate::server::{AbortReason, Server, ServerConfig, ServerEvent, COSTS};
 use crate::wal::{ledger_of, WalRecord};
 use pisadb_core::Nanos;
-use pisadb_harness::real::RealFlag;
+use pisadb_harness::real::{ClusterOutcome, ClusterRun, RealFlag};
 use pisadb_runtime::host_proc::open_log;
 use pisadb_runtime::host_proc::{self, HostRun, Ledgered};
 use pisadb_runtime::ledger::{read_ledger, Entry, LedgerClient, LedgerServer, Stage};
@@ -500,6 +500,73 @@ pub struct Real;
 /// SwitchTx's [`Real`], for the binary's table of real modes.
 pub static REAL: Real = Real;
 
+/// `pisadb cluster --system switchtx`: SwitchTx's servers and its four switches (S0 over three
+/// ToRs) as processes on loopback, from real mode's defaults (8 servers x 2 threads) with
+/// `--preset` and every `--set` applied; `--loss`, `--delay-us` and `--jitter-us` on every
+/// server's port; `--kill-switch` kills S0 and restarts it after `--down` with zeroed
+/// registers; `--kill-node N@S` kills server N (`kill -9`) S seconds in and restarts it after
+/// `--down` from its write-ahead log (every server then logs: `durable` is set). Checked, and
+/// its report.
+pub fn cluster(run: &ClusterRun) -> Result<ClusterOutcome, String> {
+    let mut rack: RackConfig = run.read_settings()?;
+    // A server that is killed must restart from its log; so must every server's data, since
+    // a survivor's answers may be all a restarted one's client has.
+    let crashes = Crash::of_run(run);
+    rack.durable |= crashes.iter().any(|c| matches!(c.role, Role::Host(_)));
+    pisadb_runtime::install_stop_signals().map_err(|e| e.to_string())?;
+    let opts = ClusterOptions {
+        spec: Spec { variant: run.variant.clone(), rack },
+        seconds: run.seconds,
+        data_dir: run.data_dir.clone(),
+        exe: run.exe.clone(),
+        extra: PortWire::from(run.wire),
+        crashes,
+    };
+    let r = run_cluster(&opts).map_err(|e| e.to_string())?;
+    let (f, rack) = (&r.figures, &opts.spec.rack);
+    let mut lines = vec![
+        format!(
+            "SwitchTx ({}) on loopback: {} server processes x {} threads, {} switch processes, theta {}, {} s\n",
+            run.variant,
+            r.hosts.len(),
+            rack.threads,
+            r.switches.len(),
+            rack.workload.theta,
+            run.seconds
+        ),
+        format!(
+            "commits/s {:.0}   p50 {:.0} us   p99 {:.0} us   aborts {} ({:.1}%, {:?})   timeouts {}   mpl {:.1}",
+            f.commits_per_s,
+            f.p50_us,
+            f.p99_us,
+            f.aborts,
+            f.abort_rate * 100.0,
+            f.aborts_by_reason,
+            f.timeouts,
+            f.mpl_mean
+        ),
+        format!(
+            "switches: {} gathered, {} stale/aborted dropped; wires: {} lost, {} delayed; {} commits checked, {} \
+             acknowledged ones found in the final state by the supervisor's ledger",
+            f.switch_gathered, f.switch_filtered, r.wire.0, r.wire.1, f.checked_commits, r.acknowledged
+        ),
+    ];
+    lines.extend(r.crashes.iter().map(|(role, at_s, down_s)| match role {
+        Role::Switch(id) => format!("switch {id} killed at {at_s} s, restarted with zeroed registers {down_s} s later"),
+        Role::Host(id) => {
+            format!("server {id} killed at {at_s} s, restarted from its write-ahead log {down_s} s later")
+        }
+    }));
+    let ok = if r.replicated {
+        "committed history serializable, no commit lost, every backup equals its primary, no lock left, every server drained"
+    } else {
+        "committed history serializable, no lock left, every server drained (eris keeps no backups)"
+    };
+    let json = serde_json::to_value(&r).expect("a result serializes");
+    let reports = ConfigLaunch::host_dir(&opts.data_dir, 0);
+    Ok(ClusterOutcome::checked(lines.join("\n") + "\n", json, r.failure.clone(), ok, &opts.data_dir, &reports))
+}
+
 impl pisadb_harness::real::RealMode for Real {
     fn name(&self) -> &'static str {
         SYSTEM
@@ -528,6 +595,10 @@ impl pisadb_harness::real::RealMode for Real {
 
     fn serve_host(&self, config: &Path, id: u16, data_dir: &Path) -> Result<(), String> {
         pisadb_runtime::serve_config(config, |cfg| serve_host(cfg, id, data_dir))
+    }
+
+    fn run_cluster(&self, run: &ClusterRun) -> Result<ClusterOutcome, String> {
+        cluster(run)
     }
 }
 

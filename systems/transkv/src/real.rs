@@ -65,7 +65,7 @@ use crate::store::{NodeRecord, NodeStore, StorageNode};
 use crate::wire::{value_of, VALUE_BYTES};
 use pisadb_core::TupleKey;
 use pisadb_engine::{Storage, StorageError, Tuple};
-use pisadb_harness::real::RealFlag;
+use pisadb_harness::real::{ClusterOutcome, ClusterRun, RealFlag, RealKill};
 use pisadb_net::LinkParams;
 use pisadb_report::latency::LatencySummary;
 use pisadb_runtime::host_proc::{self, HostRun};
@@ -655,6 +655,66 @@ fn judge(hosts: Vec<HostReport>, switches: Vec<SwitchReport>, caches: &[CacheRep
     }
 }
 
+/// `pisadb cluster --system transkv`: TransKV's data center (8 switch processes, 16 storage
+/// nodes over fjall, 4 client hosts, the controller) on loopback, checked, and its report.
+pub fn cluster(run: &ClusterRun) -> Result<ClusterOutcome, String> {
+    pisadb_runtime::install_stop_signals().map_err(|e| e.to_string())?;
+    let kills = run.kills.iter().filter_map(|kill| match *kill {
+        RealKill::Node { id, at_s } => Some((id, at_s)),
+        RealKill::Switch { .. } => None,
+    });
+    let opts = ClusterOptions {
+        spec: Spec { variant: run.variant.clone(), rack: run.read_settings()? },
+        seconds: run.seconds,
+        data_dir: run.data_dir.clone(),
+        exe: run.exe.clone(),
+        kills: kills.collect(),
+        down_s: run.down_s,
+    };
+    let r = run_cluster(&opts).map_err(|e| e.to_string())?;
+    let rack = &opts.spec.rack;
+    let mut lines: Vec<String> = r
+        .killed
+        .iter()
+        .map(|(node, at)| format!("storage node {node} killed (kill -9) at {at} s and restarted from its log"))
+        .collect();
+    let (read, write) = (&r.read_latency, &r.write_latency);
+    let passes: u64 = r.switches.iter().map(|s| s.passes).sum();
+    lines.extend([
+        format!(
+            "TransKV ({}) on loopback: 8 switch processes, 16 storage nodes (fjall), 4 client hosts, the \
+             controller; {} records, Zipf {}, {:.0}% writes, {} s\n",
+            run.variant,
+            rack.records,
+            rack.zipf,
+            rack.write_ratio * 100.0,
+            run.seconds
+        ),
+        format!(
+            "commits {} ({} writes, {} answered by a switch)   {:.1} ktxn/s   aborts switch/node {}/{}   resolves {}",
+            r.commits[0], r.commits[1], r.commits[2], r.ktps, r.aborts[0], r.aborts[1], r.aborts[2]
+        ),
+        format!(
+            "read µs mean/p50/p99 {:.0}/{:.0}/{:.0}   write µs {:.0}/{:.0}/{:.0}",
+            read.latency_us_mean,
+            read.latency_us_p50,
+            read.latency_us_p99,
+            write.latency_us_mean,
+            write.latency_us_p50,
+            write.latency_us_p99
+        ),
+        format!(
+            "keys in the fjall stores {}   cached keys compared {} (+{} holding only timestamps)   switch passes {}",
+            r.stored_keys, r.cached_compared.0, r.cached_compared.1, passes
+        ),
+    ]);
+    let ok = "serializable in timestamp order, clients and nodes agree, every cached value equals its node's, \
+              nothing pending, every host drained";
+    let json = serde_json::to_value(&r).expect("a result serializes");
+    let reports = ConfigLaunch::host_dir(&opts.data_dir, 0);
+    Ok(ClusterOutcome::checked(lines.join("\n") + "\n", json, r.failure.clone(), ok, &opts.data_dir, &reports))
+}
+
 /// TransKV's real mode in the system contract ([`pisadb_harness::real`]).
 pub struct Real;
 
@@ -680,6 +740,10 @@ impl pisadb_harness::real::RealMode for Real {
 
     fn processes(&self, _variant: &str, _settings: &serde_json::Value) -> Option<(u16, u16)> {
         Some((CONTROLLER + 1, SWITCHES))
+    }
+
+    fn run_cluster(&self, run: &ClusterRun) -> Result<ClusterOutcome, String> {
+        cluster(run)
     }
 }
 

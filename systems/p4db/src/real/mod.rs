@@ -9,7 +9,8 @@
 //! supervisor, injects crashes, and checks the run: every store rebuilt from its log, the
 //! switch's registers rebuilt from all logs, the workload's invariants. [`loadgen`] is
 //! `pisadb switch-bench`: the switch process alone under P4DB's load, beside the simulator
-//! running the same load.
+//! running the same load. A real rack takes its own few settings ([`settings`]; the flags they
+//! were before are kept as aliases), and [`outcome`] runs both commands from them and reports.
 //!
 //! Every process of a rack reads one [`P4dbRackConfig`]: the runtime's [`RackConfig`] with
 //! [`P4dbSpec`] as the system's part, so all of them plan the same workload and layout
@@ -18,6 +19,8 @@
 pub mod cluster;
 pub mod loadgen;
 pub mod node;
+pub mod outcome;
+pub mod settings;
 pub mod switch;
 
 use crate::RunConfig;
@@ -67,9 +70,6 @@ pub enum RealError {
     /// A load the switch benchmark cannot use, or a switch process that never served it.
     #[error(transparent)]
     Load(#[from] crate::real::loadgen::LoadError),
-    /// An end-of-run check failed.
-    #[error("a check failed (see above)")]
-    CheckFailed,
 }
 
 /// A result of P4DB's real mode.
@@ -97,16 +97,20 @@ pub fn load(path: &Path) -> Result<P4dbRackConfig> {
     Ok(cfg)
 }
 
-/// P4DB's real mode in the system contract ([`pisadb_harness::real`]). Its rack takes the
-/// bench's flags (`--nodes`, `--workers`, `--cc`, `--workload`, …) rather than `--set`;
-/// `--variant` names its mode, as `--mode` (kept as an alias) does.
+/// P4DB's real mode in the system contract ([`pisadb_harness::real`]). Its rack takes its own
+/// settings ([`settings::RealSettings`], by `--set`; its old flags `--nodes`, `--workers`,
+/// `--cc`, `--workload`, … are aliases of them); `--variant` names its mode, as `--mode` (an
+/// alias) does. Its `--preset`s are the simulator's and are refused here.
 pub struct Real;
 
 /// P4DB's [`Real`], for the binary's table of real modes.
 pub static REAL: Real = Real;
 
-/// P4DB's own flags of `pisadb cluster`, which no other system honours.
-pub const OWN_FLAGS: [&str; 6] = ["--mode", "--cc", "--nodes", "--workers", "--peer-timeout-ms", "--no-verify"];
+/// `settings` as P4DB's real-mode settings, checked.
+fn real_settings(settings: &serde_json::Value) -> std::result::Result<settings::RealSettings, String> {
+    let s: settings::RealSettings = pisadb_harness::real::read_settings(settings, "--set")?;
+    s.check().map(|()| s)
+}
 
 impl pisadb_harness::real::RealMode for Real {
     fn name(&self) -> &'static str {
@@ -115,23 +119,37 @@ impl pisadb_harness::real::RealMode for Real {
 
     fn flags(&self) -> &'static [pisadb_harness::real::RealFlag] {
         use pisadb_harness::real::RealFlag::*;
-        &[
-            Loss,
-            DelayUs,
-            JitterUs,
-            PortWire,
-            KillNode,
-            KillSwitch,
-            Down,
-            Netns,
-            NoLog,
-            Own(OWN_FLAGS[0]),
-            Own(OWN_FLAGS[1]),
-            Own(OWN_FLAGS[2]),
-            Own(OWN_FLAGS[3]),
-            Own(OWN_FLAGS[4]),
-            Own(OWN_FLAGS[5]),
-        ]
+        &[Loss, DelayUs, JitterUs, PortWire, KillNode, KillSwitch, Down, Netns, NoLog, Set]
+    }
+
+    fn flag_aliases(&self) -> &'static [pisadb_harness::real::FlagAlias] {
+        settings::ALIASES
+    }
+
+    fn defaults(&self) -> Option<serde_json::Value> {
+        Some(serde_json::to_value(settings::RealSettings::default()).expect("settings serialize"))
+    }
+
+    fn processes(&self, _variant: &str, settings: &serde_json::Value) -> Option<(u16, u16)> {
+        real_settings(settings).ok().map(|s| (s.nodes, 1))
+    }
+
+    fn check_settings(&self, _variant: &str, settings: &serde_json::Value) -> std::result::Result<(), String> {
+        real_settings(settings).map(drop)
+    }
+
+    fn run_cluster(
+        &self,
+        run: &pisadb_harness::real::ClusterRun,
+    ) -> std::result::Result<pisadb_harness::real::ClusterOutcome, String> {
+        outcome::cluster(run)
+    }
+
+    fn switch_bench(
+        &self,
+        run: &pisadb_harness::real::SwitchBenchRun,
+    ) -> Option<std::result::Result<pisadb_harness::real::ClusterOutcome, String>> {
+        Some(outcome::switch_bench(run))
     }
 
     fn serve_switch(
