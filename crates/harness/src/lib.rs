@@ -255,6 +255,13 @@ pub trait System: Sync {
         vec![Preset::new(DEFAULT_PRESET, "PisaDB's model as it stands (the default settings)")]
     }
 
+    /// The `--set` keys its experiments read from [`ExperimentOptions::sets`] themselves (choices
+    /// every point takes where its experiment does not set them), which are therefore not
+    /// applied to the settings (none by default).
+    fn experiment_keys(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// Runs `pisadb sweep` of its experiment `name` itself, or `None` (the default) to have the
     /// harness's runner run it ([`campaign::sweep`]). For experiments that predate the shared
     /// runner (P4DB's, whose CSV schema the goldens pin) until they move onto it.
