@@ -342,13 +342,16 @@ mod tests {
             let e = experiment(name, &options).unwrap();
             assert!(e.file_stem.starts_with(name.split('/').next().unwrap()), "{name}: {}", e.file_stem);
             for c in &e.claims {
-                let (panel, series, x) = match &c.ours {
-                    Measure::Value { panel, series, x, .. } | Measure::Speedup { panel, series, x, .. } => {
-                        (panel, series, *x)
-                    }
-                    Measure::Ratio { panel, series, x, .. } => (panel, series, *x),
-                };
-                assert!(e.find(panel, series, x).is_some(), "{name}: {} names no point", c.words);
+                let (Measure::Value { panel, series, x, .. }
+                | Measure::Speedup { panel, series, x, .. }
+                | Measure::Ratio { panel, series, x, .. }) = &c.ours;
+                let point = e.find(panel, series, *x);
+                assert!(point.is_some(), "{name}: {} names no point", c.words);
+                match &c.ours {
+                    Measure::Ratio { over, .. } => assert!(e.find(panel, over, *x).is_some(), "{name}: {}", c.words),
+                    Measure::Speedup { .. } => assert!(point.and_then(|i| e.baseline_of(i)).is_some(), "{}", c.words),
+                    Measure::Value { .. } => {}
+                }
             }
         }
     }
