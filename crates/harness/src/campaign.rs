@@ -25,7 +25,11 @@ fn run_error(system: &dyn System, why: impl Into<String>) -> HarnessError {
 /// The experiments `names` of `system` under `options` (preset applied to its settings).
 fn build(system: &dyn System, names: &[&str], options: &ExperimentOptions) -> Result<Vec<Experiment>, HarnessError> {
     let (mut base, _) = preset_settings(system, &options.preset)?;
-    for set in &options.sets {
+    let own_key = |set: &str| {
+        let key = set.split_once('=').map_or(set, |(key, _)| key).trim().replace('-', "_");
+        system.experiment_keys().contains(&key.as_str())
+    };
+    for set in options.sets.iter().filter(|s| !own_key(s)) {
         crate::apply_set(&mut base, set)?;
     }
     names.iter().map(|n| system.experiment(n, &base, options).map_err(|why| run_error(system, why))).collect()

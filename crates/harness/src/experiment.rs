@@ -34,6 +34,10 @@ pub struct Point {
     pub x_name: String,
     /// The settings of the run (the system's settings, edited), seed included.
     pub settings: Value,
+    /// What is said of the point besides its settings, as a JSON object (`Null`: nothing):
+    /// labels a CSV shows ([`Column::Annotation`]: a workload's name) and values stated outside
+    /// our runs ([`Reference`]: what a paper's prototype measured at this configuration).
+    pub annotations: Value,
 }
 
 impl Point {
@@ -46,7 +50,19 @@ impl Point {
             x,
             x_name: String::new(),
             settings,
+            annotations: Value::Null,
         }
+    }
+
+    /// The same point with `value` said of it at `key` (see [`Point::annotations`]).
+    pub fn annotate(mut self, key: &str, value: impl Into<Value>) -> Self {
+        if !self.annotations.is_object() {
+            self.annotations = Value::Object(serde_json::Map::new());
+        }
+        if let Value::Object(map) = &mut self.annotations {
+            map.insert(key.to_string(), value.into());
+        }
+        self
     }
 
     /// The same point drawn as the line `series`.
@@ -124,6 +140,46 @@ pub enum Column {
         /// The dotted path into the figures.
         key: &'static str,
     },
+    /// The point's x as tables read it ([`Point::x_name`]; empty where x is a number).
+    XName {
+        /// The header.
+        header: &'static str,
+    },
+    /// An annotation of the point ([`Point::annotations`]) as a cell (empty where absent).
+    Annotation {
+        /// The header.
+        header: &'static str,
+        /// The dotted path into the annotations.
+        key: &'static str,
+    },
+    /// A number stated of the point outside our runs (an annotation: a prototype's
+    /// measurement), empty where none is.
+    Reference {
+        /// The header.
+        header: &'static str,
+        /// The dotted path into the annotations.
+        key: &'static str,
+        /// How it is written.
+        format: Format,
+    },
+    /// The ratio of a stated number of the point to its baseline's (the prototype's speedup);
+    /// empty where either has none.
+    ReferenceRatio {
+        /// The header.
+        header: &'static str,
+        /// The dotted path into the annotations.
+        key: &'static str,
+        /// How it is written.
+        format: Format,
+    },
+    /// A figure summed over the seeds' runs per wall-clock second they took together (the
+    /// simulator's speed), as a whole number. A wall-time figure: name it with `wall`.
+    PerWallSecond {
+        /// The header.
+        header: &'static str,
+        /// The dotted path into the figures.
+        key: &'static str,
+    },
 }
 
 impl Column {
@@ -145,7 +201,13 @@ impl Column {
     /// The headers it writes.
     pub fn headers(&self) -> Vec<String> {
         match self {
-            Column::Setting { header, .. } | Column::Text { header, .. } => vec![header.to_string()],
+            Column::Setting { header, .. }
+            | Column::Text { header, .. }
+            | Column::XName { header }
+            | Column::Annotation { header, .. }
+            | Column::Reference { header, .. }
+            | Column::ReferenceRatio { header, .. }
+            | Column::PerWallSecond { header, .. } => vec![header.to_string()],
             Column::Figure { header, .. } | Column::Ratio { header, .. } => {
                 vec![header.to_string(), format!("{header}_sd")]
             }
@@ -187,6 +249,23 @@ pub enum Y {
         /// The x between two samples.
         step: f64,
     },
+    /// Several figures of each point, times `scale`: one line per series and part, named
+    /// `<series> <part>` (committed hot and cold transactions).
+    Parts {
+        /// The parts: (name in the legend, dotted path into the figures).
+        parts: Vec<(&'static str, &'static str)>,
+        /// Multiplies each figure.
+        scale: f64,
+    },
+    /// Figures that add up to a whole, times `scale`, compared across the series of a panel:
+    /// one line per part, at x = 1, 2, … for the panel's series in order (the x axis names
+    /// them), each point the series' first point in the panel (where the latency goes).
+    Stack {
+        /// The parts: (name in the legend, dotted path into the figures).
+        parts: Vec<(&'static str, &'static str)>,
+        /// Multiplies each figure.
+        scale: f64,
+    },
 }
 
 /// One chart of an experiment: a panel per panel label of its points.
@@ -212,6 +291,18 @@ impl Chart {
 pub enum Measure {
     /// The figure `key` of the point at `panel`, `series`, `x`.
     Value {
+        /// The panel.
+        panel: String,
+        /// The series.
+        series: String,
+        /// The x.
+        x: f64,
+        /// The dotted path into the figures.
+        key: &'static str,
+    },
+    /// The per-seed ratio of figure `key` of the point at `panel`, `series`, `x` over its
+    /// baseline's ([`Experiment::baseline_of`]: the baseline series, or an ablation's first step).
+    Speedup {
         /// The panel.
         panel: String,
         /// The series.
@@ -340,6 +431,14 @@ pub struct Experiment {
     pub chart_columns: usize,
     /// The series ratios are taken against, at the same panel and x.
     pub baseline: Option<String>,
+    /// Ratios are taken against the first point of the panel instead (an ablation's first,
+    /// unoptimized step), and every series is drawn on a ratio chart.
+    pub baseline_first_of_panel: bool,
+    /// Figures computed from each run's figures before anything reads them (a rate times a
+    /// share), added to the run's JSON object; a sharded run stores the runs without them.
+    pub derived_figures: Option<DerivedFigures>,
+    /// Values stated outside our runs, per point, drawn dashed beside our figure.
+    pub references: Vec<Reference>,
     /// The paper's claims this experiment checks.
     pub claims: Vec<Claim>,
     /// Prose for the report, after the experiment's table (why ours differs, …).
@@ -361,6 +460,9 @@ impl Experiment {
             charts: Vec::new(),
             chart_columns: 3,
             baseline: None,
+            baseline_first_of_panel: false,
+            derived_figures: None,
+            references: Vec::new(),
             claims: Vec::new(),
             notes: String::new(),
         }
@@ -371,11 +473,56 @@ impl Experiment {
         self.points.iter().position(|p| p.panel == panel && p.series == series && p.x == x)
     }
 
-    /// The index of point `i`'s baseline (the baseline series at its panel and x), if any.
+    /// The index of point `i`'s baseline (the baseline series at its panel and x, or the
+    /// panel's first point under [`Experiment::baseline_first_of_panel`]), if any.
     pub fn baseline_of(&self, i: usize) -> Option<usize> {
         let p = &self.points[i];
+        if self.baseline_first_of_panel {
+            return self.points.iter().position(|b| b.panel == p.panel);
+        }
         self.find(&p.panel, self.baseline.as_deref()?, p.x)
     }
+
+    /// Whether `series` is the baseline series, whose line a ratio chart leaves out.
+    pub fn is_baseline_series(&self, series: &str) -> bool {
+        !self.baseline_first_of_panel && self.baseline.as_deref() == Some(series)
+    }
+
+    /// The stated value `key` of point `i` ([`Point::annotations`]), if it has one.
+    pub fn reference_of(&self, i: usize, key: &str) -> Option<f64> {
+        number_at(&self.points[i].annotations, key)
+    }
+
+    /// The ratio of point `i`'s stated value `key` to its baseline's.
+    pub fn reference_ratio(&self, i: usize, key: &str) -> Option<f64> {
+        Some(self.reference_of(i, key)? / self.reference_of(self.baseline_of(i)?, key)?)
+    }
+}
+
+/// A function adding figures computed from a run's figures to them ([`Experiment::derived_figures`]).
+#[derive(Clone, Copy, Debug)]
+pub struct DerivedFigures(pub fn(&mut Value));
+
+impl PartialEq for DerivedFigures {
+    /// The same function (as far as addresses tell: two experiments built by one system's code).
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::fn_addr_eq(self.0, other.0)
+    }
+}
+
+/// Values stated outside our runs for each point (what a paper's prototype measured there),
+/// read from the points' annotations and drawn dashed as `<series> (<name>)` on the charts of
+/// `figure`: its value on a figure chart, its ratio to the baseline's on a ratio chart.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reference {
+    /// Whose values they are, in the legend (`prototype`).
+    pub name: &'static str,
+    /// The figure they state (a dotted path into the figures).
+    pub figure: &'static str,
+    /// The dotted path to the value in the annotations.
+    pub mean: &'static str,
+    /// The dotted path to its standard deviation, if stated (error bars).
+    pub sd: Option<&'static str>,
 }
 
 /// What `pisadb reproduce NAME` runs and what its report says besides the figures.

@@ -22,8 +22,6 @@
 //!   command into shards ([`shard`]) and writes CSVs with `_sd` columns, SVGs with error bars
 //!   and the claims table ([`output`]). `pisadb sweep --system NAME EXPERIMENT` and `pisadb
 //!   reproduce NAME` reach them through [`Registry::sweep`] and [`Registry::reproduce`].
-//!   (P4DB's experiments predate the shared runner and still run on their own, in P4DB's
-//!   crate, through [`System::own_sweep`] and [`System::own_reproduce`].)
 //! - [`preset`]: named sets of settings, every value with its provenance (measured, stated,
 //!   assumed); every system has at least `pisadb` (the default) and `paper`.
 //! - [`settings`]: `--set key=value` overrides applied to a system's settings before they are
@@ -306,17 +304,11 @@ pub trait System: Sync {
         vec![Preset::new(DEFAULT_PRESET, "PisaDB's model as it stands (the default settings)")]
     }
 
-    /// Runs `pisadb sweep` of its experiment `name` itself, or `None` (the default) to have the
-    /// harness's runner run it ([`campaign::sweep`]). For experiments that predate the shared
-    /// runner (P4DB's, whose CSV schema the goldens pin) until they move onto it.
-    fn own_sweep(&self, _name: &str, _options: &ExperimentOptions) -> Option<Result<String, String>> {
-        None
-    }
-
-    /// Runs `pisadb reproduce` itself, or `None` (the default) to have the harness's runner run
-    /// its [`System::reproduction`] ([`campaign::reproduce`]); see [`System::own_sweep`].
-    fn own_reproduce(&self, _options: &ExperimentOptions) -> Option<Result<String, String>> {
-        None
+    /// The `--set` keys its experiments read from [`ExperimentOptions::sets`] themselves (choices
+    /// every point takes where its experiment does not set them), which are therefore not
+    /// applied to the settings (none by default).
+    fn experiment_keys(&self) -> &'static [&'static str] {
+        &[]
     }
 
     // --- End of experiments and presets. ---
@@ -398,19 +390,13 @@ impl Registry {
                 ),
             });
         }
-        match system.own_sweep(experiment, options) {
-            Some(done) => done.map_err(|why| HarnessError::Run { system: system.name().into(), why }),
-            None => campaign::sweep(system, experiment, options),
-        }
+        campaign::sweep(system, experiment, options)
     }
 
     /// Runs every experiment of the system called `name` and its report.
     pub fn reproduce(&self, name: &str, options: &ExperimentOptions) -> Result<String, HarnessError> {
         let system = self.experimenter(name)?;
-        match system.own_reproduce(options) {
-            Some(done) => done.map_err(|why| HarnessError::Run { system: system.name().into(), why }),
-            None => campaign::reproduce(system, options),
-        }
+        campaign::reproduce(system, options)
     }
 }
 

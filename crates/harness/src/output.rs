@@ -53,6 +53,17 @@ pub fn write_experiment_csv(e: &Experiment, measured: &[Measured], out: &Path) -
                         None => row.extend([String::new(), String::new()]),
                     },
                     Column::Text { key, .. } => row.push(m.text(key)),
+                    Column::XName { .. } => row.push(p.x_name.clone()),
+                    Column::Annotation { key, .. } => {
+                        row.push(crate::experiment::cell(crate::experiment::at(&p.annotations, key)))
+                    }
+                    Column::Reference { key, format, .. } => {
+                        row.push(e.reference_of(i, key).map_or_else(String::new, |v| format.write(v)))
+                    }
+                    Column::ReferenceRatio { key, format, .. } => {
+                        row.push(e.reference_ratio(i, key).map_or_else(String::new, |v| format.write(v)))
+                    }
+                    Column::PerWallSecond { key, .. } => row.push(format!("{:.0}", m.per_wall_second(key))),
                 }
             }
             row.push(format!("{:.3}", m.wall_s()));
@@ -70,7 +81,7 @@ fn y_stat(e: &Experiment, measured: &[Measured], y: &Y, i: usize) -> Stat {
     match y {
         Y::Figure { key, scale } => measured[i].stat(key).scaled(*scale),
         Y::Ratio { key } => e.baseline_of(i).map_or(Stat::NAN, |b| measured[i].ratio(&measured[b], key)),
-        Y::Distribution { .. } | Y::Timeline { .. } => Stat::NAN,
+        Y::Distribution { .. } | Y::Timeline { .. } | Y::Parts { .. } | Y::Stack { .. } => Stat::NAN,
     }
 }
 
@@ -104,24 +115,38 @@ pub fn panels(e: &Experiment, measured: &[Measured]) -> Vec<Panel> {
             out.extend(timeline_panels(e, measured, key, step, chart, &title));
             continue;
         }
+        if let Y::Stack { parts, scale } = &chart.y {
+            out.extend(stack_panels(e, measured, parts, *scale, chart, &title));
+            continue;
+        }
         for panel in distinct(e.points.iter().map(|p| p.panel.as_str())) {
             let members: Vec<usize> = (0..e.points.len()).filter(|&i| e.points[i].panel == panel).collect();
             let names = distinct(members.iter().map(|&i| e.points[i].series.as_str()));
             let hide_baseline = matches!(chart.y, Y::Ratio { .. });
-            let mut series: Vec<Series> = names
-                .iter()
-                .filter(|s| !(hide_baseline && e.baseline.as_deref() == Some(**s)))
-                .map(|s| {
-                    let of: Vec<usize> = members.iter().copied().filter(|&i| e.points[i].series == *s).collect();
-                    let stats: Vec<Stat> = of.iter().map(|&i| y_stat(e, measured, &chart.y, i)).collect();
-                    Series {
-                        name: s.to_string(),
-                        points: of.iter().zip(&stats).map(|(&i, st)| (e.points[i].x, st.mean)).collect(),
-                        errors: stats.iter().map(|st| st.sd).collect(),
-                        reference_of: None,
-                    }
-                })
-                .collect();
+            let shown: Vec<&str> =
+                names.iter().copied().filter(|s| !(hide_baseline && e.is_baseline_series(s))).collect();
+            let of = |s: &str| members.iter().copied().filter(|&i| e.points[i].series == s).collect::<Vec<usize>>();
+            let line = |name: String, of: &[usize], y: &dyn Fn(usize) -> Stat| {
+                let stats: Vec<Stat> = of.iter().map(|&i| y(i)).collect();
+                Series {
+                    name,
+                    points: of.iter().zip(&stats).map(|(&i, st)| (e.points[i].x, st.mean)).collect(),
+                    errors: stats.iter().map(|st| st.sd).collect(),
+                    reference_of: None,
+                }
+            };
+            let mut series: Vec<Series> = match &chart.y {
+                Y::Parts { parts, scale } => shown
+                    .iter()
+                    .flat_map(|s| {
+                        parts.iter().map(move |(part, key)| (s, part, key)).map(|(s, part, key)| {
+                            line(format!("{s} {part}"), &of(s), &|i| measured[i].stat(key).scaled(*scale))
+                        })
+                    })
+                    .collect(),
+                y => shown.iter().map(|s| line(s.to_string(), &of(s), &|i| y_stat(e, measured, y, i))).collect(),
+            };
+            series.extend(reference_series(e, &chart.y, &shown, &members));
             series.extend(paper_series(e, chart_key(&chart.y), panel));
             out.push(Panel {
                 title: title(panel),
@@ -141,7 +166,87 @@ fn chart_key(y: &Y) -> (&'static str, bool) {
     match y {
         Y::Figure { key, .. } | Y::Distribution { key, .. } | Y::Timeline { key, .. } => (key, false),
         Y::Ratio { key } => (key, true),
+        Y::Parts { .. } | Y::Stack { .. } => ("", false),
     }
+}
+
+/// The stated values ([`crate::experiment::Reference`]) of the `shown` series of a panel
+/// (its points `members`) on a chart of their figure, dashed in the color of our line: the
+/// value (times the chart's scale) on a figure chart, the ratio to the baseline's on a ratio
+/// chart. Series with no stated value at any point draw nothing.
+fn reference_series(e: &Experiment, y: &Y, shown: &[&str], members: &[usize]) -> Vec<Series> {
+    let mut lines = Vec::new();
+    for r in &e.references {
+        let value = |i: usize| -> Option<Stat> {
+            match y {
+                Y::Figure { key, scale } if *key == r.figure => {
+                    let mean = e.reference_of(i, r.mean)?;
+                    let sd = r.sd.and_then(|k| e.reference_of(i, k)).unwrap_or(0.0);
+                    Some(Stat { mean, sd }.scaled(*scale))
+                }
+                Y::Ratio { key } if *key == r.figure => Some(Stat { mean: e.reference_ratio(i, r.mean)?, sd: 0.0 }),
+                _ => None,
+            }
+        };
+        for s in shown {
+            let stated: Vec<(f64, Stat)> = members
+                .iter()
+                .filter(|&&i| e.points[i].series == *s)
+                .filter_map(|&i| Some((e.points[i].x, value(i)?)))
+                .collect();
+            if !stated.is_empty() {
+                lines.push(Series {
+                    name: format!("{s} ({})", r.name),
+                    points: stated.iter().map(|(x, st)| (*x, st.mean)).collect(),
+                    errors: stated.iter().map(|(_, st)| st.sd).collect(),
+                    reference_of: Some(s.to_string()),
+                });
+            }
+        }
+    }
+    lines
+}
+
+/// A chart of parts that add up to a whole ([`Y::Stack`]): one panel per panel label, one
+/// line per part across the panel's series at x = 1, 2, …
+fn stack_panels(
+    e: &Experiment,
+    measured: &[Measured],
+    parts: &[(&'static str, &'static str)],
+    scale: f64,
+    chart: &crate::experiment::Chart,
+    title: &dyn Fn(&str) -> String,
+) -> Vec<Panel> {
+    distinct(e.points.iter().map(|p| p.panel.as_str()))
+        .into_iter()
+        .map(|panel| {
+            let members: Vec<usize> = (0..e.points.len()).filter(|&i| e.points[i].panel == panel).collect();
+            let names = distinct(members.iter().map(|&i| e.points[i].series.as_str()));
+            let firsts: Vec<usize> =
+                names.iter().filter_map(|s| members.iter().copied().find(|&i| e.points[i].series == *s)).collect();
+            let series = parts
+                .iter()
+                .map(|(part, key)| {
+                    let stats: Vec<Stat> = firsts.iter().map(|&i| measured[i].stat(key).scaled(scale)).collect();
+                    Series {
+                        name: part.to_string(),
+                        points: stats.iter().enumerate().map(|(k, st)| ((k + 1) as f64, st.mean)).collect(),
+                        errors: stats.iter().map(|st| st.sd).collect(),
+                        reference_of: None,
+                    }
+                })
+                .collect();
+            let named: Vec<String> = names.iter().enumerate().map(|(k, s)| format!("{} = {s}", k + 1)).collect();
+            Panel {
+                title: title(panel),
+                x_label: format!("series ({})", named.join(", ")),
+                x_unit: Unit::Integer,
+                y_label: chart.y_label.clone(),
+                y_unit: chart.y_unit,
+                series,
+            }
+        })
+        .collect()
 }
 
 /// The paper's values of `panel` drawn dashed beside our lines: each ratio claim on a ratio
@@ -149,10 +254,16 @@ fn chart_key(y: &Y) -> (&'static str, bool) {
 fn paper_series(e: &Experiment, (key, is_ratio): (&str, bool), panel: &str) -> Vec<Series> {
     let mut lines: Vec<Series> = Vec::new();
     for claim in &e.claims {
-        let (Some(value), Measure::Ratio { panel: p, series, over, x, key: k }) = (claim.paper, &claim.ours) else {
-            continue;
+        let (value, p, series, x, k) = match (claim.paper, &claim.ours) {
+            (Some(value), Measure::Ratio { panel: p, series, over, x, key: k })
+                if e.baseline.as_deref() == Some(over.as_str()) && !e.baseline_first_of_panel =>
+            {
+                (value, p, series, x, k)
+            }
+            (Some(value), Measure::Speedup { panel: p, series, x, key: k }) => (value, p, series, x, k),
+            _ => continue,
         };
-        if !is_ratio || *k != key || p != panel || e.baseline.as_deref() != Some(over.as_str()) {
+        if !is_ratio || *k != key || p != panel {
             continue;
         }
         let name = format!("{series} (paper)");
@@ -283,8 +394,7 @@ fn readable(st: Stat, unit: Unit, seeds: usize) -> String {
 
 /// A Markdown table of every point of `e`: what each of its charts shows.
 pub fn points_table(e: &Experiment, measured: &[Measured]) -> String {
-    let charts: Vec<_> =
-        e.charts.iter().filter(|c| !matches!(c.y, Y::Distribution { .. } | Y::Timeline { .. })).collect();
+    let charts: Vec<_> = e.charts.iter().filter(|c| matches!(c.y, Y::Figure { .. } | Y::Ratio { .. })).collect();
     let mut s = String::from("| panel | series | x |");
     for c in &charts {
         let _ = write!(s, " {} |", c.y_label);
@@ -306,6 +416,10 @@ pub fn points_table(e: &Experiment, measured: &[Measured]) -> String {
 pub fn claim_stat(e: &Experiment, measured: &[Measured], claim: &Claim) -> Option<Stat> {
     match &claim.ours {
         Measure::Value { panel, series, x, key } => Some(measured[e.find(panel, series, *x)?].stat(key)),
+        Measure::Speedup { panel, series, x, key } => {
+            let a = e.find(panel, series, *x)?;
+            Some(measured[a].ratio(&measured[e.baseline_of(a)?], key))
+        }
         Measure::Ratio { panel, series, over, x, key } => {
             let (a, b) = (e.find(panel, series, *x)?, e.find(panel, over, *x)?);
             Some(measured[a].ratio(&measured[b], key))
@@ -429,5 +543,97 @@ mod tests {
         // Where it holds, no reason is shown.
         let held = vec![measured(&[1.0]), measured(&[2.0]), measured(&[1.0]), measured(&[3.0])];
         assert!(claims_rows(&explained, &held).contains("| yes (same side of 1 as the paper) |  |"));
+    }
+
+    /// An ablation: three steps of one series, the first its baseline, each with the value a
+    /// prototype measured there.
+    fn ablation() -> Experiment {
+        let mut e = Experiment::new("toy", "steps", "Steps", "step", Unit::Integer);
+        for (x, stated) in [(1.0, 10.0), (2.0, 15.0), (3.0, 40.0)] {
+            let point = Point::new("p", "fast", x, json!({ "seed": 1, "w": 4 })).x_name(format!("step {x}"));
+            e.points.push(point.annotate("label", "L").annotate("proto", json!({ "tps": stated, "tps_sd": 1.0 })));
+        }
+        e.baseline_first_of_panel = true;
+        e.derived_figures = Some(crate::experiment::DerivedFigures(|f| {
+            let tps = f["tps"].as_f64().unwrap_or(0.0);
+            f["half"] = json!(tps / 2.0);
+        }));
+        e.references = vec![crate::experiment::Reference {
+            name: "proto",
+            figure: "tps",
+            mean: "proto.tps",
+            sd: Some("proto.tps_sd"),
+        }];
+        e.columns = vec![
+            Column::XName { header: "x_name" },
+            Column::Annotation { header: "label", key: "label" },
+            Column::Ratio { header: "speedup", key: "tps", format: crate::experiment::Format::Fixed(2) },
+            Column::Reference { header: "proto_tps", key: "proto.tps", format: crate::experiment::Format::Fixed(0) },
+            Column::ReferenceRatio {
+                header: "proto_speedup",
+                key: "proto.tps",
+                format: crate::experiment::Format::Fixed(2),
+            },
+            Column::PerWallSecond { header: "tps_per_wall_s", key: "tps" },
+        ];
+        e.charts = vec![
+            Chart { y_label: "speedup".into(), y_unit: Unit::Ratio, y: Y::Ratio { key: "tps" } },
+            Chart::figure("tps", 1.0, "tps", Unit::Count),
+            Chart {
+                y_label: "parts".into(),
+                y_unit: Unit::Count,
+                y: Y::Parts { parts: vec![("all", "tps"), ("half", "half")], scale: 1.0 },
+            },
+            Chart {
+                y_label: "stack".into(),
+                y_unit: Unit::Count,
+                y: Y::Stack { parts: vec![("half", "half")], scale: 1.0 },
+            },
+        ];
+        e
+    }
+
+    #[test]
+    fn an_ablation_is_measured_against_its_first_step_and_the_prototype_beside_it() {
+        let e = ablation();
+        let m = vec![measured(&[2.0]), measured(&[3.0]), measured(&[8.0])];
+        let dir = std::env::temp_dir().join(format!("pisadb-harness-ablation-{}", std::process::id()));
+        let text = std::fs::read_to_string(write_experiment_csv(&e, &m, &dir).unwrap()).unwrap();
+        std::fs::remove_dir_all(dir).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "experiment,panel,series,variant,x,seeds,x_name,label,speedup,speedup_sd,proto_tps,proto_speedup,tps_per_wall_s,wall_s"
+        );
+        assert_eq!(lines[1], "steps,p,fast,fast,1,1,step 1,L,1.00,0.00,10,1.00,4,0.500");
+        assert_eq!(lines[3], "steps,p,fast,fast,3,1,step 3,L,4.00,0.00,40,4.00,16,0.500");
+        let panels = panels(&e, &m);
+        // The ratio chart draws the first step too (it is no baseline series), and the
+        // prototype's ratios dashed beside ours.
+        let ratio = &panels[0].series;
+        assert_eq!(ratio[0].points, [(1.0, 1.0), (2.0, 1.5), (3.0, 4.0)]);
+        assert_eq!((ratio[1].name.as_str(), ratio[1].reference_of.as_deref()), ("fast (proto)", Some("fast")));
+        assert_eq!(ratio[1].points, [(1.0, 1.0), (2.0, 1.5), (3.0, 4.0)]);
+        // The figure chart draws the prototype's values with their deviation.
+        assert_eq!(panels[1].series[1].points, [(1.0, 10.0), (2.0, 15.0), (3.0, 40.0)]);
+        assert_eq!(panels[1].series[1].errors, [1.0, 1.0, 1.0]);
+    }
+
+    #[test]
+    fn derived_figures_feed_part_and_stack_charts() {
+        let e = ablation();
+        let mut runner_m = vec![measured(&[2.0]), measured(&[3.0]), measured(&[8.0])];
+        for m in &mut runner_m {
+            for r in &mut m.runs {
+                (e.derived_figures.unwrap().0)(&mut r.figures);
+            }
+        }
+        let panels = panels(&e, &runner_m);
+        let names: Vec<&str> = panels[2].series.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["fast all", "fast half"]);
+        assert_eq!(panels[2].series[1].points, [(1.0, 1.0), (2.0, 1.5), (3.0, 4.0)]);
+        // A stack: one line per part, x = the series' ordinal, its first point's value.
+        assert_eq!(panels[3].series[0].points, [(1.0, 1.0)]);
+        assert_eq!(panels[3].x_label, "series (1 = fast)");
     }
 }

@@ -89,6 +89,12 @@ impl Measured {
         texts.collect::<Vec<_>>().join(" ")
     }
 
+    /// Figure `key` summed over the runs per wall-clock second they took together.
+    pub fn per_wall_second(&self, key: &str) -> f64 {
+        let total: f64 = self.runs.iter().map(|r| number_at(&r.figures, key).unwrap_or(f64::NAN)).sum();
+        total / self.wall_s().max(1e-9)
+    }
+
     /// Wall-clock seconds of all its runs.
     pub fn wall_s(&self) -> f64 {
         self.runs.iter().map(|r| r.wall_s).sum()
@@ -206,10 +212,14 @@ impl<'a> Runner<'a> {
             .map(|p| {
                 let runs = (0..self.seeds).map(|k| {
                     let job = self.job(&p.variant, &p.settings, k)?;
-                    self.done.get(&job.key()).cloned().ok_or_else(|| HarnessError::Run {
+                    let mut run = self.done.get(&job.key()).cloned().ok_or_else(|| HarnessError::Run {
                         system: self.system.name().into(),
                         why: format!("{}: {} {} x={}: no run under seed index {k}", e.name, p.panel, p.series, p.x),
-                    })
+                    })?;
+                    if let Some(derive) = e.derived_figures {
+                        (derive.0)(&mut run.figures);
+                    }
+                    Ok(run)
                 });
                 Ok(Measured { runs: runs.collect::<Result<_, HarnessError>>()? })
             })

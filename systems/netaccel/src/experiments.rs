@@ -537,7 +537,9 @@ mod tests {
             assert!(!experiment.points.is_empty(), "{}", e.name);
             for claim in &experiment.claims {
                 let found = match &claim.ours {
-                    Measure::Value { panel, series, x, .. } => experiment.find(panel, series, *x).is_some(),
+                    Measure::Value { panel, series, x, .. } | Measure::Speedup { panel, series, x, .. } => {
+                        experiment.find(panel, series, *x).is_some()
+                    }
                     Measure::Ratio { panel, series, over, x, .. } => {
                         experiment.find(panel, series, *x).is_some() && experiment.find(panel, over, *x).is_some()
                     }

@@ -4,8 +4,8 @@
 use crate::node::Mode;
 use crate::run::{run, RunConfig, RunResult};
 use pisadb_harness::{
-    read_back, BenchPoint, ExperimentName, ExperimentOptions, FlagAlias, FuzzCaseFn, FuzzReport, HarnessError,
-    PointReport, Preset, System, Variant,
+    read_back, BenchPoint, Experiment, ExperimentName, ExperimentOptions, FlagAlias, FuzzCaseFn, FuzzReport,
+    HarnessError, PointReport, Preset, Reproduction, System, Variant,
 };
 use serde_json::Value;
 
@@ -97,13 +97,19 @@ impl System for P4db {
     fn experiments(&self) -> &'static [ExperimentName] {
         &crate::experiments::EXPERIMENT_NAMES
     }
-    /// P4DB's experiments still run on their own runner ([`crate::experiments::runner`]).
-    fn own_sweep(&self, name: &str, options: &ExperimentOptions) -> Option<Result<String, String>> {
-        Some(crate::experiments::campaign::sweep(name, options))
+    /// Its switch and concurrency-control choices ([`crate::experiments::EXPERIMENT_KEYS`]).
+    fn experiment_keys(&self) -> &'static [&'static str] {
+        &crate::experiments::EXPERIMENT_KEY_NAMES
     }
-    /// P4DB's three setups, on its own runner ([`crate::experiments::reproduce`]).
-    fn own_reproduce(&self, options: &ExperimentOptions) -> Option<Result<String, String>> {
-        Some(crate::experiments::campaign::reproduce(options))
+    /// P4DB's points start from their plans' configurations ([`crate::experiments::plan`]),
+    /// not from `base`: the preset chooses the model or the testbed, and `--set` takes only
+    /// [`System::experiment_keys`] ([`crate::experiments::reproduce::experiment`]).
+    fn experiment(&self, name: &str, _base: &Value, options: &ExperimentOptions) -> Result<Experiment, String> {
+        crate::experiments::reproduce::experiment(name, options)
+    }
+    /// Every experiment in three setups ([`crate::experiments::reproduce`]).
+    fn reproduction(&self, options: &ExperimentOptions) -> Reproduction {
+        crate::experiments::reproduce::reproduction(options)
     }
     /// A rack of `factor` times the default's nodes on its one switch.
     fn scaled(&self, factor: u32) -> Option<pisadb_harness::perf::Scaled> {

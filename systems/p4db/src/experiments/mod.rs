@@ -2,8 +2,10 @@
 //!
 //! An experiment is a list of simulated points ([`PointSpec`]): a full [`RunConfig`] plus the
 //! labels that place its result in a figure (panel, series, x). Nothing here runs anything:
-//! `pisadb sweep` runs one experiment, `pisadb reproduce` runs them all, and both read the same
-//! plans, so a figure means the same thing whichever command drew it.
+//! [`data`] turns a [`Plan`] into the harness's experiment data, which the harness's one
+//! runner runs for `pisadb sweep` (one experiment) and `pisadb reproduce` (all of them, in
+//! three setups: [`reproduce`]), so a figure means the same thing whichever command drew it,
+//! and `--seeds`, `--shard K/N` and `pisadb merge` work as for every system.
 //!
 //! The charts an experiment draws ([`Chart`]) are computed from the results by label: a
 //! speedup divides a point's throughput by its baseline's — the point with the same panel and
@@ -14,16 +16,9 @@
 //! 90% hot, TPC-C with 8/16/32 warehouses, 20% distributed unless swept) at simulated windows of
 //! a few milliseconds. `--quick` keeps the shape of every figure with fewer points and shorter
 //! windows.
-//!
-//! These experiments predate the harness's shared runner ([`pisadb_harness::runner`]) and keep
-//! their own ([`runner`]) for now: their CSV schema (prototype columns, speedups of an ablation
-//! against its first step) is pinned by the `reproduce p4db --quick` digests. They live here, in
-//! P4DB's crate, and reach the command line through [`System::sweep`](pisadb_harness::System)
-//! and `System::reproduce`, so the binary names no system ([`campaign`]).
 
-pub mod campaign;
+pub mod data;
 pub mod reproduce;
-pub mod runner;
 
 use crate::node::{Cc, Mode};
 use crate::paper::PrototypePoint;
@@ -305,6 +300,17 @@ pub const EXPERIMENT_KEYS: [(&str, &[&str]); 4] = [
     ("fine_locks", &["stages", "parity", "whole-pipeline"]),
     ("recirculation", &["priority", "fifo", "two-port-fifo"]),
 ];
+
+/// The names of [`EXPERIMENT_KEYS`].
+pub static EXPERIMENT_KEY_NAMES: [&str; EXPERIMENT_KEYS.len()] = {
+    let mut names = [""; EXPERIMENT_KEYS.len()];
+    let mut i = 0;
+    while i < names.len() {
+        names[i] = EXPERIMENT_KEYS[i].0;
+        i += 1;
+    }
+    names
+};
 
 /// The concurrency control (default NO_WAIT) and switch choices `sets` (`KEY=VALUE`, keys of
 /// [`EXPERIMENT_KEYS`]) ask for; an error names the bad key or value and what is accepted.
