@@ -393,7 +393,7 @@ mod tests {
                     0 => 0,
                     1..=5 => (x >> 30) % 2_000,
                     6 => (x >> 30) % 1_000_000,
-                    _ => 1 << 40 | (x >> 30) % 1000,
+                    _ => (1 << 40) | ((x >> 30) % 1000),
                 };
                 s.push(now + ahead, pushed);
                 reference.insert((now + ahead, pushed), pushed);
