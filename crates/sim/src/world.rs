@@ -78,14 +78,27 @@
 //! A run stops at its end time, or with [`SimError::StepLimit`] when it processed more events
 //! than its limit (a livelock or a runaway configuration). Whether the window saw enough work
 //! is the observer's to judge ([`SimError::Stalled`] is there for it).
+//!
+//! ## Where the code lives
+//!
+//! This module holds the world, its event loop and the hosts' handlers; `links` carries
+//! datagrams over the links and out of the switches (FIFO arithmetic, strict-priority ports,
+//! the fault plan's fate of each datagram), `rx` the receive queues of hosts that sort their
+//! batches, and `recovery` crashes and restarts.
 
 use crate::faults::{FaultStats, Faults, Target};
-use pisadb_core::rng::SeededRng;
 use pisadb_core::{Nanos, Scheduler, TraceBytes, TraceHash};
 use pisadb_host::{Host, HostOutbox, Route};
-use pisadb_net::{ClassCounters, Endpoint, LinkParams, PriorityPort, Topology};
-use pisadb_switch::{Port, SwitchDevice, Transmit};
-use rand::Rng;
+use pisadb_net::{ClassCounters, Endpoint, LinkParams, Topology};
+use pisadb_switch::{Port, SwitchDevice};
+
+mod links;
+mod recovery;
+mod rx;
+
+use links::{DrivenPort, PortEntry};
+use recovery::FaultState;
+use rx::RxQueue;
 
 /// Why a run did not finish normally.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -208,9 +221,9 @@ enum Event<T> {
         switch: u16,
         epoch: u32,
     },
-    /// A frame reaches a strict-priority port (boxed: the scheduler moves events around, and
-    /// the common ones are smaller).
-    EnterPort(Box<PortEntry>),
+    /// A frame reaches a strict-priority port (not boxed: events wait in the scheduler's slab
+    /// and never move while it orders them, so a larger variant costs no allocation).
+    EnterPort(PortEntry),
     /// Strict-priority link `link`'s port may have a frame done.
     PortWake {
         link: u32,
@@ -218,81 +231,6 @@ enum Event<T> {
     WindowStart,
     Crash(Target),
     Restart(Target),
-}
-
-/// A frame reaching strict-priority link `link`'s port.
-struct PortEntry {
-    /// The link.
-    link: usize,
-    /// Where the frame goes once across.
-    hop: Hop,
-    /// A reordering delay the fault plan drew, added to its arrival.
-    after_ns: Nanos,
-    /// Its class (the world's classifier's, found as it was sent).
-    class: u8,
-    /// The datagram.
-    bytes: Vec<u8>,
-}
-
-/// The fault plan in force and what it needs.
-struct FaultState<H: Host, S> {
-    plan: Faults,
-    rng: SeededRng,
-    restarts: Box<dyn Restarts<H, S>>,
-    stats: FaultStats,
-    /// When progress is demanded from: the network has healed and every restart is done.
-    healthy_from: Nanos,
-}
-
-/// A frame inside a strict-priority port: where it goes and its delay after the link.
-type PortItem = (Hop, Nanos, Vec<u8>);
-
-/// A strict-priority egress port and its pending wake-up.
-struct DrivenPort {
-    /// The port's state machine.
-    port: PriorityPort<PortItem>,
-    /// When a [`Event::PortWake`] is scheduled, if one is.
-    wake: Option<Nanos>,
-    /// Frames the fault plan holds before the port (jitter without `reorder`, slow links) that
-    /// have not entered it yet: (class, when the frame was ready, when it enters).
-    held: Vec<(u8, Nanos, Nanos)>,
-}
-
-impl DrivenPort {
-    /// When a frame of `class`, ready at `ready` and held by the fault plan until `at`, enters
-    /// the port: no earlier than any held frame of its class that was ready no later than it
-    /// (sent, from now, `now`). A delay before the link keeps a class in order, as the FIFO
-    /// wire does for every frame (`Link::carry`); each class is its own queue, so another
-    /// class's held frames do not hold it. Without faults no frame is held and `at` comes back.
-    fn entry_time(&mut self, now: Nanos, class: u8, ready: Nanos, at: Nanos) -> Nanos {
-        // A frame entering by now is in the port or enters before any frame sent from now on.
-        self.held.retain(|&(_, _, enter)| enter > now);
-        let floor = self.held.iter().filter(|&&(c, r, _)| c == class && r <= ready).map(|&(_, _, enter)| enter).max();
-        let at = floor.map_or(at, |floor| floor.max(at));
-        if at > ready {
-            self.held.push((class, ready, at));
-        }
-        at
-    }
-}
-
-/// The receive queue of one core of a host that sorts its batches (see "Receive queues").
-#[derive(Debug, Default)]
-struct RxQueue {
-    /// Datagrams that arrived since the current batch was taken, in arrival order, each with
-    /// the class the host gave it: the next batch.
-    waiting: Vec<(u8, Vec<u8>)>,
-    /// The batch being handled, sorted, next first.
-    batch: std::collections::VecDeque<Vec<u8>>,
-    /// Whether an [`Event::CoreFree`] for this core is scheduled.
-    armed: bool,
-}
-
-impl RxQueue {
-    /// Datagrams queued here, in the batch being handled and after it.
-    fn len(&self) -> usize {
-        self.waiting.len() + self.batch.len()
-    }
 }
 
 /// One switch and its incarnation.
@@ -592,7 +530,7 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
                 self.drain_switch(now, switch);
             }
             Event::EnterPort(entry) => {
-                let PortEntry { link, hop, after_ns, class, bytes } = *entry;
+                let PortEntry { link, hop, after_ns, class, bytes } = entry;
                 self.enter_port(now, link, hop, after_ns, class, bytes)
             }
             Event::PortWake { link } => self.wake_port(now, link as usize),
@@ -663,264 +601,6 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
         self.finish_handler(host, core, now, out);
     }
 
-    /// A datagram reaches a host that sorts its receive batches: handled at once if its core is
-    /// free with nothing queued, else queued for the core's next batch.
-    fn enqueue(&mut self, now: Nanos, host: u16, bytes: Vec<u8>) {
-        let h = usize::from(host);
-        let core = match self.hosts[h].route(&bytes) {
-            Route::Core(c) => usize::from(c),
-            Route::AnyCore => {
-                let (cores, rx) = (&self.cores[h], &self.rx[h]);
-                (0..cores.len()).min_by_key(|&c| (cores[c].max(now), rx[c].len(), c)).unwrap_or(0)
-            }
-        };
-        if self.cores[h][core] <= now && self.rx[h][core].len() == 0 {
-            return self.handle_datagram_on(now, host, core, bytes);
-        }
-        let class = self.hosts[h].receive_class(&bytes);
-        self.rx[h][core].waiting.push((class, bytes));
-        self.arm_core(now, host, core);
-    }
-
-    /// Schedules an [`Event::CoreFree`] for `core` of `host` when it frees, unless one is.
-    fn arm_core(&mut self, now: Nanos, host: u16, core: usize) {
-        let h = usize::from(host);
-        let rx = &mut self.rx[h][core];
-        if rx.armed || rx.len() == 0 {
-            return;
-        }
-        rx.armed = true;
-        let (at, epoch) = (self.cores[h][core].max(now), self.host_epoch[h]);
-        self.schedule(at, Event::CoreFree { host, core: core as u16, epoch });
-    }
-
-    /// `core` of `host` may be free: hands over the next datagram of its batch, taking and
-    /// sorting a new batch if the last one is done.
-    fn core_free(&mut self, now: Nanos, host: u16, core: usize, epoch: u32) {
-        let h = usize::from(host);
-        if self.host_down[h] || epoch != self.host_epoch[h] {
-            return; // queued for an incarnation that crashed (its queues went with it)
-        }
-        self.rx[h][core].armed = false;
-        if self.cores[h][core] > now {
-            return self.arm_core(now, host, core); // a timer took the core first
-        }
-        let rx = &mut self.rx[h][core];
-        if rx.batch.is_empty() {
-            let mut batch = std::mem::take(&mut rx.waiting);
-            // Stable: arrival order within a class.
-            batch.sort_by_key(|&(class, _)| std::cmp::Reverse(class));
-            rx.batch = batch.into_iter().map(|(_, bytes)| bytes).collect();
-        }
-        let Some(bytes) = rx.batch.pop_front() else { return };
-        self.handle_datagram_on(now, host, core, bytes);
-        self.arm_core(now, host, core);
-    }
-
-    fn count(&mut self, what: impl FnOnce(&mut FaultStats)) {
-        if let Some(f) = self.faults.as_mut() {
-            what(&mut f.stats);
-        }
-    }
-
-    fn crash(&mut self, target: Target) {
-        match target {
-            Target::Node(n) => {
-                let i = usize::from(n);
-                self.host_down[i] = true;
-                self.host_epoch[i] += 1;
-                // What waited in its receive queues was in its memory.
-                self.rx[i].iter_mut().for_each(|q| *q = RxQueue::default());
-                self.count(|s| s.node_crashes += 1);
-            }
-            Target::Switch(s) => {
-                let slot = &mut self.switches[usize::from(s)];
-                slot.down = true;
-                slot.epoch += 1;
-                slot.wake = None;
-                self.count(|s| s.switch_crashes += 1);
-            }
-        }
-    }
-
-    fn restart(&mut self, now: Nanos, target: Target) -> Result<(), String> {
-        // Hosts fence off every switch rebuilt so far; with one switch, its crash count.
-        let epoch = self.rebuilt_switch_epoch();
-        let hosts = self.hosts.len() as u16;
-        let Some(f) = self.faults.as_mut() else { return Err("no restart plan".into()) };
-        match target {
-            Target::Node(n) => {
-                let i = usize::from(n);
-                let mut host = f.restarts.host(n, &self.logs[i])?;
-                if self.stopping {
-                    host.stop();
-                }
-                host.fence_switch(epoch);
-                let mut out = HostOutbox::<H>::default();
-                host.start(now, &mut out);
-                self.hosts[i] = host;
-                self.cores[i].iter_mut().for_each(|c| *c = now);
-                self.host_down[i] = false;
-                self.apply(n, now, now, out);
-            }
-            Target::Switch(s) => {
-                let mut device = f.restarts.switch(s, &self.logs, epoch)?;
-                connect(&self.topology, s, hosts, &mut device).map_err(|e| e.to_string())?;
-                // Its CPU port leads to the same controller as before the crash.
-                if let Some(controller) = self.switches[usize::from(s)].device.controller() {
-                    device.set_controller(controller);
-                }
-                // The control plane collected every log: each host has fenced off the crashed
-                // switch, whose answers may still be on the wire (a host down now is fenced as
-                // it restarts).
-                for (host, down) in self.hosts.iter_mut().zip(&self.host_down) {
-                    if !down {
-                        host.fence_switch(epoch);
-                    }
-                }
-                let slot = &mut self.switches[usize::from(s)];
-                slot.device = device;
-                slot.down = false;
-            }
-        }
-        Ok(())
-    }
-
-    /// The epoch of the switches rebuilt after the latest crash: their crashes so far.
-    fn rebuilt_switch_epoch(&self) -> u16 {
-        let crashes: u32 = self.switches.iter().map(|s| s.epoch).sum();
-        u16::try_from(crashes).unwrap_or(u16::MAX)
-    }
-
-    /// Whether a crash of `target` planned in `[start, end)` cuts short what happens then.
-    fn crashes_within(&self, target: Target, start: Nanos, end: Nanos) -> bool {
-        self.faults
-            .as_ref()
-            .is_some_and(|f| f.plan.crashes.iter().any(|c| c.target == target && (start..end).contains(&c.at_ns)))
-    }
-
-    /// The copies of a datagram that enter a link to or from `host` at `now`: none if lost,
-    /// two if duplicated; each with its delay before the link (in order) and after it
-    /// (overtaking, with `reorder`). Slow links are per host; a trunk between switches passes
-    /// `None` and is only lossy, duplicating and jittery.
-    fn network_fate(&mut self, now: Nanos, host: Option<u16>) -> [Option<(Nanos, Nanos)>; 2] {
-        let Some(f) = self.faults.as_mut() else { return [Some((0, 0)), None] };
-        let slow = host.map_or(0, |h| f.plan.slow_ns(h, now));
-        if !f.plan.network_faulty(now) {
-            return [Some((slow, 0)), None];
-        }
-        if f.rng.random_bool(f.plan.loss) {
-            f.stats.lost += 1;
-            return [None, None];
-        }
-        let (jitter, reorder) = (f.plan.jitter_ns, f.plan.reorder);
-        let delay = |rng: &mut SeededRng| {
-            let j = rng.random_range(0..=jitter);
-            if reorder {
-                (slow, j)
-            } else {
-                (slow + j, 0)
-            }
-        };
-        let first = Some(delay(&mut f.rng));
-        let second = f.rng.random_bool(f.plan.duplicate).then(|| delay(&mut f.rng));
-        if second.is_some() {
-            f.stats.duplicated += 1;
-        }
-        [first, second]
-    }
-
-    /// Puts `bytes`, which left its sender at `left`, on link `index` at `ready` (plus each
-    /// copy's fault delays), toward `hop`: a FIFO link computes the arrival at once, a
-    /// strict-priority one takes the frame into its port when it gets there. A delay before
-    /// the link keeps order either way: on the FIFO wire, every frame queues behind it; into a
-    /// strict-priority port, a frame of its class waits for it ([`DrivenPort::entry_time`]).
-    fn send_on_link(
-        &mut self,
-        index: usize,
-        hop: Hop,
-        (left, ready): (Nanos, Nanos),
-        bytes: Vec<u8>,
-        fault_host: Option<u16>,
-    ) {
-        let fates = self.network_fate(left, fault_host);
-        let [first, copy] = fates;
-        if self.ports.get(index).is_some_and(Option::is_some) {
-            let class = (self.classify)(&bytes);
-            let now = self.now;
-            let enter = |world: &mut Self, (before, after): (Nanos, Nanos), bytes| {
-                let Some(Some(driven)) = world.ports.get_mut(index) else { return };
-                let at = driven.entry_time(now, class, ready, ready + before);
-                let entry = PortEntry { link: index, hop, after_ns: after, class, bytes };
-                world.schedule(at, Event::EnterPort(Box::new(entry)));
-            };
-            if let Some(c) = copy {
-                enter(self, c, bytes.clone());
-            }
-            if let Some(f) = first {
-                enter(self, f, bytes);
-            }
-            return;
-        }
-        let link = &mut self.topology.links[index];
-        let nic_ns = if matches!(hop, Hop::Host(_)) { link.params.nic_ns } else { 0 };
-        let arrive = |link: &mut pisadb_net::Link, (before, after): (Nanos, Nanos)| {
-            link.carry(ready + before, bytes.len()) + after + nic_ns
-        };
-        // The first copy takes the wire first, as the pinned traces have it.
-        let first_at = first.map(|c| arrive(link, c));
-        let copy_at = copy.map(|c| arrive(link, c));
-        if let Some(at) = copy_at {
-            self.arrive(at, hop, bytes.clone());
-        }
-        if let Some(at) = first_at {
-            self.arrive(at, hop, bytes);
-        }
-    }
-
-    fn arrive(&mut self, at: Nanos, hop: Hop, bytes: Vec<u8>) {
-        match hop {
-            Hop::Host(host) => self.schedule(at, Event::Deliver { host, bytes }),
-            Hop::Switch { switch, ingress } => self.schedule(at, Event::AtSwitch { switch, ingress, bytes }),
-        }
-    }
-
-    fn enter_port(&mut self, now: Nanos, link: usize, hop: Hop, after_ns: Nanos, class: u8, bytes: Vec<u8>) {
-        let Some(Some(driven)) = self.ports.get_mut(link) else { return };
-        let len = bytes.len();
-        // A refused frame is counted by the port itself (tail drop).
-        let _ = driven.port.push(now, class, len, (hop, after_ns, bytes));
-        self.arm_port(now, link);
-    }
-
-    fn wake_port(&mut self, now: Nanos, link: usize) {
-        let Some(Some(driven)) = self.ports.get_mut(link) else { return };
-        driven.wake = None;
-        let nic_ns = self.topology.links[link].params.nic_ns;
-        let mut arrivals = Vec::new();
-        while let Some(a) = driven.port.pop_arrival(now) {
-            arrivals.push(a);
-        }
-        for a in arrivals {
-            let (hop, after_ns, bytes) = a.item;
-            let nic = if matches!(hop, Hop::Host(_)) { nic_ns } else { 0 };
-            self.arrive(a.arrival_at_ns + after_ns + nic, hop, bytes);
-        }
-        self.arm_port(now, link);
-    }
-
-    /// Schedules link `link`'s port to wake when it next needs to, unless it already will.
-    fn arm_port(&mut self, now: Nanos, link: usize) {
-        let Some(Some(driven)) = self.ports.get_mut(link) else { return };
-        let Some(at) = driven.port.poll_timeout() else { return };
-        // The port decides an instant only once time has passed it.
-        let at = at.max(now) + 1;
-        if driven.wake.is_none_or(|w| at < w) {
-            driven.wake = Some(at);
-            self.schedule(at, Event::PortWake { link: link as u32 });
-        }
-    }
-
     /// Folds one event into the trace hash (no allocation: this is the simulator's hot loop).
     fn trace_event(&mut self, now: Nanos, who: u16, what: &[u8], bytes: &[u8]) {
         self.trace.write(&now.to_le_bytes());
@@ -983,47 +663,6 @@ impl<H: Host, S: SwitchDevice, O: Observer<H, S>> World<H, S, O> {
         out.events.clear();
         out.cpu_ns = 0;
         self.spare = out;
-    }
-
-    fn drain_switch(&mut self, now: Nanos, switch: u16) {
-        while let Some(Transmit { at_ns, dst, bytes, port }) = self.switches[usize::from(switch)].device.poll_transmit()
-        {
-            if self.crashes_within(Target::Switch(switch), now, at_ns) {
-                self.count(|s| s.cut_short += 1);
-                continue; // still inside the switch when it crashed
-            }
-            let fault_host = match port {
-                Port::Switch(_) => None,
-                // The CPU port is the controller's own link.
-                Port::Host(_) | Port::ControlPlane => Some(dst),
-            };
-            let (link, hop) = match port {
-                Port::Switch(next) => (
-                    self.topology.link_index(Endpoint::Switch(switch), Endpoint::Switch(next)),
-                    Hop::Switch { switch: next, ingress: Port::Switch(switch) },
-                ),
-                Port::Host(_) | Port::ControlPlane => {
-                    (self.downlinks[usize::from(switch)].get(usize::from(dst)).copied().flatten(), Hop::Host(dst))
-                }
-            };
-            match link {
-                Some(link) => self.send_on_link(link, hop, (at_ns, at_ns), bytes, fault_host),
-                // No wire there: the datagram is lost, as it always was (the fault plan still
-                // draws its fate first, so seeds replay).
-                None => {
-                    self.network_fate(at_ns, fault_host);
-                }
-            }
-        }
-        let slot = &mut self.switches[usize::from(switch)];
-        if let Some(at) = slot.device.poll_timeout() {
-            let at = at.max(now);
-            if slot.wake.is_none_or(|w| at < w) {
-                slot.wake = Some(at);
-                let epoch = slot.epoch;
-                self.schedule(at, Event::SwitchWake { switch, epoch });
-            }
-        }
     }
 
     /// The hash of every event processed so far: equal for equal seeds.

@@ -246,39 +246,53 @@ pub const MAX_COMPARISONS: usize = 4;
 /// A [`RegisterAction`] compiled for execution: fixed-size, no heap, and evaluated with
 /// the same semantics as [`RegisterAction::apply`] (a property test checks they agree). The
 /// register file runs these; the readable form stays the program's declaration.
+///
+/// Laid out for the cache (216 bytes, `repr(C)` so the order holds): the comparison count
+/// first, then the comparisons in use, then the two branches; coefficients stay as the `i8`s
+/// the declaration has (a sign-extending load costs what a plain one does), so an action with
+/// one comparison touches three cache lines, not the seven of a layout with widened
+/// coefficients and the count at the end.
 #[derive(Clone, Copy, Debug)]
+#[repr(C)]
 pub struct CompiledAction {
-    /// Up to four comparisons (Tofino 2's limit); the first `count` are used.
-    comparisons: [(Lin, u8); MAX_COMPARISONS],
     /// Comparisons in use.
     count: u8,
     /// Whether the comparisons combine with "any" instead of "all".
     any: bool,
+    /// Up to four comparisons (Tofino 2's limit); the first `count` are used.
+    comparisons: [(Lin, u8); MAX_COMPARISONS],
     /// The `then` branch and the `otherwise` branch.
     branches: [CompiledBranch; 2],
 }
 
-/// An [`Expr`] with widened coefficients.
+/// An [`Expr`] ready to evaluate: its coefficients in the order of the inputs
+/// `[lo, hi, in1, in2]`, and its constant.
 #[derive(Clone, Copy, Debug, Default)]
-struct Lin([i64; 5]);
+#[repr(C)]
+struct Lin {
+    coefficients: [i8; 4],
+    constant: i64,
+}
 
 impl Lin {
     fn of(e: Expr) -> Lin {
-        Lin([i64::from(e.lo), i64::from(e.hi), i64::from(e.in1), i64::from(e.in2), e.constant])
+        Lin { coefficients: [e.lo, e.hi, e.in1, e.in2], constant: e.constant }
     }
 
     #[inline(always)]
     fn eval(&self, x: &[i64; 4]) -> i64 {
-        let c = &self.0;
-        c[0].wrapping_mul(x[0])
-            .wrapping_add(c[1].wrapping_mul(x[1]))
-            .wrapping_add(c[2].wrapping_mul(x[2]))
-            .wrapping_add(c[3].wrapping_mul(x[3]))
-            .wrapping_add(c[4])
+        let c = &self.coefficients;
+        i64::from(c[0])
+            .wrapping_mul(x[0])
+            .wrapping_add(i64::from(c[1]).wrapping_mul(x[1]))
+            .wrapping_add(i64::from(c[2]).wrapping_mul(x[2]))
+            .wrapping_add(i64::from(c[3]).wrapping_mul(x[3]))
+            .wrapping_add(self.constant)
     }
 }
 
 #[derive(Clone, Copy, Debug, Default)]
+#[repr(C)]
 struct CompiledBranch {
     lo: Lin,
     hi: Lin,
@@ -325,9 +339,9 @@ impl RegisterAction {
         // (an empty "all" holds; an empty "any" would not).
         let any = self.combine == Combine::Any && !self.comparisons.is_empty();
         CompiledAction {
-            comparisons,
             count: self.comparisons.len() as u8,
             any,
+            comparisons,
             branches: [CompiledBranch::of(&self.then), CompiledBranch::of(&self.otherwise)],
         }
     }
@@ -367,6 +381,11 @@ pub fn wrap(value: i64, width_bits: u32) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_compiled_action_fits_in_216_bytes() {
+        assert_eq!(std::mem::size_of::<CompiledAction>(), 216);
+    }
 
     #[test]
     fn wrap_sign_extends_at_the_width() {

@@ -530,9 +530,11 @@ impl<P: Program> Switch<P> {
             Output::Reply => self.send(at_ns, Frame { kind, src: dst, dst: src }, flight),
             Output::Node(node) => self.send(at_ns, Frame { kind, src: dst, dst: node }, flight),
             Output::Forward => self.send(at_ns, Frame { kind, src, dst }, flight),
-            Output::Multicast(group) => match self.multicast.get(&group).cloned() {
+            Output::Multicast(group) => match self.multicast.get_mut(&group).map(std::mem::take) {
+                // Taken out while the copies go (no clone per packet), then put back.
                 Some(members) => {
-                    members.into_iter().for_each(|m| self.send(at_ns, Frame { kind, src: dst, dst: m }, flight))
+                    members.iter().for_each(|&m| self.send(at_ns, Frame { kind, src: dst, dst: m }, flight));
+                    self.multicast.insert(group, members);
                 }
                 None => self.drop_packet("unknown_multicast_group"),
             },

@@ -136,23 +136,53 @@ impl SwitchProfile {
 
     /// Converts clock cycles to nanoseconds, rounding up.
     pub fn cycles_to_ns(&self, cycles: u64) -> u64 {
-        (u128::from(cycles) * 1_000_000_000).div_ceil(u128::from(self.clock_hz)) as u64
+        // Every pass converts twice: 64-bit division while the product fits (a 128-bit one
+        // is a library call), with the same result.
+        match cycles.checked_mul(1_000_000_000) {
+            Some(product) => product.div_ceil(self.clock_hz),
+            None => (u128::from(cycles) * 1_000_000_000).div_ceil(u128::from(self.clock_hz)) as u64,
+        }
     }
 
     /// Converts nanoseconds to whole clock cycles, rounding down.
     pub fn ns_to_cycles(&self, ns: u64) -> u64 {
-        (u128::from(ns) * u128::from(self.clock_hz) / 1_000_000_000) as u64
+        match ns.checked_mul(self.clock_hz) {
+            Some(product) => product / 1_000_000_000,
+            None => (u128::from(ns) * u128::from(self.clock_hz) / 1_000_000_000) as u64,
+        }
     }
 
     /// Nanoseconds a recirculation port takes to serialize `bytes` (rounded up).
     pub fn recirc_serialization_ns(&self, bytes: usize) -> u64 {
-        (bytes as u128 * 8 * 1_000_000_000).div_ceil(u128::from(self.recirc_port_bits_per_s)) as u64
+        match (bytes as u64).checked_mul(8_000_000_000) {
+            Some(product) => product.div_ceil(self.recirc_port_bits_per_s),
+            None => (bytes as u128 * 8 * 1_000_000_000).div_ceil(u128::from(self.recirc_port_bits_per_s)) as u64,
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_64_bit_conversions_agree_with_the_128_bit_ones_up_to_and_past_overflow() {
+        let p = SwitchProfile::tofino1();
+        let wide_cycles = |c: u64| (u128::from(c) * 1_000_000_000).div_ceil(u128::from(p.clock_hz)) as u64;
+        let wide_ns = |n: u64| (u128::from(n) * u128::from(p.clock_hz) / 1_000_000_000) as u64;
+        let wide_ser = |b: usize| (b as u128 * 8 * 1_000_000_000).div_ceil(u128::from(p.recirc_port_bits_per_s)) as u64;
+        let edge_ns = u64::MAX / p.clock_hz;
+        let edge_cycles = u64::MAX / 1_000_000_000;
+        for x in [0, 1, 7, 999, 1_000_000_007, edge_ns - 1, edge_ns, edge_ns + 1, u64::MAX / 2, u64::MAX] {
+            assert_eq!(p.ns_to_cycles(x), wide_ns(x), "ns_to_cycles({x})");
+        }
+        for x in [0, 1, 7, 999, 1_000_000_007, edge_cycles - 1, edge_cycles, edge_cycles + 1, u64::MAX / 4] {
+            assert_eq!(p.cycles_to_ns(x), wide_cycles(x), "cycles_to_ns({x})");
+        }
+        for b in [0, 1, 64, 1500, usize::MAX / 8_000_000_000, usize::MAX / 8_000_000_000 + 1, 1 << 40] {
+            assert_eq!(p.recirc_serialization_ns(b), wide_ser(b), "recirc_serialization_ns({b})");
+        }
+    }
 
     #[test]
     fn tofino1_figures_match_the_guide() {
