@@ -496,6 +496,19 @@ mod tests {
         }
     }
 
+    /// Seed 1980 (5% duplication, 1% loss): a copy of a coordinated share crossed switch 0
+    /// after another copy was refused there and left a vote at node 0 whose `Voted` was lost;
+    /// the vote held key 306 for good, node 0 refused every later writer of it, and the
+    /// clients retried until the event bound (over 120 s). The controller now has the node
+    /// confirm every switch refusal of a share (`control.rs`, `Part::Refused`).
+    #[test]
+    fn a_lost_vote_of_a_duplicated_share_does_not_wedge_its_key() {
+        let r = fuzz_report(1980);
+        assert_eq!(r.failure, None, "{} / {}", r.case, r.faults);
+        assert!(r.duplicated > 0 && r.lost > 0, "the case duplicates and loses: {r:?}");
+        assert_eq!(r.committed, 4 * 60);
+    }
+
     #[test]
     fn placement_records_replay_to_the_placement_and_the_moves_under_way() {
         use crate::refresh::{Logged, PlacementRecord as P};
