@@ -2,7 +2,9 @@
 //! jittered, reordering and slowed links, checked by the rack's end-of-run oracles
 //! ([`crate::rack::check`]: serializable in timestamp order, clients and nodes agree on every
 //! commit, every client finishes, cached values equal the stores', no pending T-TS, no
-//! transaction left at the controller or a node).
+//! transaction left at the controller or a node), and while it runs by the progress oracle
+//! ([`crate::progress`]: after the faults heal, no gap of a simulated second without a commit
+//! while a client is unfinished); a case with no commit fails.
 //!
 //! **What the protocol tolerates today, and so what the cases inject.** Messages may be lost
 //! (up to 5% per hop), delayed and reordered on every link, and a node's links may be slow for
