@@ -19,7 +19,14 @@
 //! claims on its way and the node's prepared state, and a share not heard from yet is left to
 //! answer by itself (an `Aborted` overtaking its `Prepare` could release claims the `Prepare`
 //! takes later, `Controller::push`); the client gets the refusal's status once every share
-//! has ended, so a retry never meets its own earlier attempt. A share is never
+//! has ended, so a retry never meets its own earlier attempt. A share a switch refused has
+//! ended only once its node confirms it (`Aborted` sent, `Aborted` back; `Part::Refused`):
+//! the network duplicates, and another copy of its `Prepare` may have crossed the switches
+//! later and left a vote at the node, which would hold its keys for good if its `Voted` or
+//! the `Aborted` answering it were lost (fuzz seed 1980: every later writer of the key was
+//! refused by the node, and the clients retried until the event bound). An `Aborted` that
+//! overtakes such a copy leaves at worst a claim of a timestamp its node has decided
+//! aborted, which the switch's lease ends (`crate::program`). A share is never
 //! answered by a switch, even if it only reads cached keys (`program.rs`, `verdict`): its
 //! node's vote is what lets a restarted controller find out how the transaction ended.
 //!
@@ -139,6 +146,11 @@ enum Part {
     Voted(Message),
     /// The node committed: its answer.
     Committed(Message),
+    /// Refused by a switch on the way (`SwitchAborted`), and `Aborted` sent to the node to
+    /// confirm it: another copy of the `Prepare` (the network duplicates) may have crossed the
+    /// switches and left a vote at the node that only this `Aborted` ends. Final once the
+    /// node answers.
+    Refused,
     /// Aborted here (by the node, a switch, or the controller's `Aborted`): final.
     Aborted,
 }
@@ -175,7 +187,7 @@ impl Coordination {
         self.parts.values().all(|(_, p)| match p {
             Part::Committed(_) => self.abort.is_none(),
             Part::Aborted => self.abort.is_some(),
-            Part::Preparing | Part::Voted(_) => false,
+            Part::Preparing | Part::Voted(_) | Part::Refused => false,
         })
     }
 }
@@ -464,6 +476,7 @@ impl Controller {
                     let status = if c.abort.is_some() { Status::Aborted } else { Status::Resolve };
                     self.send(share.clone(), status, node, out)
                 }
+                Part::Refused if resolving => self.send(share.clone(), Status::Aborted, node, out),
                 _ => {}
             }
         }
@@ -564,7 +577,7 @@ impl Controller {
                     // after another copy was refused on the way (the network duplicates), so
                     // the node holds a vote nobody would end. End it.
                     let part = self.waiting.get(&ts).and_then(|c| c.parts.get(&node));
-                    if part.is_none_or(|(_, p)| matches!(p, Part::Aborted)) {
+                    if part.is_none_or(|(_, p)| matches!(p, Part::Aborted | Part::Refused)) {
                         return self.send(msg, Status::Aborted, node, out);
                     }
                 }
@@ -600,14 +613,22 @@ impl Controller {
                         }
                     }
                     (Status::Aborted | Status::SwitchAborted, Part::Preparing | Part::Voted(_)) if !commit_decided => {
-                        *part = Part::Aborted;
+                        // A switch's refusal is confirmed by the node (`Part::Refused`): a
+                        // copy of the share may hold a vote there (fuzz seed 1980).
+                        let refused = msg.status == Status::SwitchAborted;
+                        *part = if refused { Part::Refused } else { Part::Aborted };
                         c.vote(node, false);
                         if c.abort.is_none() {
                             c.abort = Some(msg);
                             let c = c.clone();
                             self.push(&c, false, out);
                         }
+                        if refused {
+                            self.send(share, Status::Aborted, node, out);
+                        }
                     }
+                    // The node confirms a switch's refusal: the share is over there too.
+                    (Status::Aborted, Part::Refused) => *part = Part::Aborted,
                     // Every share voted yes: the commit is decided, an abort cannot be.
                     (Status::Aborted | Status::SwitchAborted, _) if c.abort.is_none() => {
                         return self.reject("abort_after_vote", out)
@@ -751,10 +772,14 @@ mod tests {
         step(&mut c, &msg, 16);
         let share = |keys: u128, status| Message { status, ops: vec![Op::write(keys, [0; 48])], ..msg.clone() };
         assert_eq!(step(&mut c, &share(5, Status::Voted), a), vec![]);
-        // A switch on b's path refuses b's share: a's prepared share is aborted.
-        assert_eq!(step(&mut c, &share(1_599, Status::SwitchAborted), b), vec![(a, Status::Aborted, vec![5])]);
+        // A switch on b's path refuses b's share: a's prepared share is aborted, and b is
+        // asked to confirm the refusal (a copy of its share may have reached it).
+        let mut sent = step(&mut c, &share(1_599, Status::SwitchAborted), b);
+        sent.sort();
+        assert_eq!(sent, vec![(a, Status::Aborted, vec![5]), (b, Status::Aborted, vec![1_599])]);
         assert!(!c.is_idle(), "a still holds its share");
-        let answer = step(&mut c, &share(5, Status::Aborted), a);
+        assert_eq!(step(&mut c, &share(5, Status::Aborted), a), vec![], "b has not confirmed yet");
+        let answer = step(&mut c, &share(1_599, Status::Aborted), b);
         assert_eq!(answer, vec![(16, Status::SwitchAborted, vec![1_599])], "the first refusal's status");
         assert!(c.is_idle());
         // A late vote for an aborted transaction is ended (a copy of the share may have
@@ -778,12 +803,38 @@ mod tests {
         step(&mut c, &msg, 16);
         let share = |keys: u128, status| Message { status, ops: vec![Op::write(keys, [0; 48])], ..msg.clone() };
         assert_eq!(step(&mut c, &share(1_599, Status::Voted), b), vec![]);
-        assert_eq!(step(&mut c, &share(5, Status::SwitchAborted), a), vec![(b, Status::Aborted, vec![1_599])]);
+        let mut sent = step(&mut c, &share(5, Status::SwitchAborted), a);
+        sent.sort();
+        assert_eq!(sent, vec![(a, Status::Aborted, vec![5]), (b, Status::Aborted, vec![1_599])]);
         assert_eq!(step(&mut c, &share(5, Status::Voted), a), vec![(a, Status::Aborted, vec![5])], "the copy's vote");
-        let answer = step(&mut c, &share(1_599, Status::Aborted), b);
+        assert_eq!(step(&mut c, &share(1_599, Status::Aborted), b), vec![], "a has not confirmed");
+        let answer = step(&mut c, &share(5, Status::Aborted), a);
         assert_eq!(answer, vec![(16, Status::SwitchAborted, vec![5])]);
         assert!(c.is_idle());
         assert_eq!(step(&mut c, &share(5, Status::Voted), a), vec![(a, Status::Aborted, vec![5])], "once decided too");
+    }
+
+    /// Fuzz seed 1980: a copy of a refused share left a vote at its node, and its `Voted` was
+    /// lost, so the controller never heard of it; the node held key 306 for good and every
+    /// later writer of it was refused. The refusal is now confirmed by the node, and the
+    /// confirmation sent again whenever the client resolves, until the node answers.
+    #[test]
+    fn a_switch_refusal_is_confirmed_by_the_node_even_when_the_copys_vote_is_lost() {
+        let (mut c, step) = two_node_setup();
+        let (a, b) = (c.hierarchy.node_of(5), c.hierarchy.node_of(1_599));
+        let ops = vec![Op::write(5, [2; 48]), Op::write(1_599, [1; 48])];
+        let msg = Message { ts: 8, status: Status::Coordinate, client: 16, seq: 1, ops };
+        step(&mut c, &msg, 16);
+        let share = |keys: u128, status| Message { status, ops: vec![Op::write(keys, [0; 48])], ..msg.clone() };
+        assert_eq!(step(&mut c, &share(1_599, Status::Aborted), b), vec![], "b's node refused");
+        assert_eq!(step(&mut c, &share(5, Status::SwitchAborted), a), vec![(a, Status::Aborted, vec![5])]);
+        // That `Aborted` is lost: the client resolves, and the confirmation goes again.
+        let resolve = Message { status: Status::Resolve, ..msg.clone() };
+        assert_eq!(step(&mut c, &resolve, 16), vec![(a, Status::Aborted, vec![5])]);
+        assert!(!c.is_idle(), "no answer to the client before a's node confirms");
+        let answer = step(&mut c, &share(5, Status::Aborted), a);
+        assert_eq!(answer, vec![(16, Status::Aborted, vec![1_599])], "the first refusal's status");
+        assert!(c.is_idle());
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! jittered, reordering and slowed links, checked by the rack's end-of-run oracles
 //! ([`crate::rack::check`]: serializable in timestamp order, clients and nodes agree on every
 //! commit, every client finishes, cached values equal the stores', no pending T-TS, no
-//! transaction left at the controller or a node).
+//! transaction left at the controller or a node), and while it runs by the progress oracle
+//! ([`crate::progress`]: after the faults heal, no gap of a simulated second without a commit
+//! while a client is unfinished); a case with no commit fails.
 //!
 //! **What the protocol tolerates today, and so what the cases inject.** Messages may be lost
 //! (up to 5% per hop), delayed and reordered on every link, and a node's links may be slow for
@@ -50,7 +52,7 @@ use crate::layout::{Hierarchy, CONTROLLER, NODES, SWITCHES};
 use crate::program::{
     entry_value, TransKvProgram, CACHE_TABLE, FULL_BITMAP, MIGRATING, R_TS, T_TS, VALUE0, VALUE_ARRAYS, W_TS,
 };
-use crate::rack::{build, check, variant_of, RackConfig, RackHost, RackObserver};
+use crate::rack::{build_observed, check, variant_of, RackConfig, RackHost, RackObserver};
 use crate::store::{NodeRecord, StorageNode, FLOOR_MARGIN_SLOTS};
 use crate::wire::{Message, OpType};
 use pisadb_core::rng::{derive, SeededRng};
@@ -412,7 +414,8 @@ pub fn fuzz_report(seed: u64) -> FuzzReport {
         failure: None,
         report: serde_json::Value::Null,
     };
-    let (mut world, hierarchy) = match build(variant, &cfg) {
+    let watched = RackObserver::new().watching_progress(crate::progress::PROGRESS_BOUND_NS);
+    let (mut world, hierarchy) = match build_observed(variant, &cfg, |_, _| Ok(()), watched) {
         Ok(built) => built,
         Err(e) => {
             report.failure = Some(e);
@@ -455,7 +458,9 @@ pub fn fuzz_report(seed: u64) -> FuzzReport {
         "commits": report.committed,
         "trace_hash": format!("{:016x}", world.trace_hash()),
     });
+    let committed = report.committed;
     report.failure = run
+        .and_then(|()| if committed == 0 { Err("no transaction committed".into()) } else { Ok(()) })
         .and_then(|()| check(&world, &hierarchy))
         .and_then(|()| if variant == "transkv-log" { check_log(&world) } else { Ok(()) })
         .err();
@@ -494,6 +499,50 @@ mod tests {
                 assert!(r.detail.contains("moves recovered"), "seed {seed}: {}", r.detail);
             }
         }
+    }
+
+    /// Seed 1980 (5% duplication, 1% loss): a copy of a coordinated share crossed switch 0
+    /// after another copy was refused there and left a vote at node 0 whose `Voted` was lost;
+    /// the vote held key 306 for good, node 0 refused every later writer of it, and the
+    /// clients retried until the event bound (over 120 s). The controller now has the node
+    /// confirm every switch refusal of a share (`control.rs`, `Part::Refused`).
+    #[test]
+    fn a_lost_vote_of_a_duplicated_share_does_not_wedge_its_key() {
+        let r = fuzz_report(1980);
+        assert_eq!(r.failure, None, "{} / {}", r.case, r.faults);
+        assert!(r.duplicated > 0 && r.lost > 0, "the case duplicates and loses: {r:?}");
+        assert_eq!(r.committed, 4 * 60);
+    }
+
+    /// The progress oracle fails a system broken on purpose: clients that never resolve
+    /// (a resolve time of 10 s of simulated time), every message lost until 100 µs. Every
+    /// first attempt is lost and nothing happens until the clients resolve at 10 s, far
+    /// past the bound after healing; the same case with 1 ms resolves passes.
+    #[test]
+    fn the_progress_oracle_fails_clients_that_never_retry_and_passes_ones_that_do() {
+        let run = |resolve_us: u64| {
+            let cfg = RackConfig {
+                records: 5_000,
+                cache_per_switch: 16,
+                write_ratio: 0.5,
+                ops_per_txn: 2,
+                outstanding: 2,
+                txns_per_client: 20,
+                seed: 7,
+                resolve_us,
+                ..RackConfig::default()
+            };
+            let watched = RackObserver::new().watching_progress(crate::progress::PROGRESS_BOUND_NS);
+            let (mut world, hierarchy) = build_observed("transkv", &cfg, |_, _| Ok(()), watched).unwrap();
+            let faults = Faults { seed: 7, loss: 1.0, heal_at_ns: 100_000, ..Faults::default() };
+            let restarter = Restarter::new("transkv", Arc::clone(&hierarchy), &faults).unwrap().for_config(&cfg);
+            world.inject(faults, Box::new(restarter));
+            let run = world.run(0, Nanos::MAX / 2, crate::rack::EVENTS_MAX).map_err(|e| e.to_string());
+            run.and_then(|()| check(&world, &hierarchy)).map(|()| world.observer().commits())
+        };
+        let stuck = run(10_000_000).unwrap_err();
+        assert!(stuck.contains("no progress: no transaction committed from 0.100 ms"), "{stuck}");
+        assert_eq!(run(1_000), Ok(4 * 20), "clients that resolve commit everything");
     }
 
     #[test]

@@ -54,6 +54,7 @@ pub mod fuzz;
 pub mod layout;
 pub mod presets;
 pub mod program;
+pub mod progress;
 pub mod rack;
 pub mod real;
 pub mod recovery;

@@ -363,6 +363,8 @@ pub struct RackObserver {
     /// Per [`TIMELINE_BUCKET_NS`] of simulated time: (commits, of them decided wholly by
     /// switches).
     timeline: Vec<(u64, u64)>,
+    /// The progress oracle, when the run is watched (`crate::progress`; the fuzz cases).
+    progress: Option<crate::progress::Progress>,
 }
 
 /// The width of one bucket of [`RackObserver::timeline`].
@@ -497,6 +499,7 @@ impl RackObserver {
             finished_ns: 0,
             ledger: Ledger::default(),
             timeline: Vec::new(),
+            progress: None,
         }
     }
 
@@ -620,6 +623,13 @@ impl RackObserver {
         }
     }
 
+    /// The same observer, failing the run when it stops making progress
+    /// ([`crate::progress`]).
+    pub fn watching_progress(mut self, bound_ns: Nanos) -> Self {
+        self.progress = Some(crate::progress::Progress::new(bound_ns));
+        self
+    }
+
     /// The committed history and its serializability in timestamp order; the clients' and
     /// the nodes' commits agree; every client finished.
     pub fn check_history(&self) -> Result<usize, String> {
@@ -629,8 +639,15 @@ impl RackObserver {
 
 impl Observer<RackHost, Switch<TransKvProgram>> for RackObserver {
     fn on_event(&mut self, _host: u16, event: RackEvent, moment: Moment) -> Result<(), String> {
+        if let Some(progress) = self.progress.as_mut() {
+            match &event {
+                RackEvent::Client(ClientEvent::Committed { .. }) => progress.committed(moment.at),
+                RackEvent::Client(ClientEvent::Finished(_)) => progress.finished(),
+                _ => {}
+            }
+        }
         self.count(event, moment.at);
-        Ok(())
+        self.progress.as_ref().map_or(Ok(()), |p| p.check(moment.at, moment.healthy_from))
     }
 }
 
@@ -797,6 +814,16 @@ pub fn build_with(
     cfg: &RackConfig,
     prepare: impl FnOnce(&Hierarchy, &mut [Switch<TransKvProgram>]) -> Result<(), String>,
 ) -> Result<(RackWorld, Arc<Hierarchy>), String> {
+    build_observed(variant, cfg, prepare, RackObserver::new())
+}
+
+/// [`build_with`], the run seen by `observer` (one watching progress: the fuzz cases).
+pub fn build_observed(
+    variant: &str,
+    cfg: &RackConfig,
+    prepare: impl FnOnce(&Hierarchy, &mut [Switch<TransKvProgram>]) -> Result<(), String>,
+    observer: RackObserver,
+) -> Result<(RackWorld, Arc<Hierarchy>), String> {
     let (mode, path, hierarchy) = placement(variant, cfg)?;
     let mut hosts: Vec<RackHost> = (0..NODES)
         .map(|n| RackHost::Store(storage_node(variant, n).handing(initially_handed(cfg, &hierarchy, n))))
@@ -817,7 +844,7 @@ pub fn build_with(
     prepare(&hierarchy, &mut switches)?;
     let topology = layout::topology(&LinkParams { nic_ns: cfg.nic_ns, ..LinkParams::ten_gbe() });
     hierarchy.routes_cover_cached_keys(&topology)?;
-    let mut world = World::new(topology, hosts, switches, RackObserver::new()).map_err(|e| e.to_string())?;
+    let mut world = World::new(topology, hosts, switches, observer).map_err(|e| e.to_string())?;
     if cfg.refresh_epoch_us > 0 {
         // The refresh reaches every switch by id, hop by hop; each serves the controller.
         for s in 0..SWITCHES {
