@@ -247,4 +247,57 @@ mod tests {
         let WorkloadSpec::SmallBank(b) = cfg.workload else { panic!("SmallBank") };
         assert_eq!((b.nodes, b.accounts, b.hot_prob, b.partitioning), (3, 3000, 0.5, Scheme::RoundRobin));
     }
+
+    /// The real rack is planned from its real-mode settings, no longer from the bench's flags:
+    /// the run configuration is the one those flags planned (`crate::flags::Rack`, the port of
+    /// the old `RackArgs`), so no real-mode figure moves.
+    #[test]
+    fn real_settings_plan_the_rack_the_bench_flags_planned() {
+        use crate::flags::Rack;
+        let cases = [
+            ("smallbank", RealWorkload::Smallbank, Cc::NoWait, RealCc::NoWait, None, None),
+            ("ycsb-a", RealWorkload::YcsbA, Cc::WaitDie, RealCc::WaitDie, Some(30), Some(60)),
+            ("ycsb-c", RealWorkload::YcsbC, Cc::NoWait, RealCc::NoWait, None, Some(10)),
+            ("tpcc", RealWorkload::Tpcc, Cc::NoWait, RealCc::NoWait, Some(5), None),
+        ];
+        for (workload, real_workload, cc, real_cc, remote, hot_prob) in cases {
+            let flags = Rack {
+                testbed: false,
+                engine: None,
+                txns_per_worker: None,
+                cc,
+                nodes: 3,
+                workers: 2,
+                workload,
+                remote,
+                hot_prob,
+                hot_per_node: None,
+                rows: Some(3000),
+                warehouses: 6,
+                partitioning: Some(Scheme::RoundRobin),
+                layout: LayoutChoice::Declustered,
+                fine_locks: FineLocks::Stages,
+                recirculation: None,
+                seed: 7,
+                measure_ms: 1,
+                warmup_ms: 0,
+            };
+            let settings = RealSettings {
+                nodes: 3,
+                workers: 2,
+                cc: real_cc,
+                workload: real_workload,
+                rows: 3000,
+                warehouses: 6,
+                remote,
+                hot_prob,
+                seed: 7,
+                ..RealSettings::default()
+            };
+            for mode in [Mode::P4db, Mode::NoSwitch, Mode::LmSwitch] {
+                let (old, new) = (flags.config(mode), settings.run_config(mode));
+                assert_eq!(serde_json::to_value(new).unwrap(), serde_json::to_value(old).unwrap(), "{workload}");
+            }
+        }
+    }
 }
