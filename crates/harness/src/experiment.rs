@@ -358,13 +358,15 @@ impl Holds {
         }
     }
 
-    /// The rule in words.
+    /// The rule in words, its bounds rounded to 6 decimals (a bound computed as 0.67 × 1.5
+    /// reads `1.005`, not `1.0050000000000001`).
     pub fn words(self) -> String {
+        let n = |v: f64| format!("{}", (v * 1e6).round() / 1e6);
         match self {
-            Holds::Above(t) => format!("ours > {t}"),
-            Holds::Below(t) => format!("ours < {t}"),
-            Holds::SameSideOf(t) => format!("same side of {t} as the paper"),
-            Holds::Within(lo, hi) => format!("{lo} <= ours <= {hi}"),
+            Holds::Above(t) => format!("ours > {}", n(t)),
+            Holds::Below(t) => format!("ours < {}", n(t)),
+            Holds::SameSideOf(t) => format!("same side of {} as the paper", n(t)),
+            Holds::Within(lo, hi) => format!("{} <= ours <= {}", n(lo), n(hi)),
         }
     }
 }
@@ -571,6 +573,13 @@ pub fn cell(value: Option<&Value>) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_rule_reads_its_bounds_without_float_noise() {
+        assert_eq!(Holds::Within(0.67 * 0.5, 0.67 * 1.5).words(), "0.335 <= ours <= 1.005");
+        assert_eq!(Holds::Above(1.0).words(), "ours > 1");
+        assert_eq!(Holds::SameSideOf(0.1 + 0.2).words(), "same side of 0.3 as the paper");
+    }
 
     #[test]
     fn dotted_paths_reach_object_keys_and_array_elements() {
