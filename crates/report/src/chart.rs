@@ -627,18 +627,12 @@ fn register_font() -> Result<(), String> {
         })
         .clone()
 }
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::format_seconds;
-    use std::path::PathBuf;
-
-    /// A fresh, empty directory under the system temp dir for one test.
-    fn scratch(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("pisadb-report-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        dir
-    }
+    use crate::tests::scratch;
 
     fn series(name: &str, scale: f64) -> Series {
         Series::new(name, (0..5).map(|i| (f64::from(i), scale * f64::from(i * i))).collect())

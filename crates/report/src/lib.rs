@@ -245,8 +245,8 @@ impl Progress {
 mod tests {
     use super::*;
 
-    /// A fresh, empty directory under the system temp dir for one test.
-    fn scratch(name: &str) -> PathBuf {
+    /// A fresh, empty directory under the system temp dir for one test (the chart tests' too).
+    pub(crate) fn scratch(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("pisadb-report-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         dir

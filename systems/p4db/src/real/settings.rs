@@ -10,12 +10,11 @@
 //! timeouts), P4DB's declustered layout, stage locks and priority recirculation, with the
 //! workload's rows spread round-robin.
 
-use crate::experiments::SwitchChoices;
 use crate::node::{Cc, Mode};
 use crate::programs::p4db::{FineLocks, RecirculationModel};
-use crate::{LayoutChoice, RunConfig, WorkloadSpec};
+use crate::{LayoutChoice, RunConfig};
 use pisadb_harness::real::{AliasTo, FlagAlias};
-use pisadb_workload::{Scheme, SmallBankConfig, TpccConfig, YcsbConfig, YcsbMix};
+use pisadb_workload::Scheme;
 use serde::{Deserialize, Serialize};
 
 /// The workload of a real rack.
@@ -148,69 +147,44 @@ impl RealSettings {
 
     /// The rack's run configuration in `mode` (see the module documentation).
     pub fn run_config(&self, mode: Mode) -> RunConfig {
-        let pct = |p: u8| f64::from(p) / 100.0;
-        let ycsb = |mix| {
-            let d = YcsbConfig::default();
-            WorkloadSpec::Ycsb(YcsbConfig {
-                nodes: self.nodes,
-                rows: self.rows,
-                hot_prob: self.hot_prob.map_or(d.hot_prob, pct),
-                remote_prob: self.remote.map_or(d.remote_prob, pct),
-                mix,
-                partitioning: Scheme::RoundRobin,
-                ..d
-            })
-        };
+        // One planner of a rack from its keys: the bench's (`crate::flags::Rack`), on PisaDB's
+        // model with round-robin partitioning, the declustered layout and staged locks.
         let workload = match self.workload {
-            RealWorkload::YcsbA => ycsb(YcsbMix::A),
-            RealWorkload::YcsbB => ycsb(YcsbMix::B),
-            RealWorkload::YcsbC => ycsb(YcsbMix::C),
-            RealWorkload::Smallbank => {
-                let d = SmallBankConfig::default();
-                WorkloadSpec::SmallBank(SmallBankConfig {
-                    nodes: self.nodes,
-                    accounts: self.rows,
-                    hot_prob: self.hot_prob.map_or(d.hot_prob, pct),
-                    remote_prob: self.remote.map_or(d.remote_prob, pct),
-                    partitioning: Scheme::RoundRobin,
-                    ..d
-                })
-            }
-            RealWorkload::Tpcc => {
-                let d = TpccConfig::default();
-                WorkloadSpec::Tpcc(TpccConfig {
-                    nodes: self.nodes,
-                    warehouses: self.warehouses,
-                    remote_item_prob: self.remote.map_or(d.remote_item_prob, pct),
-                    remote_customer_prob: self.remote.map_or(d.remote_customer_prob, pct),
-                    ..d
-                })
-            }
+            RealWorkload::YcsbA => "ycsb-a",
+            RealWorkload::YcsbB => "ycsb-b",
+            RealWorkload::YcsbC => "ycsb-c",
+            RealWorkload::Smallbank => "smallbank",
+            RealWorkload::Tpcc => "tpcc",
         };
-        let mut cfg = RunConfig {
+        let rack = crate::flags::Rack {
+            testbed: false,
+            engine: None,
+            txns_per_worker: None,
+            cc: self.cc.into(),
             nodes: self.nodes,
             workers: self.workers,
-            mode,
-            cc: self.cc.into(),
             workload,
-            seed: self.seed,
-            warmup_ns: 0,
-            measure_ns: 1_000_000,
-            ..RunConfig::ycsb_default()
-        };
-        let choices = SwitchChoices {
-            layout: Some(LayoutChoice::Declustered),
-            fine_locks: Some(FineLocks::Stages),
+            remote: self.remote,
+            hot_prob: self.hot_prob,
+            hot_per_node: None,
+            rows: Some(self.rows),
+            warehouses: self.warehouses,
+            partitioning: Some(Scheme::RoundRobin),
+            layout: LayoutChoice::Declustered,
+            fine_locks: FineLocks::Stages,
             recirculation: Some(RecirculationModel::Priority),
+            seed: self.seed,
+            measure_ms: 1,
+            warmup_ms: 0,
         };
-        choices.apply(&mut cfg);
-        cfg
+        rack.config(mode)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::WorkloadSpec;
 
     fn with(sets: &[&str]) -> Result<RealSettings, String> {
         let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
